@@ -1,0 +1,63 @@
+# Makefile - builds the runtime library (kernels/), the tools, the tests.
+#   make            library, tools and tests (gcc, -O3 -march=native)
+#   make test       build and run the test suite
+#   make sanitize   the test suite under AddressSanitizer + UBSan
+#   make portable   the test suite without AVX-512 (the portable vector paths)
+#   make bench      the kernel benchmark on this machine (prints, writes results/)
+#   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
+ifeq ($(origin CC),default)
+CC = gcc
+endif
+ARCH    ?= -march=native
+OPT     ?= -O3
+CFLAGS  ?= $(OPT) $(ARCH) -g
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -ffp-contract=fast -Wall -Wextra -pthread
+LDLIBS  += -lm -pthread
+GSL_LIBS = -lgsl -lgslcblas
+BUILD   ?= build
+
+LIB_SRC  = $(wildcard kernels/*.c)
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB      = $(BUILD)/libmq.a
+HARNESS_SRC = harness/probes.c
+HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
+TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TOOLS    = $(BUILD)/kernel-bench
+
+.PHONY: all test sanitize portable bench deps clean
+all: $(LIB) $(TOOLS) $(TEST_BIN)
+
+$(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ikernels -Iharness -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(LIB)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(LDLIBS) -o $@
+
+test: deps $(TEST_BIN)
+	@scripts/run-tests.sh $(TEST_BIN)
+
+sanitize:
+	$(MAKE) BUILD=build-san OPT=-O1 \
+	  CFLAGS_EXTRA= CFLAGS="-O1 $(ARCH) -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  LDLIBS="-lm -pthread -fsanitize=address,undefined" test
+
+portable:
+	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2" test
+
+bench: deps $(BUILD)/kernel-bench
+	$(BUILD)/kernel-bench $(BENCH_ARGS)
+
+deps:
+	@scripts/install-deps.sh
+
+clean:
+	rm -rf build build-san build-portable

@@ -1,0 +1,232 @@
+/* gemm.c - the context (worker pool, per-worker threadgroup memory, the
+ * split-K workspace, the optional trace) and mq_gemm: plan a candidate, then
+ * run its schedule: a 2D grid, 1D stripes over column-major tiles x
+ * k_parallel, or a grid with split_k slices; K-split schedules write FP32
+ * partials to the workspace and a second dispatch sums them in slice order
+ * (deterministic). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "simd.h"
+#include "mq_internal.h"
+
+struct mq_ctx {
+    mq_pool *pool;
+    int threads;
+    mq_scratch *scratch;
+    float *workspace;
+    size_t workspace_cap;
+    mq_trace_entry *trace;
+    int trace_cap;
+    int *trace_count;
+    atomic_int trace_n;
+};
+
+static void free_scratch(mq_ctx *ctx)
+{
+    for (int i = 0; ctx->scratch && i < ctx->threads; i++) {
+        free(ctx->scratch[i].a_tile);
+        free(ctx->scratch[i].b_tile);
+        free(ctx->scratch[i].acc);
+    }
+    free(ctx->scratch);
+}
+
+mq_status mq_ctx_create(int threads, mq_ctx **out, mq_error *err)
+{
+    if (!out)
+        return mq_fail(err, MQ_E_ARG, "mq_ctx_create: null output");
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
+    if (threads > 1024)
+        return mq_fail(err, MQ_E_ARG, "%d worker threads is more than 1024", threads);
+    mq_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for the context");
+    ctx->threads = threads;
+    ctx->scratch = calloc((size_t)threads, sizeof *ctx->scratch);
+    size_t tile = (size_t)MQ_MAX_TILE * (MQ_MAX_TILE + 16) * sizeof(float);
+    int ok = ctx->scratch != NULL;
+    for (int i = 0; ok && i < threads; i++) {
+        ctx->scratch[i].a_tile = aligned_alloc(64, tile);
+        ctx->scratch[i].b_tile = aligned_alloc(64, tile);
+        ctx->scratch[i].acc = aligned_alloc(64, tile);
+        ok = ctx->scratch[i].a_tile && ctx->scratch[i].b_tile && ctx->scratch[i].acc;
+    }
+    if (!ok) {
+        free_scratch(ctx);
+        free(ctx);
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for threadgroup memory of %d workers",
+                       threads);
+    }
+    mq_status st = mq_pool_create(threads, &ctx->pool, err);
+    if (st) {
+        free_scratch(ctx);
+        free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return mq_ok(err);
+}
+
+void mq_ctx_destroy(mq_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    mq_pool_destroy(ctx->pool);
+    free_scratch(ctx);
+    free(ctx->workspace);
+    free(ctx);
+}
+
+int mq_ctx_threads(const mq_ctx *ctx) { return ctx ? ctx->threads : 0; }
+
+void mq_ctx_set_trace(mq_ctx *ctx, mq_trace_entry *buf, int cap, int *count)
+{
+    if (!ctx)
+        return;
+    ctx->trace = buf;
+    ctx->trace_cap = buf ? cap : 0;
+    ctx->trace_count = buf ? count : NULL;
+    atomic_store(&ctx->trace_n, 0);
+    if (count)
+        *count = 0;
+}
+
+typedef void (*tile_fn)(const mq_tile_job *, mq_scratch *, int, int, int, int, float *, int);
+
+typedef struct {
+    mq_ctx *ctx;
+    mq_tile_job job;
+    const mq_plan *plan;
+    tile_fn tile;
+    float *C;
+    float *partials; /* NULL when K is not split */
+} run_args;
+
+static void record(mq_ctx *ctx, int tg, int row, int col, int slice)
+{
+    if (!ctx->trace)
+        return;
+    int i = atomic_fetch_add(&ctx->trace_n, 1);
+    if (i < ctx->trace_cap) {
+        mq_trace_entry e = {tg, row, col, slice};
+        ctx->trace[i] = e;
+    }
+}
+
+/* Compute output tile (row, col) over K slice `slice` into C or its partials. */
+static void run_unit(const run_args *ra, int worker, int tg, int row, int col, int slice)
+{
+    const mq_problem *p = ra->job.p;
+    int row0 = row * ra->job.tile_m, col0 = col * ra->job.tile_n;
+    int k0 = slice * ra->plan->k_slice_len;
+    int k1 = slice == ra->plan->k_slices - 1 ? p->K : k0 + ra->plan->k_slice_len;
+    float *dst = ra->partials ? ra->partials + (size_t)slice * p->M * p->N : ra->C;
+    ra->tile(&ra->job, &ra->ctx->scratch[worker], row0, col0, k0, k1,
+             dst + (size_t)row0 * p->N + col0, p->N);
+    record(ra->ctx, tg, row, col, slice);
+}
+
+static void grid_tg(void *arg, int tg, int worker)
+{
+    const run_args *ra = arg;
+    int per_slice = ra->plan->grid_x * ra->plan->grid_y;
+    int slice = tg / per_slice, t = tg % per_slice;
+    run_unit(ra, worker, tg, t / ra->plan->grid_x, t % ra->plan->grid_x, slice);
+}
+
+/* Marlin stripes: a contiguous range of the column-major work list. */
+static void striped_tg(void *arg, int tg, int worker)
+{
+    const run_args *ra = arg;
+    const mq_plan *pl = ra->plan;
+    int start = tg * pl->work_per_tg;
+    int end = mq_min(start + pl->work_per_tg, pl->work_units);
+    for (int wu = start; wu < end; wu++) {
+        int tile_linear = wu / pl->k_slices, slice = wu % pl->k_slices;
+        run_unit(ra, worker, tg, tile_linear % pl->m_tiles, tile_linear / pl->m_tiles, slice);
+    }
+}
+
+/* Reduction pass: one threadgroup per output row, slices summed in order. */
+static void reduce_tg(void *arg, int row, int worker)
+{
+    (void)worker;
+    const run_args *ra = arg;
+    int N = ra->job.p->N, S = ra->plan->k_slices;
+    size_t plane = (size_t)ra->job.p->M * N;
+    const float *src = ra->partials + (size_t)row * N;
+    float *dst = ra->C + (size_t)row * N;
+    int n = 0;
+    for (; n + 16 <= N; n += 16) {
+        v16f s = v16f_load(src + n);
+        for (int k = 1; k < S; k++)
+            s += v16f_load(src + (size_t)k * plane + n);
+        v16f_store(dst + n, s);
+    }
+    for (; n < N; n++) {
+        float s = src[n];
+        for (int k = 1; k < S; k++)
+            s += src[(size_t)k * plane + n];
+        dst[n] = s;
+    }
+}
+
+mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const uint16_t *A,
+                  float *C, const mq_candidate *c, const mq_limits *lim, mq_error *err)
+{
+    if (!ctx || !p || !w || !A || !C)
+        return mq_fail(err, MQ_E_ARG, "mq_gemm: null context, problem, weights or array");
+    mq_candidate def;
+    if (!c) {
+        mq_status st = mq_problem_check(p, err);
+        if (st)
+            return st;
+        def = mq_default_candidate(p);
+        c = &def;
+    }
+    mq_plan plan;
+    mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
+    if (st)
+        return st;
+    if (w->format != p->format || w->K != p->K || w->N != p->N || w->group != p->group)
+        return mq_fail(err, MQ_E_WEIGHTS,
+                       "weights are %s K=%d N=%d group %d but the problem is %s K=%d N=%d "
+                       "group %d",
+                       mq_format_name(w->format), w->K, w->N, w->group,
+                       mq_format_name(p->format), p->K, p->N, p->group);
+    if (plan.workspace_bytes > ctx->workspace_cap) {
+        float *ws = aligned_alloc(64, (plan.workspace_bytes + 63) & ~(size_t)63);
+        if (!ws)
+            return mq_fail(err, MQ_E_NOMEM, "out of memory for a %zu-byte split-K workspace",
+                           plan.workspace_bytes);
+        free(ctx->workspace);
+        ctx->workspace = ws;
+        ctx->workspace_cap = plan.workspace_bytes;
+    }
+    const mq_variant_info *vi = mq_variant_get(c->variant);
+    run_args ra;
+    ra.ctx = ctx;
+    ra.job.p = p;
+    ra.job.w = w;
+    ra.job.A = A;
+    ra.job.tile_m = c->p.tile_m;
+    ra.job.tile_n = c->p.tile_n;
+    ra.job.tile_k = c->p.tile_k;
+    ra.plan = &plan;
+    ra.tile = vi->dequant == MQ_DEQ_FUSED ? mq_tile_fused : mq_tile_staged;
+    ra.C = C;
+    ra.partials = plan.k_slices > 1 ? ctx->workspace : NULL;
+    mq_pool_run(ctx->pool, plan.threadgroups,
+                vi->schedule == MQ_SCHED_STRIPED ? striped_tg : grid_tg, &ra);
+    if (ra.partials)
+        mq_pool_run(ctx->pool, p->M, reduce_tg, &ra);
+    if (ctx->trace_count)
+        *ctx->trace_count = mq_min(atomic_load(&ctx->trace_n), ctx->trace_cap);
+    return mq_ok(err);
+}

@@ -1,0 +1,239 @@
+/* mq.h - public API of the runtime library (libmq): quantized weight formats
+ * (fp4, u4, trellis2/3/4), problems and candidates, legality checks with
+ * reasons, the float64 reference GEMM, and the CPU model of every kernel
+ * variant of the seed designs, run on a persistent worker pool.
+ *
+ * Conventions: activations A are FP16 bit patterns, row-major [M, K];
+ * outputs C are FP32, row-major [M, N]; kernels accumulate in FP32.
+ * No function here exits or aborts on bad input: each returns an mq_status
+ * and, when given an mq_error, a one-line message naming the problem. */
+#ifndef MQ_H
+#define MQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ----------------------------------------------------------- */
+
+typedef enum {
+    MQ_OK = 0,
+    MQ_E_ARG,        /* a null pointer or an out-of-range argument */
+    MQ_E_SHAPE,      /* a bad problem shape (M, N, K, group) */
+    MQ_E_WEIGHTS,    /* weights that do not match their format or the problem */
+    MQ_E_ILLEGAL,    /* a candidate that this problem and these limits refuse */
+    MQ_E_NOMEM,      /* an allocation failed */
+    MQ_E_SYSTEM      /* the OS refused something (threads) */
+} mq_status;
+
+typedef struct {
+    mq_status code;
+    char msg[256];
+} mq_error;
+
+const char *mq_status_name(mq_status s);
+
+/* ---- FP16 ------------------------------------------------------------- */
+
+float mq_half_to_float(uint16_t h);
+uint16_t mq_float_to_half(float f); /* round to nearest even, saturates to inf */
+
+/* ---- formats ---------------------------------------------------------- */
+
+typedef enum {
+    MQ_FMT_FP4 = 0,   /* E2M1 codes + FP16 group scales */
+    MQ_FMT_U4,        /* 4-bit codes + FP16 scale + integer zero point per group */
+    MQ_FMT_TRELLIS2,  /* codebook indices in 16x16 tiles, 2 bits */
+    MQ_FMT_TRELLIS3,
+    MQ_FMT_TRELLIS4,
+    MQ_FMT_COUNT
+} mq_format;
+
+const char *mq_format_name(mq_format f);
+mq_status mq_format_from_name(const char *name, mq_format *out, mq_error *err);
+int mq_format_is_trellis(mq_format f);
+int mq_format_bits(mq_format f);
+
+/* The seed's E2M1 -> FP16 table (bit patterns), code 0..15. */
+uint16_t mq_fp4_to_half_bits(unsigned code);
+/* u4 dequant the way the Metal kernels do it: (0x6400 | q) as half - 1024,
+ * minus the zero point, times the scale; returned as FP32. */
+float mq_u4_dequant_magic(unsigned q, unsigned zero, uint16_t scale_half);
+
+#define MQ_TRELLIS_TILE 16
+
+/* packed bytes of one 16x16 trellis tile: 64, 96, 128 for 2, 3, 4 bits */
+int mq_trellis_tile_bytes(int bits);
+/* index idx_in_tile (0..255, row-major k*16+n) of a packed tile, LSB-first */
+unsigned mq_trellis_get_index(const uint8_t *tile, int bits, int idx_in_tile);
+void mq_trellis_set_index(uint8_t *tile, int bits, int idx_in_tile, unsigned value);
+
+/* Weights of one [K, N] matrix. fp4/u4 use packed, scales (and zeros for u4);
+ * trellis formats use indices, tscales, grid, su, sv. */
+typedef struct {
+    mq_format format;
+    int K, N, group;
+    uint32_t *packed;   /* fp4, u4: [K/8][N], 8 codes along K, lowest nibble first */
+    uint16_t *scales;   /* fp4, u4: FP16 bits [K/group][N] */
+    uint8_t *zeros;     /* u4: [K/group][N], 0..15 */
+    uint8_t *indices;   /* trellis: [tiles_k][tiles_n][tile_bytes] */
+    float *tscales;     /* trellis: FP32 [K/group][N] */
+    float *grid;        /* trellis: codebook, n_levels entries */
+    int n_levels;       /* trellis: 1 .. 2^bits */
+    float *su;          /* trellis: [K], each +1 or -1 */
+    float *sv;          /* trellis: [N], each +1 or -1 */
+    int owned;          /* arrays allocated by mq_weights_alloc */
+} mq_weights;
+
+/* Allocate zeroed arrays for a format and shape (trellis: n_levels = 2^bits). */
+mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group, mq_error *err);
+void mq_weights_free(mq_weights *w);
+/* Validate weights as loaded: shape, group, zero points <= 15, trellis
+ * indices < n_levels, sign vectors exactly +-1, finite scales. */
+mq_status mq_weights_check(const mq_weights *w, mq_error *err);
+/* Bytes the kernels read for the weights (codes + scales + zeros/signs). */
+size_t mq_weights_bytes(const mq_weights *w);
+
+/* Quantize float weights W [K][N] (row-major) into a format.
+ * fp4: scale = absmax/6 per group and column, nearest E2M1 code.
+ * u4: asymmetric min/max, scale = (max-min)/15, integer zero point.
+ * trellis: signs su, sv (NULL: all +1), grid (NULL: the default grid of
+ * mq_trellis_default_grid), scale = absmax/max|grid|, nearest grid level. */
+typedef struct {
+    const float *su, *sv, *grid;
+    int n_levels;
+} mq_trellis_opts;
+
+mq_status mq_quantize(mq_format f, const float *W, int K, int N, int group,
+                      const mq_trellis_opts *topts, mq_weights *out, mq_error *err);
+/* Exact dequantization to float64 W [K][N]. */
+mq_status mq_dequantize(const mq_weights *w, double *W, mq_error *err);
+/* The default trellis codebook: 2^bits levels evenly spaced, symmetric, max 1. */
+void mq_trellis_default_grid(int bits, float *grid);
+
+/* ---- problems and the reference --------------------------------------- */
+
+typedef struct {
+    mq_format format;
+    int M, N, K, group;
+} mq_problem;
+
+mq_status mq_problem_check(const mq_problem *p, mq_error *err);
+
+/* C[m][n] = sum_k A[m][k] * W[k][n] in float64 over exactly dequantized
+ * weights. abs_out (may be NULL) gets sum_k |A||W|, for error bounds. */
+mq_status mq_reference_gemm(const mq_weights *w, const uint16_t *A, int M,
+                            double *C, double *abs_out, mq_error *err);
+
+/* ---- variants and candidates ------------------------------------------ */
+
+typedef enum {
+    MQ_VAR_MARLIN_FP4 = 0,       /* 2D grid, double-buffered staged B tile */
+    MQ_VAR_MARLIN_FP4_STRIPED,   /* 1D stripes x k_parallel, workspace + reduce */
+    MQ_VAR_FUSED_FP4,            /* 2D grid, dequant in the inner loop */
+    MQ_VAR_FUSED_U4,
+    MQ_VAR_TRELLIS_PACKED,       /* trellis prefill, 64x64 by default */
+    MQ_VAR_TRELLIS_DECODE,       /* trellis decode, 32x128 by default */
+    MQ_VAR_MLX_SPLITK,           /* grid x split_k slices, then a sum */
+    MQ_VAR_COUNT
+} mq_variant;
+
+typedef enum { MQ_SCHED_GRID2D, MQ_SCHED_STRIPED, MQ_SCHED_SPLITK } mq_schedule;
+typedef enum { MQ_DEQ_STAGED, MQ_DEQ_FUSED } mq_dequant_mode;
+
+typedef struct {
+    int tile_m, tile_n, tile_k;
+    int num_threadgroups; /* striped: the 1D grid; others: 0 (fixed by the grid) */
+    int split_k;          /* striped: k_parallel; mlx_splitk: slices; others 1 */
+} mq_params;
+
+typedef struct {
+    mq_variant variant;
+    mq_params p;
+} mq_candidate;
+
+typedef struct {
+    const char *name;          /* the seed's kernel name */
+    unsigned formats;          /* bit (1u << mq_format) per served format */
+    mq_schedule schedule;
+    mq_dequant_mode dequant;
+    int a_stages, b_stages;    /* threadgroup-memory buffers of A and B tiles */
+    int sg_m, sg_n;            /* output region of one simdgroup */
+    int staging_bytes_per_sg;  /* per-simdgroup B staging (fused) */
+    int epilogue_bytes_per_sg;
+    int tile_quantum;          /* tile_n and tile_k must be multiples of this */
+    mq_params defaults;        /* the seed's own configuration */
+    const char *summary;
+} mq_variant_info;
+
+const mq_variant_info *mq_variant_get(mq_variant v);
+mq_status mq_variant_from_name(const char *name, mq_variant *out, mq_error *err);
+int mq_variant_serves(mq_variant v, mq_format f);
+
+/* Hardware limits a candidate must respect (from the chip description). */
+typedef struct {
+    int tg_mem_bytes;         /* threadgroup memory per threadgroup */
+    int max_threads_per_tg;
+    int simd_width;
+} mq_limits;
+
+mq_limits mq_limits_default(void); /* Apple GPUs: 32 KiB, 1024, 32 */
+
+/* What a legal candidate turns into: the work decomposition. */
+typedef struct {
+    int m_tiles, n_tiles;
+    int k_slices;          /* split_k (1 when K is not split) */
+    int k_unit;            /* K slices start on multiples of this */
+    int k_slice_len;       /* length of every K slice but the last */
+    int k_last_len;        /* length of the last K slice (may be shorter) */
+    int grid_x, grid_y, grid_z;
+    int threadgroups;      /* threadgroups of the main dispatch */
+    int work_units;        /* striped: m_tiles*n_tiles*k_slices */
+    int work_per_tg;       /* striped: ceil(work_units / threadgroups) */
+    int simdgroups, threads_per_tg, tg_mem_bytes;
+    int dispatches;        /* 1, or 2 with a reduction pass */
+    size_t workspace_bytes;/* partial sums (FP32) */
+} mq_plan;
+
+/* Check a candidate against a problem and limits; on success fill plan.
+ * A refused candidate gives MQ_E_ILLEGAL and the reason in err. */
+mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c,
+                            const mq_limits *lim, mq_plan *plan, mq_error *err);
+
+/* The seed kernels' own rule (2D 64x64, trellis decode when M <= 16). */
+mq_candidate mq_default_candidate(const mq_problem *p);
+
+/* Format a candidate as "variant tm=64 tn=64 tk=32 tg=0 sk=1". */
+int mq_candidate_str(const mq_candidate *c, char *buf, size_t n);
+
+/* ---- running ---------------------------------------------------------- */
+
+typedef struct mq_ctx mq_ctx;
+
+/* threads <= 0: one worker per online host core. The pool is persistent. */
+mq_status mq_ctx_create(int threads, mq_ctx **out, mq_error *err);
+void mq_ctx_destroy(mq_ctx *ctx);
+int mq_ctx_threads(const mq_ctx *ctx);
+
+/* One processed work unit, recorded when a trace is set (tests, explain). */
+typedef struct {
+    int tg, tile_row, tile_col, k_slice;
+} mq_trace_entry;
+
+/* Record every work unit the kernels process into buf (up to cap entries;
+ * *count gets the number recorded). NULL buf turns tracing off. */
+void mq_ctx_set_trace(mq_ctx *ctx, mq_trace_entry *buf, int cap, int *count);
+
+/* C = A x W with a candidate (NULL: mq_default_candidate) under limits
+ * (NULL: mq_limits_default). */
+mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
+                  const uint16_t *A, float *C, const mq_candidate *c,
+                  const mq_limits *lim, mq_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/* mq_internal.h - declarations shared by the library's files but not public:
+ * error helpers, the worker pool, per-worker scratch (the CPU model's
+ * threadgroup memory) and the tile engines every variant is built from. */
+#ifndef MQ_INTERNAL_H
+#define MQ_INTERNAL_H
+
+#include "mq.h"
+
+#if defined(__GNUC__)
+#define MQ_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define MQ_PRINTF(a, b)
+#endif
+
+/* Set err (if non-null) and return code. */
+mq_status mq_fail(mq_error *err, mq_status code, const char *fmt, ...) MQ_PRINTF(3, 4);
+mq_status mq_ok(mq_error *err);
+
+static inline int mq_cdiv(int a, int b) { return (a + b - 1) / b; }
+static inline int mq_min(int a, int b) { return a < b ? a : b; }
+static inline int mq_max(int a, int b) { return a > b ? a : b; }
+
+/* ---- worker pool ---- */
+typedef struct mq_pool mq_pool;
+/* fn(arg, threadgroup_id, worker_id) runs once for every id in [0, count). */
+typedef void (*mq_pool_fn)(void *arg, int tg, int worker);
+mq_status mq_pool_create(int threads, mq_pool **out, mq_error *err);
+void mq_pool_destroy(mq_pool *pool);
+int mq_pool_threads(const mq_pool *pool);
+/* Run a dispatch and wait for it: the caller is worker 0. */
+void mq_pool_run(mq_pool *pool, int count, mq_pool_fn fn, void *arg);
+
+/* ---- per-worker scratch: the CPU model's threadgroup memory ---- */
+#define MQ_MAX_TILE 256
+typedef struct {
+    float *a_tile;   /* [MQ_MAX_TILE][MQ_MAX_TILE] A tile in FP32 */
+    float *b_tile;   /* [MQ_MAX_TILE][MQ_MAX_TILE + 16] dequantized B tile */
+    float *acc;      /* [MQ_MAX_TILE][MQ_MAX_TILE + 16] accumulators */
+} mq_scratch;
+
+/* One output tile over a K range: out[r][c] (row stride ldo) =
+ * sum_{k0<=k<k1} A[row0+r][k] * W[k][col0+c] for the valid rows and columns. */
+typedef struct {
+    const mq_problem *p;
+    const mq_weights *w;
+    const uint16_t *A;
+    int tile_m, tile_n, tile_k;
+} mq_tile_job;
+
+void mq_tile_staged(const mq_tile_job *job, mq_scratch *s, int row0, int col0,
+                    int k0, int k1, float *out, int ldo);
+void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0,
+                   int k0, int k1, float *out, int ldo);
+
+/* Convert rows [row0, row0+mv) x cols [k0, k0+kk) of FP16 A to FP32 (stride lda_out). */
+void mq_load_a_tile(const uint16_t *A, int K, int row0, int mv, int k0, int kk,
+                    float *out, int lda_out);
+
+/* Dequantize W[k0:k0+kk, col0:col0+nv] into out (row stride ldb >= nv,
+ * columns nv..ldb zero-filled up to a multiple of 16). */
+void mq_dequant_b_tile(const mq_weights *w, int k0, int kk, int col0, int nv,
+                       float *out, int ldb);
+
+/* E2M1 values as FP32 (exactly the FP16 table). */
+extern const float mq_fp4_values[16];
+
+#endif

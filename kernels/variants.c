@@ -1,0 +1,217 @@
+/* variants.c - the kernel variants of the seeds as data (formats served,
+ * schedule, dequant strategy, threadgroup-memory recipe, defaults), and the
+ * legality check that turns a candidate into a work decomposition (mq_plan)
+ * or refuses it with a reason. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mq_internal.h"
+
+#define FMT(f) (1u << (f))
+#define TRELLIS_FMTS (FMT(MQ_FMT_TRELLIS2) | FMT(MQ_FMT_TRELLIS3) | FMT(MQ_FMT_TRELLIS4))
+
+/* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles):
+ * marlin_gemm_fp4 64x64x32 double-buffered = 16384 B; fused = 4096 + 4*128 =
+ * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B. */
+static const mq_variant_info variants[MQ_VAR_COUNT] = {
+    [MQ_VAR_MARLIN_FP4] = {"marlin_gemm_fp4", FMT(MQ_FMT_FP4), MQ_SCHED_GRID2D,
+                           MQ_DEQ_STAGED, 2, 2, 32, 32, 0, 0, 8, {64, 64, 32, 0, 1},
+                           "2D grid; A and dequantized B tiles staged, double-buffered"},
+    [MQ_VAR_MARLIN_FP4_STRIPED] = {"marlin_gemm_fp4_striped", FMT(MQ_FMT_FP4),
+                                   MQ_SCHED_STRIPED, MQ_DEQ_STAGED, 1, 1, 32, 32, 0, 0, 8,
+                                   {64, 64, 32, 0, 1},
+                                   "1D stripes over column-major tiles x k_parallel; "
+                                   "partials to a workspace, then a reduction pass"},
+    [MQ_VAR_FUSED_FP4] = {"marlin_gemm_fused_fp4", FMT(MQ_FMT_FP4), MQ_SCHED_GRID2D,
+                          MQ_DEQ_FUSED, 1, 0, 32, 32, 128, 0, 8, {64, 64, 32, 0, 1},
+                          "2D grid; B dequantized in registers per 8x8 sub-tile"},
+    [MQ_VAR_FUSED_U4] = {"marlin_gemm_fused_u4", FMT(MQ_FMT_U4), MQ_SCHED_GRID2D,
+                         MQ_DEQ_FUSED, 1, 0, 32, 32, 128, 0, 8, {64, 64, 32, 0, 1},
+                         "2D grid; u4 magic-bias dequant in registers, zero points"},
+    [MQ_VAR_TRELLIS_PACKED] = {"gemm_trellis_packed", TRELLIS_FMTS, MQ_SCHED_GRID2D,
+                               MQ_DEQ_FUSED, 2, 0, 32, 32, 128, 128, 16, {64, 64, 32, 0, 1},
+                               "trellis prefill: fused codebook dequant, 64x64 tiles"},
+    [MQ_VAR_TRELLIS_DECODE] = {"gemm_trellis_packed_decode", TRELLIS_FMTS, MQ_SCHED_GRID2D,
+                               MQ_DEQ_FUSED, 2, 0, 32, 32, 128, 128, 16, {32, 128, 32, 0, 1},
+                               "trellis decode: fused codebook dequant, 32x128 tiles"},
+    [MQ_VAR_MLX_SPLITK] = {"mlx_qmm_splitk", FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4),
+                           MQ_SCHED_SPLITK, MQ_DEQ_STAGED, 1, 1, 16, 16, 0, 0, 8,
+                           {32, 32, 32, 0, 1},
+                           "MLX qmm_t split-K: grid x split_k slices, partials, then a sum"},
+};
+
+const mq_variant_info *mq_variant_get(mq_variant v)
+{
+    return (unsigned)v < MQ_VAR_COUNT ? &variants[v] : NULL;
+}
+
+mq_status mq_variant_from_name(const char *name, mq_variant *out, mq_error *err)
+{
+    char known[512] = "";
+    for (int i = 0; i < MQ_VAR_COUNT; i++) {
+        if (name && strcmp(name, variants[i].name) == 0) {
+            *out = (mq_variant)i;
+            return mq_ok(err);
+        }
+        strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+        strncat(known, variants[i].name, sizeof known - strlen(known) - 1);
+    }
+    return mq_fail(err, MQ_E_ARG, "unknown variant '%s' (known: %s)", name ? name : "(null)",
+                   known);
+}
+
+int mq_variant_serves(mq_variant v, mq_format f)
+{
+    const mq_variant_info *vi = mq_variant_get(v);
+    return vi && (unsigned)f < MQ_FMT_COUNT && (vi->formats & FMT(f));
+}
+
+mq_limits mq_limits_default(void)
+{
+    mq_limits l = {32768, 1024, 32};
+    return l;
+}
+
+mq_status mq_problem_check(const mq_problem *p, mq_error *err)
+{
+    if (!p)
+        return mq_fail(err, MQ_E_ARG, "null problem");
+    if ((unsigned)p->format >= MQ_FMT_COUNT)
+        return mq_fail(err, MQ_E_ARG, "unknown format id %d", (int)p->format);
+    if (p->M <= 0 || p->N <= 0 || p->K <= 0)
+        return mq_fail(err, MQ_E_SHAPE, "M=%d N=%d K=%d: every dimension must be positive",
+                       p->M, p->N, p->K);
+    if (p->group != 32 && p->group != 64 && p->group != 128)
+        return mq_fail(err, MQ_E_SHAPE, "group size %d is not one of 32, 64, 128", p->group);
+    if (p->K % p->group)
+        return mq_fail(err, MQ_E_SHAPE, "K=%d is not a multiple of the group size %d", p->K,
+                       p->group);
+    return mq_ok(err);
+}
+
+static mq_status check_tile(const char *what, int v, int quantum, mq_error *err)
+{
+    if (v < quantum || v > MQ_MAX_TILE || v % quantum)
+        return mq_fail(err, MQ_E_ILLEGAL, "%s=%d must be a multiple of %d in [%d, %d]", what,
+                       v, quantum, quantum, MQ_MAX_TILE);
+    return MQ_OK;
+}
+
+mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
+                            mq_plan *plan, mq_error *err)
+{
+    mq_status st = mq_problem_check(p, err);
+    if (st)
+        return st;
+    if (!c || !plan)
+        return mq_fail(err, MQ_E_ARG, "null candidate or plan");
+    mq_limits dl = mq_limits_default();
+    if (!lim)
+        lim = &dl;
+    const mq_variant_info *vi = mq_variant_get(c->variant);
+    if (!vi)
+        return mq_fail(err, MQ_E_ARG, "unknown variant id %d", (int)c->variant);
+    if (!mq_variant_serves(c->variant, p->format))
+        return mq_fail(err, MQ_E_ILLEGAL, "%s does not serve format %s", vi->name,
+                       mq_format_name(p->format));
+    const mq_params *q = &c->p;
+    /* tile_m: simdgroup matrices are 8x8; tile_n, tile_k: the format's quantum
+     * (8 codes per packed word, or the 16x16 trellis tile). */
+    if ((st = check_tile("tile_m", q->tile_m, 8, err)) ||
+        (st = check_tile("tile_n", q->tile_n, vi->tile_quantum, err)) ||
+        (st = check_tile("tile_k", q->tile_k, vi->tile_quantum, err)))
+        return st;
+    if (p->group % q->tile_k && q->tile_k % p->group)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_k=%d and group %d: one must divide the other so tiles do not "
+                       "straddle scale groups",
+                       q->tile_k, p->group);
+    memset(plan, 0, sizeof *plan);
+    plan->simdgroups = mq_cdiv(q->tile_m, vi->sg_m) * mq_cdiv(q->tile_n, vi->sg_n);
+    plan->threads_per_tg = plan->simdgroups * lim->simd_width;
+    if (plan->threads_per_tg > lim->max_threads_per_tg)
+        return mq_fail(err, MQ_E_ILLEGAL, "%d threads per threadgroup exceed the limit %d",
+                       plan->threads_per_tg, lim->max_threads_per_tg);
+    plan->tg_mem_bytes = 2 * (vi->a_stages * q->tile_m * q->tile_k +
+                              vi->b_stages * q->tile_k * q->tile_n) +
+                         plan->simdgroups * (vi->staging_bytes_per_sg + vi->epilogue_bytes_per_sg);
+    if (plan->tg_mem_bytes > lim->tg_mem_bytes)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "threadgroup memory %d B (%s %dx%dx%d) exceeds the budget %d B",
+                       plan->tg_mem_bytes, vi->name, q->tile_m, q->tile_n, q->tile_k,
+                       lim->tg_mem_bytes);
+
+    plan->m_tiles = mq_cdiv(p->M, q->tile_m);
+    plan->n_tiles = mq_cdiv(p->N, q->tile_n);
+    if (q->split_k < 1)
+        return mq_fail(err, MQ_E_ILLEGAL, "split_k=%d must be at least 1", q->split_k);
+    if (q->split_k > 1 && vi->schedule == MQ_SCHED_GRID2D)
+        return mq_fail(err, MQ_E_ILLEGAL, "%s does not split K (split_k=%d)", vi->name,
+                       q->split_k);
+    /* K slices start on multiples of k_unit so no slice begins inside a scale
+     * group or a K tile; the last slice may be shorter (unaligned end). */
+    plan->k_unit = mq_max(q->tile_k, p->group);
+    int units = mq_cdiv(p->K, plan->k_unit);
+    if (q->split_k > units)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "split_k=%d exceeds the %d aligned K slices of K=%d (slices start on "
+                       "multiples of %d)",
+                       q->split_k, units, p->K, plan->k_unit);
+    int per = mq_cdiv(units, q->split_k);
+    if ((q->split_k - 1) * per >= units)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "split_k=%d leaves the last K slice empty (%d slices of %d units of %d "
+                       "cover K=%d)",
+                       q->split_k, q->split_k - 1, per, plan->k_unit, p->K);
+    plan->k_slices = q->split_k;
+    plan->k_slice_len = per * plan->k_unit;
+    plan->k_last_len = p->K - (q->split_k - 1) * plan->k_slice_len;
+
+    int grid_total = plan->m_tiles * plan->n_tiles * (vi->schedule == MQ_SCHED_SPLITK ? q->split_k : 1);
+    if (vi->schedule == MQ_SCHED_STRIPED) {
+        plan->work_units = plan->m_tiles * plan->n_tiles * q->split_k;
+        int tgs = q->num_threadgroups ? q->num_threadgroups : plan->work_units;
+        if (tgs < 0 || tgs > plan->work_units)
+            return mq_fail(err, MQ_E_ILLEGAL,
+                           "num_threadgroups=%d must be in [1, %d] (the work units)", tgs,
+                           plan->work_units);
+        plan->threadgroups = tgs;
+        plan->work_per_tg = mq_cdiv(plan->work_units, tgs);
+        plan->grid_x = tgs;
+        plan->grid_y = plan->grid_z = 1;
+    } else {
+        if (q->num_threadgroups && q->num_threadgroups != grid_total)
+            return mq_fail(err, MQ_E_ILLEGAL,
+                           "%s fixes num_threadgroups by its grid (%d), not %d", vi->name,
+                           grid_total, q->num_threadgroups);
+        plan->threadgroups = grid_total;
+        plan->work_units = grid_total;
+        plan->work_per_tg = 1;
+        plan->grid_x = plan->n_tiles;
+        plan->grid_y = plan->m_tiles;
+        plan->grid_z = vi->schedule == MQ_SCHED_SPLITK ? q->split_k : 1;
+    }
+    plan->dispatches = q->split_k > 1 ? 2 : 1;
+    plan->workspace_bytes =
+        q->split_k > 1 ? (size_t)q->split_k * (size_t)p->M * (size_t)p->N * sizeof(float) : 0;
+    return mq_ok(err);
+}
+
+mq_candidate mq_default_candidate(const mq_problem *p)
+{
+    mq_variant v = MQ_VAR_MARLIN_FP4;
+    if (p && p->format == MQ_FMT_U4)
+        v = MQ_VAR_FUSED_U4;
+    else if (p && mq_format_is_trellis(p->format))
+        v = p->M <= 16 ? MQ_VAR_TRELLIS_DECODE : MQ_VAR_TRELLIS_PACKED;
+    mq_candidate c = {v, variants[v].defaults};
+    return c;
+}
+
+int mq_candidate_str(const mq_candidate *c, char *buf, size_t n)
+{
+    const mq_variant_info *vi = mq_variant_get(c->variant);
+    return snprintf(buf, n, "%s tm=%d tn=%d tk=%d tg=%d sk=%d", vi ? vi->name : "?",
+                    c->p.tile_m, c->p.tile_n, c->p.tile_k, c->p.num_threadgroups,
+                    c->p.split_k);
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# install-deps.sh - install the Debian packages the project needs, only when
+# missing: libgsl-dev (fits, statistics), libcsv-dev (results files), gnuplot
+# (plots). Uses sudo when not root.
+set -eu
+need=""
+for pkg in libgsl-dev libcsv-dev gnuplot-nox; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+        need="$need $pkg"
+done
+# gnuplot (any flavour) satisfies the plotting need
+if command -v gnuplot >/dev/null 2>&1; then need=$(echo "$need" | sed 's/gnuplot-nox//'); fi
+need=$(echo "$need" | xargs)
+[ -z "$need" ] && exit 0
+echo "install-deps: installing $need"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need
