@@ -23,7 +23,7 @@ HARNESS_SRC = harness/probes.c
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TOOLS    = $(BUILD)/kernel-bench
+TOOLS    =
 
 .PHONY: all test sanitize portable bench deps clean
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -36,7 +36,7 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testdata.o $(LIB)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)

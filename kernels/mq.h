@@ -188,7 +188,7 @@ typedef struct {
     int k_slices;          /* split_k (1 when K is not split) */
     int k_unit;            /* K slices start on multiples of this */
     int k_slice_len;       /* length of every K slice but the last */
-    int k_last_len;        /* length of the last K slice (may be shorter) */
+    int k_last_len;        /* length of the last K slice (takes the remainder) */
     int grid_x, grid_y, grid_z;
     int threadgroups;      /* threadgroups of the main dispatch */
     int work_units;        /* striped: m_tiles*n_tiles*k_slices */

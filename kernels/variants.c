@@ -149,7 +149,8 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         return mq_fail(err, MQ_E_ILLEGAL, "%s does not split K (split_k=%d)", vi->name,
                        q->split_k);
     /* K slices start on multiples of k_unit so no slice begins inside a scale
-     * group or a K tile; the last slice may be shorter (unaligned end). */
+     * group or a K tile; the last slice takes the remainder, and its end need
+     * not be aligned (the unaligned last partition MLX's reviewers asked for). */
     plan->k_unit = mq_max(q->tile_k, p->group);
     int units = mq_cdiv(p->K, plan->k_unit);
     if (q->split_k > units)
@@ -157,12 +158,7 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
                        "split_k=%d exceeds the %d aligned K slices of K=%d (slices start on "
                        "multiples of %d)",
                        q->split_k, units, p->K, plan->k_unit);
-    int per = mq_cdiv(units, q->split_k);
-    if ((q->split_k - 1) * per >= units)
-        return mq_fail(err, MQ_E_ILLEGAL,
-                       "split_k=%d leaves the last K slice empty (%d slices of %d units of %d "
-                       "cover K=%d)",
-                       q->split_k, q->split_k - 1, per, plan->k_unit, p->K);
+    int per = units / q->split_k; /* every slice non-empty; the last takes the rest */
     plan->k_slices = q->split_k;
     plan->k_slice_len = per * plan->k_unit;
     plan->k_last_len = p->K - (q->split_k - 1) * plan->k_slice_len;

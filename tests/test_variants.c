@@ -1,0 +1,149 @@
+/* test_variants.c - every kernel variant against the float64 reference, over
+ * several tile configurations, split_k in {1, 2, 3, 8}, several threadgroup
+ * counts for the striped kernel, groups 32/64/128 and ragged shapes (M, N, K
+ * not tile multiples, M = 1), with the error bound of testdata.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "mq.h"
+#include "testdata.h"
+
+typedef struct {
+    int M, N, K, group;
+} shape;
+
+static const shape shapes[] = {
+    {1, 72, 256, 32}, {3, 130, 384, 128}, {17, 100, 192, 64}, {70, 45, 320, 32}, {64, 64, 128, 64},
+};
+#define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+typedef struct {
+    int m, n, k;
+} tiles;
+
+static const tiles q4_tiles[] = {{64, 64, 32}, {16, 32, 64}, {8, 128, 128}, {32, 16, 16}, {128, 64, 32}};
+static const tiles trellis_tiles[] = {{64, 64, 32}, {32, 128, 32}, {16, 16, 16}, {8, 32, 64}};
+static const tiles mlx_tiles[] = {{32, 32, 32}, {16, 64, 64}, {64, 32, 128}};
+static const int splits[] = {1, 2, 3, 8};
+static const int striped_tgs[] = {0, 1, 5};
+
+typedef struct {
+    mq_weights w;
+    uint16_t *A;
+    double *ref, *absref;
+    float *C;
+} fixture;
+
+static int ran[MQ_VAR_COUNT][9];
+
+static void run_case(mq_ctx *ctx, const fixture *fx, const mq_problem *p, mq_candidate c)
+{
+    mq_error err;
+    mq_plan plan;
+    char name[128];
+    mq_candidate_str(&c, name, sizeof name);
+    if (mq_plan_candidate(p, &c, NULL, &plan, &err) != MQ_OK) {
+        CHECK(err.code == MQ_E_ILLEGAL && err.msg[0], "%s refused with a reason", name);
+        return;
+    }
+    long count = (long)p->M * p->N;
+    for (long i = 0; i < count; i++)
+        fx->C[i] = NAN;
+    mq_status st = mq_gemm(ctx, p, &fx->w, fx->A, fx->C, &c, NULL, &err);
+    CHECK(st == MQ_OK, "%s on M=%d N=%d K=%d runs: %s", name, p->M, p->N, p->K, err.msg);
+    double worst;
+    long bad = td_count_outside_bound(fx->C, fx->ref, fx->absref, count, p->K, &worst);
+    CHECK(bad == 0,
+          "%s %s M=%d N=%d K=%d g=%d: every element within the FP32 bound; %ld outside, "
+          "worst err/bound %.3g",
+          name, mq_format_name(p->format), p->M, p->N, p->K, p->group, bad, worst);
+    ran[c.variant][c.p.split_k]++;
+}
+
+static void run_variant(mq_ctx *ctx, const fixture *fx, const mq_problem *p, mq_variant v)
+{
+    const mq_variant_info *vi = mq_variant_get(v);
+    const tiles *ts = q4_tiles;
+    int nt = (int)(sizeof q4_tiles / sizeof q4_tiles[0]);
+    if (vi->tile_quantum == 16) {
+        ts = trellis_tiles;
+        nt = (int)(sizeof trellis_tiles / sizeof trellis_tiles[0]);
+    } else if (v == MQ_VAR_MLX_SPLITK) {
+        ts = mlx_tiles;
+        nt = (int)(sizeof mlx_tiles / sizeof mlx_tiles[0]);
+    }
+    for (int t = 0; t < nt; t++) {
+        int nsplit = vi->schedule == MQ_SCHED_GRID2D ? 1 : 4;
+        for (int s = 0; s < nsplit; s++) {
+            int ntg = vi->schedule == MQ_SCHED_STRIPED ? 3 : 1;
+            for (int g = 0; g < ntg; g++) {
+                mq_candidate c = {v, {ts[t].m, ts[t].n, ts[t].k, 0, splits[s]}};
+                if (vi->schedule == MQ_SCHED_STRIPED && striped_tgs[g]) {
+                    mq_plan plan;
+                    c.p.num_threadgroups = 0;
+                    if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK)
+                        continue;
+                    c.p.num_threadgroups = striped_tgs[g] < plan.work_units ? striped_tgs[g]
+                                                                            : plan.work_units;
+                }
+                run_case(ctx, fx, p, c);
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    mq_ctx *ctx;
+    mq_error err;
+    CHECK(mq_ctx_create(0, &ctx, &err) == MQ_OK, "context: %s", err.msg);
+    for (int s = 0; s < NSHAPES; s++) {
+        const shape *sh = &shapes[s];
+        float *W = malloc(sizeof(float) * sh->K * sh->N);
+        td_fill_weights(W, sh->K, sh->N, 100u + (uint32_t)s);
+        fixture fx;
+        fx.A = malloc(sizeof(uint16_t) * sh->M * sh->K);
+        fx.ref = malloc(sizeof(double) * sh->M * sh->N);
+        fx.absref = malloc(sizeof(double) * sh->M * sh->N);
+        fx.C = malloc(sizeof(float) * sh->M * sh->N);
+        td_fill_activations(fx.A, sh->M, sh->K, 200u + (uint32_t)s);
+        for (int f = 0; f < MQ_FMT_COUNT; f++) {
+            mq_problem p = {(mq_format)f, sh->M, sh->N, sh->K, sh->group};
+            /* trellis: random signs so su/sv are exercised */
+            float *su = malloc(sizeof(float) * sh->K), *sv = malloc(sizeof(float) * sh->N);
+            uint32_t st = 300u + (uint32_t)s;
+            for (int k = 0; k < sh->K; k++)
+                su[k] = td_uniform(&st) < 0 ? -1.0f : 1.0f;
+            for (int n = 0; n < sh->N; n++)
+                sv[n] = td_uniform(&st) < 0 ? -1.0f : 1.0f;
+            mq_trellis_opts to = {su, sv, NULL, 0};
+            CHECK(mq_quantize(p.format, W, sh->K, sh->N, sh->group, &to, &fx.w, &err) == MQ_OK,
+                  "quantize: %s", err.msg);
+            CHECK(mq_reference_gemm(&fx.w, fx.A, sh->M, fx.ref, fx.absref, &err) == MQ_OK,
+                  "reference: %s", err.msg);
+            for (int v = 0; v < MQ_VAR_COUNT; v++)
+                if (mq_variant_serves((mq_variant)v, p.format))
+                    run_variant(ctx, &fx, &p, (mq_variant)v);
+            mq_weights_free(&fx.w);
+            free(su);
+            free(sv);
+        }
+        free(W);
+        free(fx.A);
+        free(fx.ref);
+        free(fx.absref);
+        free(fx.C);
+    }
+    for (int v = 0; v < MQ_VAR_COUNT; v++) {
+        const mq_variant_info *vi = mq_variant_get((mq_variant)v);
+        CHECK(ran[v][1] > 0, "%s ran with split_k=1", vi->name);
+        if (vi->schedule != MQ_SCHED_GRID2D)
+            for (int s = 1; s < 4; s++)
+                CHECK(ran[v][splits[s]] > 0, "%s ran with split_k=%d at least once", vi->name,
+                      splits[s]);
+    }
+    mq_ctx_destroy(ctx);
+    return check_done("variants");
+}
