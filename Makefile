@@ -11,9 +11,10 @@ endif
 ARCH    ?= -march=native
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH) -g
-CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -ffp-contract=fast -Wall -Wextra -pthread
+CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread
 LDLIBS  += -lm -pthread
 GSL_LIBS = -lgsl -lgslcblas
+CSV_LIBS = -lcsv
 BUILD   ?= build
 
 LIB_SRC  = $(wildcard kernels/*.c)
@@ -23,7 +24,7 @@ HARNESS_SRC = harness/probes.c
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TOOLS    =
+TOOLS    = $(BUILD)/kernel-bench
 
 .PHONY: all test sanitize portable bench deps clean
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -40,7 +41,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testd
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 test: deps $(TEST_BIN)
 	@scripts/run-tests.sh $(TEST_BIN)

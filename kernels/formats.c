@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mq_internal.h"
 
@@ -93,6 +94,27 @@ void mq_trellis_set_index(uint8_t *tile, int bits, int idx_in_tile, unsigned val
         tile[byte + 1] = (uint8_t)((tile[byte + 1] & ~(m >> 8)) | (v >> 8));
 }
 
+/* Zeroed memory for a weight array. Large arrays get 2 MiB alignment and a
+ * transparent-huge-page hint: a kernel walks B rows N words apart, and with
+ * 4 KiB pages nearly every row is a TLB miss. */
+static void *alloc_array(size_t count, size_t size)
+{
+    size_t bytes = count * size, huge = (size_t)2 << 20;
+    if (count && bytes / count != size)
+        return NULL;
+    if (bytes < huge)
+        return calloc(count ? count : 1, size);
+    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+    void *p = aligned_alloc(huge, rounded);
+    if (!p)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE); /* a hint: failure changes nothing */
+#endif
+    memset(p, 0, bytes);
+    return p;
+}
+
 static mq_status check_dims(mq_format f, int K, int N, int group, mq_error *err)
 {
     if ((unsigned)f >= MQ_FMT_COUNT)
@@ -124,19 +146,19 @@ mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group,
     size_t groups = (size_t)(K / group) * (size_t)N;
     int ok;
     if (!mq_format_is_trellis(f)) {
-        w->packed = calloc((size_t)(K / 8) * (size_t)N, sizeof *w->packed);
-        w->scales = calloc(groups, sizeof *w->scales);
+        w->packed = alloc_array((size_t)(K / 8) * (size_t)N, sizeof *w->packed);
+        w->scales = alloc_array(groups, sizeof *w->scales);
         ok = w->packed && w->scales;
         if (f == MQ_FMT_U4) {
-            w->zeros = calloc(groups, 1);
+            w->zeros = alloc_array(groups, 1);
             ok = ok && w->zeros;
         }
     } else {
         int bits = mq_format_bits(f);
         size_t tiles = (size_t)mq_cdiv(K, MQ_TRELLIS_TILE) * (size_t)mq_cdiv(N, MQ_TRELLIS_TILE);
         w->n_levels = 1 << bits;
-        w->indices = calloc(tiles, (size_t)mq_trellis_tile_bytes(bits));
-        w->tscales = calloc(groups, sizeof *w->tscales);
+        w->indices = alloc_array(tiles, (size_t)mq_trellis_tile_bytes(bits));
+        w->tscales = alloc_array(groups, sizeof *w->tscales);
         w->grid = calloc((size_t)w->n_levels, sizeof *w->grid);
         w->su = malloc((size_t)K * sizeof *w->su);
         w->sv = malloc((size_t)N * sizeof *w->sv);
@@ -167,6 +189,35 @@ void mq_weights_free(mq_weights *w)
     free(w->su);
     free(w->sv);
     memset(w, 0, sizeof *w);
+}
+
+mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err)
+{
+    if (!dst || !src)
+        return mq_fail(err, MQ_E_ARG, "mq_weights_copy: null weights");
+    mq_status st = mq_weights_alloc(dst, src->format, src->K, src->N, src->group, err);
+    if (st)
+        return st;
+    size_t K = (size_t)src->K, N = (size_t)src->N, G = K / (size_t)src->group;
+#define COPY(field, count)                                                                    \
+    if (src->field)                                                                           \
+        memcpy(dst->field, src->field, (count) * sizeof *dst->field);
+    if (!mq_format_is_trellis(src->format)) {
+        COPY(packed, K / 8 * N);
+        COPY(scales, G * N);
+        if (dst->zeros)
+            COPY(zeros, G * N);
+    } else {
+        size_t tiles = (size_t)mq_cdiv(src->K, MQ_TRELLIS_TILE) * (size_t)mq_cdiv(src->N, MQ_TRELLIS_TILE);
+        COPY(indices, tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(src->format)));
+        COPY(tscales, G * N);
+        COPY(grid, (size_t)src->n_levels);
+        COPY(su, K);
+        COPY(sv, N);
+        dst->n_levels = src->n_levels;
+    }
+#undef COPY
+    return mq_ok(err);
 }
 
 static mq_status check_signs(const float *v, int n, const char *name, mq_error *err)

@@ -91,6 +91,8 @@ typedef struct {
 /* Allocate zeroed arrays for a format and shape (trellis: n_levels = 2^bits). */
 mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group, mq_error *err);
 void mq_weights_free(mq_weights *w);
+/* Deep copy into dst (owned by dst); used to rotate weights past the caches. */
+mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err);
 /* Validate weights as loaded: shape, group, zero points <= 15, trellis
  * indices < n_levels, sign vectors exactly +-1, finite scales. */
 mq_status mq_weights_check(const mq_weights *w, mq_error *err);

@@ -89,6 +89,27 @@ MQ_INLINE v16f v16f_lut16(v16f lut, v16u idx)
 #endif
 }
 
+/* Two 16-lane lookups from one permute of 16-bit lanes: lut32 holds the
+ * top halves (bf16 bits) of 16 FP32 values that bf16 represents exactly,
+ * twice over (entries i and i+16), so the fifth index bit does not matter.
+ * t's low half-lanes index into lo, its high half-lanes into hi; the FP32
+ * results are exact. lut[16] is the same table as FP32 for the fallback. */
+MQ_INLINE void v16f_lut16_pair(v16u lut32, const float *lut, v16u t, v16f *lo, v16f *hi)
+{
+#if MQ_HAVE_AVX512
+    (void)lut;
+    __m512i r = _mm512_permutexvar_epi16((__m512i)t, (__m512i)lut32);
+    *lo = (v16f)_mm512_slli_epi32(r, 16);
+    *hi = (v16f)_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+#else
+    (void)lut32;
+    for (int i = 0; i < 16; i++) {
+        (*lo)[i] = lut[t[i] & 15u];
+        (*hi)[i] = lut[(t[i] >> 16) & 15u];
+    }
+#endif
+}
+
 /* Store the first n (1..16) lanes. */
 MQ_INLINE void v16f_store_n(float *p, v16f v, int n)
 {

@@ -8,6 +8,12 @@
 #include "tile_decode.h"
 #include "mq_internal.h"
 
+/* Rows of packed B fetched ahead (into L2: one tile's stream of rows, N
+ * words apart, defeats the hardware prefetcher). Tuned on Zen 4. */
+#define PREFETCH_ROWS 24
+/* Two accumulator sets (k and k+4) when the registers allow it. */
+#define DUAL(MR, NV) ((MR) <= 4 && (MR) * (NV) <= 8)
+
 typedef struct {
     const mq_weights *w;
     const float *a;      /* A tile rows (FP32), row stride lda, column 0 = k_base */
@@ -17,7 +23,11 @@ typedef struct {
     int ncols;           /* valid columns from col (may be < 16*NV at the edge) */
     float *acc;          /* accumulators at (row block, col block), stride ldc */
     int ldc;
+    const float *asum;   /* u4: per row, sum of A over the group segment */
+    int kp_end;          /* packed rows of B: prefetch stays below this */
     v16f lut;
+    v16u lut32;          /* fp4/u4: bf16 halves of lut, twice (v16f_lut16_pair) */
+    const float *lut_f;
     mq_trellis_view tv;
 } fused_args;
 
@@ -25,8 +35,9 @@ typedef struct {
 MQ_INLINE int lane_count(const fused_args *f, int v) { return mq_min(16, f->ncols - 16 * v); }
 
 MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
-                            v16f partial[8][4], const float *asum)
+                            v16f partial[8][4])
 {
+    const float *asum = f->asum;
     const mq_weights *w = f->w;
     size_t g = (size_t)(f->gs / w->group) * w->N + f->col;
     for (int v = 0; v < NV; v++) {
@@ -48,43 +59,65 @@ MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
 }
 
 /* fp4 / u4: one packed word holds 8 consecutive k of a column. */
-MQ_INLINE void block_q4(const int MR, const int NV, const fused_args *f)
+/* The K loop of block_q4; FULL (a constant) drops the edge masks. */
+MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_args *f,
+                       v16f partial[8][4])
 {
     const mq_weights *w = f->w;
-    v16f partial[8][4];
-    float asum[8] = {0};
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++)
-            partial[r][v] = v16f_splat(0);
+    int cnt[4];
+    for (int v = 0; v < NV; v++)
+        cnt[v] = FULL ? 16 : lane_count(f, v);
     for (int kp = f->gs / 8; kp < (f->gs + f->seg) / 8; kp++) {
         const uint32_t *pk = w->packed + (size_t)kp * w->N + f->col;
+        if (kp + PREFETCH_ROWS < f->kp_end)
+            for (int v = 0; v < NV; v++)
+                __builtin_prefetch(pk + (size_t)PREFETCH_ROWS * w->N + 16 * v, 0, 1);
         v16u words[4];
         for (int v = 0; v < NV; v++)
-            words[v] = v16u_load_n(pk + 16 * v, lane_count(f, v));
+            words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);
         const float *a = f->a + (kp * 8 - f->k_base);
-        for (int j = 0; j < 8; j++) {
-            v16f d[4];
+        /* one 16-bit permute decodes nibbles j (low half-lanes) and j+4 (high) */
+        for (int j = 0; j < 4; j++) {
+            v16f lo[4], hi[4];
             for (int v = 0; v < NV; v++)
-                d[v] = v16f_lut16(f->lut, words[v] >> (uint32_t)(4 * j));
+                v16f_lut16_pair(f->lut32, f->lut_f, words[v] >> (uint32_t)(4 * j), &lo[v],
+                                &hi[v]);
+            /* with few rows, k and k+4 go to separate accumulators: twice the
+             * independent FMA chains to cover the FMA latency */
+            int set = DUAL(MR, NV) ? MR : 0;
             for (int r = 0; r < MR; r++) {
-                float ar = a[(size_t)r * f->lda + j];
-                for (int v = 0; v < NV; v++)
-                    partial[r][v] += ar * d[v];
+                float a0 = a[(size_t)r * f->lda + j], a4 = a[(size_t)r * f->lda + j + 4];
+                for (int v = 0; v < NV; v++) {
+                    partial[r][v] += a0 * lo[v];
+                    partial[set + r][v] += a4 * hi[v];
+                }
             }
         }
     }
-    if (w->format == MQ_FMT_U4)
+}
+
+/* fp4 / u4: one packed word holds 8 consecutive k of a column. */
+MQ_INLINE void block_q4(const int MR, const int NV, const fused_args *f)
+{
+    v16f partial[8][4];
+    for (int r = 0; r < (DUAL(MR, NV) ? 2 * MR : MR); r++)
+        for (int v = 0; v < NV; v++)
+            partial[r][v] = v16f_splat(0);
+    if (f->ncols >= 16 * NV)
+        q4_loop(MR, NV, 1, f, partial);
+    else
+        q4_loop(MR, NV, 0, f, partial);
+    if (DUAL(MR, NV))
         for (int r = 0; r < MR; r++)
-            for (int k = f->gs; k < f->gs + f->seg; k++)
-                asum[r] += f->a[(size_t)r * f->lda + (k - f->k_base)];
-    apply_scales(MR, NV, f, partial, asum);
+            for (int v = 0; v < NV; v++)
+                partial[r][v] += partial[MR + r][v];
+    apply_scales(MR, NV, f, partial);
 }
 
 /* trellis: one 16-wide row of indices per k; A rows already carry su[k]. */
 MQ_INLINE void block_trellis(const int MR, const int NV, const fused_args *f)
 {
     v16f partial[8][4];
-    const float asum[8] = {0};
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++)
             partial[r][v] = v16f_splat(0);
@@ -99,7 +132,7 @@ MQ_INLINE void block_trellis(const int MR, const int NV, const fused_args *f)
                 partial[r][v] += ar * d[v];
         }
     }
-    apply_scales(MR, NV, f, partial, asum);
+    apply_scales(MR, NV, f, partial);
 }
 
 typedef void (*block_fn)(const fused_args *);
@@ -129,12 +162,26 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
     int ldc = (nv + 15) & ~15, lda = job->tile_k, nvec = ldc / 16;
     const block_fn(*fns)[5] = trellis ? tr_fns : q4_fns;
     /* registers: MR*NV accumulators; fewer rows leave room for more columns */
-    int mr_full = mq_min(mv, 8), nv_full = mr_full <= 4 ? 4 : 2;
+    int mr_full = mq_min(mv, 8);
+    int nv_full = mr_full <= 4 ? 4 : 2;
     fused_args f;
     f.w = w;
     f.lda = lda;
     f.ldc = ldc;
     f.lut = mq_format_lut(w);
+    float lut_f[16];
+    memcpy(lut_f, &f.lut, sizeof lut_f);
+    f.lut_f = lut_f;
+    for (int i = 0; i < 16; i++) { /* 16-bit entry e = bf16(lut[e % 16]), e < 32 */
+        uint32_t b0, b1;             /* FP32 >> 16 is exact for E2M1 and 0..15 */
+        memcpy(&b0, &lut_f[(2 * i) % 16], 4);
+        memcpy(&b1, &lut_f[(2 * i + 1) % 16], 4);
+        f.lut32[i] = (b0 >> 16) | (b1 & 0xffff0000u);
+    }
+    f.kp_end = p->K / 8;
+    float asum[MQ_MAX_TILE]; /* u4: sum of A over a group segment, per row */
+    for (int r = 0; r < mv; r++)
+        asum[r] = 0.0f;
     if (trellis)
         f.tv = mq_trellis_view_of(w);
     for (int r = 0; r < mv; r++)
@@ -150,13 +197,24 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         f.k_base = kb;
         f.seg = mq_min(p->group, kk);
         for (f.gs = kb; f.gs < kb + kk; f.gs += f.seg) {
+            if (w->format == MQ_FMT_U4)
+                for (int r = 0; r < mv; r++) {
+                    const float *a = s->a_tile + (size_t)r * lda + (f.gs - kb);
+                    float sum = 0.0f;
+                    for (int k = 0; k < f.seg; k++)
+                        sum += a[k];
+                    asum[r] = sum;
+                }
             for (int v0 = 0; v0 < nvec;) {
-                int nvb = nvec - v0 >= nv_full ? nv_full : 1;
+                int nvb = nv_full;
+                while (nvb > nvec - v0)
+                    nvb /= 2;
                 f.col = col0 + 16 * v0;
                 f.ncols = nv - 16 * v0;
                 for (int r0 = 0; r0 < mv; r0 += mr_full) {
                     int mr = mq_min(mr_full, mv - r0);
                     f.a = s->a_tile + (size_t)r0 * lda;
+                    f.asum = asum + r0;
                     f.acc = s->acc + (size_t)r0 * ldc + 16 * v0;
                     fns[mr][nvb](&f);
                 }

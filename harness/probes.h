@@ -1,0 +1,22 @@
+/* probes.h - this machine's own limits, measured: streaming-read bandwidth
+ * and FP32 FMA peak, on the same number of threads the kernels use. The
+ * benchmark reports kernels as fractions of these, measured in the same run. */
+#ifndef MQ_PROBES_H
+#define MQ_PROBES_H
+
+#include <stddef.h>
+
+typedef struct {
+    double read_gbs;     /* best of the trials, GB/s (1e9 bytes) */
+    double fma_gflops;   /* best of the trials, GFLOP/s (an FMA is 2 flops) */
+    size_t read_bytes;   /* buffer size streamed per trial */
+    int threads;
+} mq_machine_probe;
+
+/* buffer_bytes: 0 for the default (512 MiB, far larger than any L3). */
+int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_probe *out);
+
+/* Monotonic clock in seconds. */
+double mq_now(void);
+
+#endif
