@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "probes.h"
@@ -99,9 +100,16 @@ int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_pr
     if (!buffer_bytes)
         buffer_bytes = (size_t)512 << 20;
     size_t floats = buffer_bytes / sizeof(float);
-    float *buf = aligned_alloc(64, floats * sizeof(float));
+    /* 2 MiB aligned with a huge-page hint, like the weight arrays */
+    size_t huge = (size_t)2 << 20;
+    buffer_bytes = (buffer_bytes + huge - 1) & ~(huge - 1);
+    floats = buffer_bytes / sizeof(float);
+    float *buf = aligned_alloc(huge, buffer_bytes);
     if (!buf)
         return -1;
+#ifdef MADV_HUGEPAGE
+    madvise(buf, buffer_bytes, MADV_HUGEPAGE);
+#endif
     for (size_t i = 0; i < floats; i++) /* touch every page */
         buf[i] = (float)(i & 7);
     probe_arg args[256];

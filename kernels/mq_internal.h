@@ -31,7 +31,7 @@ int mq_pool_threads(const mq_pool *pool);
 void mq_pool_run(mq_pool *pool, int count, mq_pool_fn fn, void *arg);
 
 /* ---- per-worker scratch: the CPU model's threadgroup memory ---- */
-#define MQ_MAX_TILE 256
+#define MQ_MAX_TILE 512
 typedef struct {
     float *a_tile;   /* [MQ_MAX_TILE][MQ_MAX_TILE] A tile in FP32 */
     float *b_tile;   /* [MQ_MAX_TILE][MQ_MAX_TILE + 16] dequantized B tile */

@@ -110,6 +110,23 @@ MQ_INLINE void v16f_lut16_pair(v16u lut32, const float *lut, v16u t, v16f *lo, v
 #endif
 }
 
+#if MQ_HAVE_AVX512 && defined(__AVX512BF16__)
+#define MQ_HAVE_BF16DOT 1
+/* acc += lo(x)*lo(y) + hi(x)*hi(y) per 32-bit lane of bf16 pairs, each step
+ * an FMA rounded in FP32 (VDPBF16PS). */
+MQ_INLINE v16f v16f_dot_bf16(v16f acc, v16u x, v16u y)
+{
+    return (v16f)_mm512_dpbf16_ps((__m512)acc, (__m512bh)(__m512i)x, (__m512bh)(__m512i)y);
+}
+/* The raw 16-bit permute of v16f_lut16_pair: bf16 pairs (lut[t_lo], lut[t_hi]). */
+MQ_INLINE v16u v16u_lut16_pair_bf16(v16u lut32, v16u t)
+{
+    return (v16u)_mm512_permutexvar_epi16((__m512i)t, (__m512i)lut32);
+}
+#else
+#define MQ_HAVE_BF16DOT 0
+#endif
+
 /* Store the first n (1..16) lanes. */
 MQ_INLINE void v16f_store_n(float *p, v16f v, int n)
 {

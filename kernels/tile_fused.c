@@ -3,14 +3,20 @@
  * packed B is decoded in registers (the CPU analogue of the per-simdgroup
  * 8x8 staging) and used at once by every row of the A tile. Scales are
  * applied once per group: sum_k a*q*s = s * sum_k a*q, and for u4
- * sum_k a*(q-z)*s = s * (sum_k a*q - z * sum_k a). */
+ * sum_k a*(q-z)*s = s * (sum_k a*q - z * sum_k a).
+ *
+ * Where the CPU has VDPBF16PS, fp4/u4 products take it: every code value is
+ * exact in bf16, and each FP16 activation is split exactly into two bf16
+ * parts (a = hi + lo, hi = a truncated to bf16, lo = the 3 bits left), so
+ * a*w = hi*w + lo*w with exact products and FP32 rounding after each, like
+ * an FMA; the decode then needs one 16-bit permute per pair of k. */
 #include "simd.h"
 #include "tile_decode.h"
 #include "mq_internal.h"
 
 /* Rows of packed B fetched ahead (into L2: one tile's stream of rows, N
  * words apart, defeats the hardware prefetcher). Tuned on Zen 4. */
-#define PREFETCH_ROWS 24
+#define PREFETCH_ROWS 32
 /* Two accumulator sets (k and k+4) when the registers allow it. */
 #define DUAL(MR, NV) ((MR) <= 4 && (MR) * (NV) <= 8)
 
@@ -24,6 +30,7 @@ typedef struct {
     float *acc;          /* accumulators at (row block, col block), stride ldc */
     int ldc;
     const float *asum;   /* u4: per row, sum of A over the group segment */
+    const uint32_t *apairs; /* bf16 path: per row and 8 k, 4 hi then 4 lo pairs */
     int kp_end;          /* packed rows of B: prefetch stays below this */
     v16f lut;
     v16u lut32;          /* fp4/u4: bf16 halves of lut, twice (v16f_lut16_pair) */
@@ -75,6 +82,25 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_a
         v16u words[4];
         for (int v = 0; v < NV; v++)
             words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);
+#if MQ_HAVE_BF16DOT
+        /* lane = bf16 pair (w[k+j], w[k+j+4]) against (a[k+j], a[k+j+4]) */
+        const uint32_t *ap = f->apairs + (kp * 8 - f->k_base);
+        for (int j = 0; j < 4; j++) {
+            v16u wp[4];
+            for (int v = 0; v < NV; v++)
+                wp[v] = v16u_lut16_pair_bf16(f->lut32, words[v] >> (uint32_t)(4 * j));
+            int set = DUAL(MR, NV) ? MR : 0;
+            for (int r = 0; r < MR; r++) {
+                v16u hi = (v16u){0} + ap[(size_t)r * f->lda + j];
+                v16u lo = (v16u){0} + ap[(size_t)r * f->lda + 4 + j];
+                for (int v = 0; v < NV; v++) {
+                    partial[r][v] = v16f_dot_bf16(partial[r][v], wp[v], hi);
+                    partial[set + r][v] = v16f_dot_bf16(partial[set + r][v], wp[v], lo);
+                }
+            }
+        }
+        continue;
+#endif
         const float *a = f->a + (kp * 8 - f->k_base);
         /* one 16-bit permute decodes nibbles j (low half-lanes) and j+4 (high) */
         for (int j = 0; j < 4; j++) {
@@ -152,6 +178,33 @@ static const block_fn tr_fns[9][5] = {
     ROW_ENTRY(tr, 5), ROW_ENTRY(tr, 6), ROW_ENTRY(tr, 7), ROW_ENTRY(tr, 8),
 };
 
+/* A rows as bf16 pairs for VDPBF16PS: per 8 k, the pairs (k+j, k+j+4) of
+ * the high parts for j = 0..3, then of the low parts. */
+static void split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out)
+{
+    for (int r = 0; r < mv; r++)
+        for (int k8 = 0; k8 < kk; k8 += 8) {
+            const float *src = a + (size_t)r * lda + k8;
+            uint32_t *dst = out + (size_t)r * lda + k8;
+            for (int j = 0; j < 4; j++) {
+                uint32_t b0, b4, l0, l4;
+                float hi0, hi4, lo0, lo4;
+                memcpy(&b0, &src[j], 4);
+                memcpy(&b4, &src[j + 4], 4);
+                b0 &= 0xffff0000u; /* truncation keeps 8 of FP16's 11 bits */
+                b4 &= 0xffff0000u;
+                memcpy(&hi0, &b0, 4);
+                memcpy(&hi4, &b4, 4);
+                lo0 = src[j] - hi0; /* exact: at most 3 significant bits */
+                lo4 = src[j + 4] - hi4;
+                memcpy(&l0, &lo0, 4);
+                memcpy(&l4, &lo4, 4);
+                dst[j] = (b0 >> 16) | b4;
+                dst[4 + j] = (l0 >> 16) | (l4 & 0xffff0000u);
+            }
+        }
+}
+
 void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, int k0, int k1,
                    float *out, int ldo)
 {
@@ -194,6 +247,8 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
             for (int r = 0; r < mv; r++)
                 for (int k = 0; k < kk; k++)
                     s->a_tile[(size_t)r * lda + k] *= w->su[kb + k];
+        if (MQ_HAVE_BF16DOT && !trellis)
+            split_a_bf16(s->a_tile, lda, mv, kk, (uint32_t *)s->b_tile);
         f.k_base = kb;
         f.seg = mq_min(p->group, kk);
         for (f.gs = kb; f.gs < kb + kk; f.gs += f.seg) {
@@ -214,6 +269,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
                 for (int r0 = 0; r0 < mv; r0 += mr_full) {
                     int mr = mq_min(mr_full, mv - r0);
                     f.a = s->a_tile + (size_t)r0 * lda;
+                    f.apairs = (const uint32_t *)s->b_tile + (size_t)r0 * lda;
                     f.asum = asum + r0;
                     f.acc = s->acc + (size_t)r0 * ldc + 16 * v0;
                     fns[mr][nvb](&f);

@@ -28,7 +28,7 @@ long td_count_outside_bound(const float *C, const double *ref, const double *abs
     double worst = 0;
     const double u = ldexp(1.0, -24);
     for (long i = 0; i < count; i++) {
-        double bound = (K + 3) * u * absref[i] + 1e-30;
+        double bound = (2.0 * K + 3) * u * absref[i] + 1e-30;
         double err = fabs((double)C[i] - ref[i]);
         if (!(err <= bound)) /* also catches NaN */
             bad++;

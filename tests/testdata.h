@@ -14,13 +14,16 @@ void td_fill_weights(float *W, int K, int N, uint32_t seed);
 void td_fill_activations(uint16_t *A, int M, int K, uint32_t seed);
 
 /* Tolerance for FP32 accumulation of K products against the float64
- * reference: |C - ref| <= (K + 3) * 2^-24 * sum_k |a*w|. This is the classic
- * worst-case bound for recursive FP32 summation (Higham, gamma_K), plus three
- * roundings: the group scale applied to a partial sum, the accumulation of
- * per-group partials, and the FP32 product grid*scale of trellis weights.
- * An indexing bug (a wrong column, a lost K block) gives errors of the size of
- * |a*w| itself, thousands of times this bound. Returns the number of
- * elements outside it and stores the worst ratio err/bound. */
+ * reference: |C - ref| <= (2K + 3) * 2^-24 * sum_k |a*w|. This is the
+ * classic worst-case bound for recursive FP32 summation (Higham, gamma_n)
+ * with n = 2K terms, because the VDPBF16PS path splits each FP16 activation
+ * into two exact bf16 parts and rounds after each of the 2K products, plus
+ * three roundings: the group scale applied to a partial sum, the
+ * accumulation of per-group partials, and the FP32 product grid*scale of
+ * trellis weights. An indexing bug (a wrong column, a lost K block) gives
+ * errors of the size of |a*w| itself, hundreds of times this bound at the
+ * test shapes (K <= 384). Returns the number of elements outside it and
+ * stores the worst ratio err/bound. */
 long td_count_outside_bound(const float *C, const double *ref, const double *absref,
                             long count, int K, double *worst_ratio);
 
