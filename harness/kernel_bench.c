@@ -178,23 +178,28 @@ static int builtin_candidates(const mq_problem *p, int threads, mq_candidate *ou
         mq_variant v;
         mq_params q;
     } table[] = {
+        /* the seeds' own configurations */
         {MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}},
-        {MQ_VAR_MARLIN_FP4, {128, 64, 32, 0, 1}},
-        {MQ_VAR_MARLIN_FP4, {8, 128, 32, 0, 1}},
         {MQ_VAR_MARLIN_FP4_STRIPED, {64, 64, 32, 0, 1}},
-        {MQ_VAR_MARLIN_FP4_STRIPED, {16, 64, 64, -4, 2}}, /* tg < 0: threads * 4 */
         {MQ_VAR_FUSED_FP4, {64, 64, 32, 0, 1}},
-        {MQ_VAR_FUSED_FP4, {8, 64, 128, 0, 1}},
-        {MQ_VAR_FUSED_FP4, {16, 64, 128, 0, 1}},
-        {MQ_VAR_FUSED_FP4, {128, 64, 32, 0, 1}},
         {MQ_VAR_FUSED_U4, {64, 64, 32, 0, 1}},
-        {MQ_VAR_FUSED_U4, {8, 64, 128, 0, 1}},
-        {MQ_VAR_FUSED_U4, {16, 64, 128, 0, 1}},
-        {MQ_VAR_FUSED_U4, {128, 64, 32, 0, 1}},
         {MQ_VAR_TRELLIS_PACKED, {64, 64, 32, 0, 1}},
         {MQ_VAR_TRELLIS_DECODE, {32, 128, 32, 0, 1}},
         {MQ_VAR_MLX_SPLITK, {32, 32, 32, 0, 1}},
-        {MQ_VAR_MLX_SPLITK, {32, 32, 32, 0, 4}},
+        {MQ_VAR_MLX_SPLITK, {32, 32, 32, 0, 4}}, /* MLX's rule at N=4096 */
+        /* shapes found fast on a CPU (see BENCHMARKS.md) */
+        {MQ_VAR_MARLIN_FP4, {128, 128, 32, 0, 1}},
+        {MQ_VAR_MARLIN_FP4, {8, 128, 32, 0, 1}},
+        {MQ_VAR_MARLIN_FP4_STRIPED, {128, 128, 32, 0, 1}},
+        {MQ_VAR_MARLIN_FP4_STRIPED, {16, 128, 64, -4, 2}}, /* tg < 0: threads * 4 */
+        {MQ_VAR_FUSED_FP4, {8, 512, 128, 0, 1}},
+        {MQ_VAR_FUSED_FP4, {16, 256, 128, 0, 1}},
+        {MQ_VAR_FUSED_FP4, {64, 128, 128, 0, 1}},
+        {MQ_VAR_FUSED_U4, {8, 512, 128, 0, 1}},
+        {MQ_VAR_FUSED_U4, {16, 512, 128, 0, 1}},
+        {MQ_VAR_FUSED_U4, {64, 128, 128, 0, 1}},
+        {MQ_VAR_TRELLIS_DECODE, {16, 256, 64, 0, 1}},
+        {MQ_VAR_TRELLIS_PACKED, {64, 128, 64, 0, 1}},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {

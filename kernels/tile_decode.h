@@ -53,8 +53,21 @@ MQ_INLINE v16u mq_trellis_row16(const mq_trellis_view *tv, int k, int n0)
     const uint8_t *row = tv->indices +
                          ((size_t)(k / 16) * tv->tiles_n + (size_t)(n0 / 16)) * tv->tile_bytes +
                          (size_t)(k % 16) * 2 * tv->bits;
-    uint64_t x = 0;
-    memcpy(&x, row, (size_t)(2 * tv->bits));
+    /* fixed-size loads (no call, never past the row's own bytes) */
+    uint64_t x;
+    if (tv->bits == 4) {
+        memcpy(&x, row, 8);
+    } else if (tv->bits == 2) {
+        uint32_t x32;
+        memcpy(&x32, row, 4);
+        x = x32;
+    } else {
+        uint32_t x32;
+        uint16_t x16;
+        memcpy(&x32, row, 4);
+        memcpy(&x16, row + 4, 2);
+        x = x32 | (uint64_t)x16 << 32;
+    }
     uint32_t mask = (1u << tv->bits) - 1u;
 #if MQ_HAVE_AVX512
     __m512i xv = _mm512_set1_epi64((long long)x);

@@ -212,6 +212,14 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
     const mq_weights *w = job->w;
     int trellis = mq_format_is_trellis(w->format);
     int mv = mq_min(job->tile_m, p->M - row0), nv = mq_min(job->tile_n, p->N - col0);
+    /* A trellis index row is decoded once per k (no 8-codes-per-word reuse as
+     * in fp4/u4), so past one register block of rows the decode is staged
+     * and shared by every row of the tile, as the prefill kernel shares its
+     * per-simdgroup staging across the simdgroup's 32 rows. */
+    if (trellis && mv > 8) {
+        mq_tile_staged(job, s, row0, col0, k0, k1, out, ldo);
+        return;
+    }
     int ldc = (nv + 15) & ~15, lda = job->tile_k, nvec = ldc / 16;
     const block_fn(*fns)[5] = trellis ? tr_fns : q4_fns;
     /* registers: MR*NV accumulators; fewer rows leave room for more columns */
