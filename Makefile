@@ -11,7 +11,7 @@ endif
 ARCH    ?= -march=native
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH) -g
-CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread
+CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
 LDLIBS  += -lm -pthread
 GSL_LIBS = -lgsl -lgslcblas
 CSV_LIBS = -lcsv
@@ -47,12 +47,12 @@ test: deps $(TEST_BIN)
 	@scripts/run-tests.sh $(TEST_BIN)
 
 sanitize:
-	$(MAKE) BUILD=build-san OPT=-O1 \
-	  CFLAGS_EXTRA= CFLAGS="-O1 $(ARCH) -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-san \
+	  CFLAGS="-O1 $(ARCH) -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDLIBS="-lm -pthread -fsanitize=address,undefined" test
 
 portable:
-	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2" test
+	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2 -Wno-psabi" test
 
 bench: deps $(BUILD)/kernel-bench
 	$(BUILD)/kernel-bench $(BENCH_ARGS)
@@ -61,4 +61,4 @@ deps:
 	@scripts/install-deps.sh
 
 clean:
-	rm -rf build build-san build-portable
+	rm -rf build build-san build-portable build-clang

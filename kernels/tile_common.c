@@ -26,6 +26,9 @@ void mq_dequant_b_tile(const mq_weights *w, int k0, int kk, int col0, int nv, fl
             size_t g = (size_t)(kp * 8 / w->group) * N + col0;
             const uint32_t *pk = w->packed + (size_t)kp * N + col0;
             float *dst = out + (size_t)(kp * 8 - k0) * ldb;
+            if (kp + PREFETCH_ROWS < w->K / 8)
+                for (int n = 0; n < nv; n += 16)
+                    MQ_PREFETCH_L2(pk + (size_t)PREFETCH_ROWS * N + n);
             for (int n = 0; n < ldb; n += 16) {
                 int cnt = mq_min(16, nv - n);
                 if (cnt <= 0) {

@@ -14,9 +14,6 @@
 #include "tile_decode.h"
 #include "mq_internal.h"
 
-/* Rows of packed B fetched ahead (into L2: one tile's stream of rows, N
- * words apart, defeats the hardware prefetcher). Tuned on Zen 4. */
-#define PREFETCH_ROWS 32
 /* Two accumulator sets (k and k+4) when the registers allow it. */
 #define DUAL(MR, NV) ((MR) <= 4 && (MR) * (NV) <= 8)
 
@@ -78,7 +75,7 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_a
         const uint32_t *pk = w->packed + (size_t)kp * w->N + f->col;
         if (kp + PREFETCH_ROWS < f->kp_end)
             for (int v = 0; v < NV; v++)
-                __builtin_prefetch(pk + (size_t)PREFETCH_ROWS * w->N + 16 * v, 0, 1);
+                MQ_PREFETCH_L2(pk + (size_t)PREFETCH_ROWS * w->N + 16 * v);
         v16u words[4];
         for (int v = 0; v < NV; v++)
             words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);

@@ -5,11 +5,14 @@
 #include "simd.h"
 #include "mq_internal.h"
 
-/* acc[MR rows][ncols] += a[MR][kk] * b[kk][ncols]; ncols a multiple of 16.
- * Two 16-lane vectors per row keep 2*MR accumulators in registers. */
+/* acc[MR rows][ncols] += a[MR][kk] * b[kk][ncols]; ncols a multiple of 16,
+ * kk a multiple of 8. Two 16-lane vectors per row; with few rows, SETS
+ * accumulator sets take k in turn, so enough independent FMA chains cover
+ * the FMA latency (a GPU hides it with other threads). */
 MQ_INLINE void micro_kernel(const int MR, const float *a, int lda, const float *b, int ldb,
                             int kk, float *c, int ldc, int ncols)
 {
+    const int SETS = MR <= 2 ? 4 : MR <= 4 ? 2 : 1;
     int j = 0;
     for (; j + 32 <= ncols; j += 32) {
         v16f acc[8][2];
@@ -17,15 +20,23 @@ MQ_INLINE void micro_kernel(const int MR, const float *a, int lda, const float *
             acc[r][0] = v16f_load(c + (size_t)r * ldc + j);
             acc[r][1] = v16f_load(c + (size_t)r * ldc + j + 16);
         }
-        for (int k = 0; k < kk; k++) {
-            v16f b0 = v16f_load(b + (size_t)k * ldb + j);
-            v16f b1 = v16f_load(b + (size_t)k * ldb + j + 16);
-            for (int r = 0; r < MR; r++) {
-                float ar = a[(size_t)r * lda + k];
-                acc[r][0] += ar * b0;
-                acc[r][1] += ar * b1;
+        for (int r = MR; r < SETS * MR; r++)
+            acc[r][0] = acc[r][1] = v16f_splat(0);
+        for (int k = 0; k < kk; k += SETS)
+            for (int s = 0; s < SETS; s++) {
+                v16f b0 = v16f_load(b + (size_t)(k + s) * ldb + j);
+                v16f b1 = v16f_load(b + (size_t)(k + s) * ldb + j + 16);
+                for (int r = 0; r < MR; r++) {
+                    float ar = a[(size_t)r * lda + k + s];
+                    acc[s * MR + r][0] += ar * b0;
+                    acc[s * MR + r][1] += ar * b1;
+                }
             }
-        }
+        for (int s = 1; s < SETS; s++)
+            for (int r = 0; r < MR; r++) {
+                acc[r][0] += acc[s * MR + r][0];
+                acc[r][1] += acc[s * MR + r][1];
+            }
         for (int r = 0; r < MR; r++) {
             v16f_store(c + (size_t)r * ldc + j, acc[r][0]);
             v16f_store(c + (size_t)r * ldc + j + 16, acc[r][1]);
@@ -35,11 +46,17 @@ MQ_INLINE void micro_kernel(const int MR, const float *a, int lda, const float *
         v16f acc[8];
         for (int r = 0; r < MR; r++)
             acc[r] = v16f_load(c + (size_t)r * ldc + j);
-        for (int k = 0; k < kk; k++) {
-            v16f b0 = v16f_load(b + (size_t)k * ldb + j);
+        for (int r = MR; r < SETS * MR; r++)
+            acc[r] = v16f_splat(0);
+        for (int k = 0; k < kk; k += SETS)
+            for (int s = 0; s < SETS; s++) {
+                v16f b0 = v16f_load(b + (size_t)(k + s) * ldb + j);
+                for (int r = 0; r < MR; r++)
+                    acc[s * MR + r] += a[(size_t)r * lda + k + s] * b0;
+            }
+        for (int s = 1; s < SETS; s++)
             for (int r = 0; r < MR; r++)
-                acc[r] += a[(size_t)r * lda + k] * b0;
-        }
+                acc[r] += acc[s * MR + r];
         for (int r = 0; r < MR; r++)
             v16f_store(c + (size_t)r * ldc + j, acc[r]);
     }
