@@ -43,8 +43,8 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testd
 $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
-test: deps $(TEST_BIN)
-	@scripts/run-tests.sh $(TEST_BIN)
+test: deps $(TEST_BIN) $(TOOLS)
+	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)"
 
 sanitize:
 	$(MAKE) BUILD=build-san \

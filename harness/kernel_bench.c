@@ -98,6 +98,14 @@ static int parse_args(int argc, char **argv, options *o)
             o->warm = 1;
             continue;
         }
+        static const char *const valued[] = {"--shape", "--formats", "--group", "--candidate",
+                                             "--threads", "--min-time", "--max-reps", "--csv",
+                                             "--probe-trials"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= !strcmp(a, valued[k]);
+        if (!known)
+            return fail_arg("unknown option", a);
         if (!v)
             return fail_arg("missing value for", a);
         i++;
@@ -155,9 +163,6 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--probe-trials")) {
             if (parse_int(v, 1, 100, &o->probe_trials))
                 return fail_arg("bad --probe-trials", v);
-        } else {
-            i--;
-            return fail_arg("unknown option", a);
         }
     }
     if (!o->nshapes) {
@@ -358,7 +363,7 @@ static int verify(const bench_problem *bp, double *worst_ratio)
 typedef struct {
     mq_problem p;
     mq_candidate c;
-    const char *status;
+    char status[300]; /* ok, wrong, error, or illegal: <reason> */
     timing t;
     double gflops, weight_gbs, worst_ratio;
 } row;
@@ -414,7 +419,6 @@ static int write_csv(const char *path, const row *rows, int n, const mq_machine_
         snprintf(v[8], 64, "%d", r->c.p.tile_k);
         snprintf(v[9], 64, "%d", r->c.p.num_threadgroups);
         snprintf(v[10], 64, "%d", r->c.p.split_k);
-        snprintf(v[11], 64, "%s", r->status);
         snprintf(v[12], 64, "%.9g", r->t.median);
         snprintf(v[13], 64, "%.9g", r->t.p10);
         snprintf(v[14], 64, "%.9g", r->t.p90);
@@ -425,8 +429,8 @@ static int write_csv(const char *path, const row *rows, int n, const mq_machine_
         snprintf(v[19], 64, "%.4f", mp->read_gbs);
         snprintf(v[20], 64, "%.4f", mp->fma_gflops);
         snprintf(v[21], 64, "%.4g", r->worst_ratio);
-        for (int j = 0; j < 22; j++)
-            csv_field(f, v[j], j == 21);
+        for (int j = 0; j < 22; j++) /* the status may be longer than 64 */
+            csv_field(f, j == 11 ? r->status : v[j], j == 21);
     }
     if (fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, path)) {
         fprintf(stderr, "kernel-bench: cannot write %s: %s\n", path, strerror(errno));
@@ -440,26 +444,22 @@ static void bench_candidate(mq_ctx *ctx, bench_problem *bp, const options *o, ro
 {
     mq_error err;
     mq_plan plan;
-    r->status = "ok";
+    snprintf(r->status, sizeof r->status, "ok");
     memset(&r->t, 0, sizeof r->t);
     r->gflops = r->weight_gbs = r->worst_ratio = 0;
     if (mq_plan_candidate(&bp->p, &r->c, NULL, &plan, &err)) {
-        static char why[MAX_CANDS * 4][300];
-        static int slot;
-        char *s = why[slot++ % (MAX_CANDS * 4)];
-        snprintf(s, 300, "illegal: %s", err.msg);
-        r->status = s;
+        snprintf(r->status, sizeof r->status, "illegal: %s", err.msg);
         return;
     }
     /* correctness first: a wrong output never gets a time */
     for (size_t i = 0; i < (size_t)bp->p.M * bp->p.N; i++)
         bp->C[i] = NAN;
     if (mq_gemm(ctx, &bp->p, &bp->copies[0], bp->A, bp->C, &r->c, NULL, &err)) {
-        r->status = "error";
+        snprintf(r->status, sizeof r->status, "error: %s", err.msg);
         return;
     }
     if (verify(bp, &r->worst_ratio)) {
-        r->status = "wrong";
+        snprintf(r->status, sizeof r->status, "wrong");
         return;
     }
     double samples[MAX_SAMPLES];
@@ -487,6 +487,14 @@ int main(int argc, char **argv)
         return rc;
     mq_ctx *ctx;
     mq_error err;
+    for (int f = 0; f < MQ_FMT_COUNT; f++) /* bad shapes fail before any work */
+        for (int s = 0; (o.formats & (1u << f)) && s < o.nshapes; s++) {
+            mq_problem p = {(mq_format)f, o.shapes[s].M, o.shapes[s].N, o.shapes[s].K, o.group};
+            if (mq_problem_check(&p, &err)) {
+                fprintf(stderr, "kernel-bench: %s\n", err.msg);
+                return 2;
+            }
+        }
     if (mq_ctx_create(o.threads, &ctx, &err)) {
         fprintf(stderr, "kernel-bench: %s\n", err.msg);
         return 1;

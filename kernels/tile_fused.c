@@ -175,6 +175,34 @@ static const block_fn tr_fns[9][5] = {
     ROW_ENTRY(tr, 5), ROW_ENTRY(tr, 6), ROW_ENTRY(tr, 7), ROW_ENTRY(tr, 8),
 };
 
+/* Scales (and zero points) of group g for the tile's columns, into L2: one
+ * short row per group, too sparse for the hardware prefetcher. */
+static void prefetch_group_params(const mq_weights *w, int g, int col0, int nv)
+{
+    if (g >= w->K / w->group)
+        return;
+    size_t at = (size_t)g * w->N + col0;
+    for (int n = 0; n < nv; n += 32) {
+        if (w->scales)
+            MQ_PREFETCH_L2(w->scales + at + n);
+        if (w->tscales)
+            MQ_PREFETCH_L2(w->tscales + at + n);
+        if (w->zeros && n % 64 == 0)
+            MQ_PREFETCH_L2(w->zeros + at + n);
+    }
+}
+
+/* The first PREFETCH_ROWS packed rows of a tile's K range: the steady-state
+ * prefetch only reaches rows PREFETCH_ROWS ahead. */
+static void prefetch_first_rows(const mq_weights *w, int k0, int k1, int col0, int nv)
+{
+    if (!w->packed)
+        return;
+    for (int kp = k0 / 8; kp < k1 / 8 && kp < k0 / 8 + PREFETCH_ROWS; kp++)
+        for (int n = 0; n < nv; n += 16)
+            MQ_PREFETCH_L2(w->packed + (size_t)kp * w->N + col0 + n);
+}
+
 /* A rows as bf16 pairs for VDPBF16PS: per 8 k, the pairs (k+j, k+j+4) of
  * the high parts for j = 0..3, then of the low parts. */
 static void split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out)
@@ -245,6 +273,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
     for (int r = 0; r < mv; r++)
         for (int c = 0; c < ldc; c++)
             s->acc[(size_t)r * ldc + c] = 0.0f;
+    prefetch_first_rows(w, k0, k1, col0, nv);
     for (int kb = k0; kb < k1; kb += job->tile_k) {
         int kk = mq_min(job->tile_k, k1 - kb);
         mq_load_a_tile(job->A, p->K, row0, mv, kb, kk, s->a_tile, lda);
@@ -257,6 +286,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         f.k_base = kb;
         f.seg = mq_min(p->group, kk);
         for (f.gs = kb; f.gs < kb + kk; f.gs += f.seg) {
+            prefetch_group_params(w, f.gs / p->group + 2, col0, nv);
             if (w->format == MQ_FMT_U4)
                 for (int r = 0; r < mv; r++) {
                     const float *a = s->a_tile + (size_t)r * lda + (f.gs - kb);
