@@ -197,10 +197,10 @@ static int builtin_candidates(const mq_problem *p, int threads, mq_candidate *ou
         {MQ_VAR_MARLIN_FP4, {8, 128, 32, 0, 1}},
         {MQ_VAR_MARLIN_FP4_STRIPED, {128, 128, 32, 0, 1}},
         {MQ_VAR_MARLIN_FP4_STRIPED, {16, 128, 64, -4, 2}}, /* tg < 0: threads * 4 */
-        {MQ_VAR_FUSED_FP4, {8, 512, 128, 0, 1}},
+        {MQ_VAR_FUSED_FP4, {8, 1024, 128, 0, 1}},
         {MQ_VAR_FUSED_FP4, {16, 256, 128, 0, 1}},
         {MQ_VAR_FUSED_FP4, {64, 128, 128, 0, 1}},
-        {MQ_VAR_FUSED_U4, {8, 512, 128, 0, 1}},
+        {MQ_VAR_FUSED_U4, {8, 1024, 128, 0, 1}},
         {MQ_VAR_FUSED_U4, {16, 512, 128, 0, 1}},
         {MQ_VAR_FUSED_U4, {64, 128, 128, 0, 1}},
         {MQ_VAR_TRELLIS_DECODE, {16, 256, 64, 0, 1}},

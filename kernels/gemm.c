@@ -49,7 +49,7 @@ mq_status mq_ctx_create(int threads, mq_ctx **out, mq_error *err)
         return mq_fail(err, MQ_E_NOMEM, "out of memory for the context");
     ctx->threads = threads;
     ctx->scratch = calloc((size_t)threads, sizeof *ctx->scratch);
-    size_t tile = (size_t)MQ_MAX_TILE * (MQ_MAX_TILE + 16) * sizeof(float);
+    size_t tile = (size_t)MQ_SCRATCH_FLOATS * sizeof(float);
     int ok = ctx->scratch != NULL;
     for (int i = 0; ok && i < threads; i++) {
         ctx->scratch[i].a_tile = aligned_alloc(64, tile);

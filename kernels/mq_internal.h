@@ -31,11 +31,15 @@ int mq_pool_threads(const mq_pool *pool);
 void mq_pool_run(mq_pool *pool, int count, mq_pool_fn fn, void *arg);
 
 /* ---- per-worker scratch: the CPU model's threadgroup memory ---- */
-#define MQ_MAX_TILE 512
+#define MQ_MAX_TILE 1024
+/* Each per-worker buffer holds a tile_m x tile_k, tile_k x tile_n or
+ * tile_m x tile_n block of FP32 (rows padded by up to 16 columns). */
+#define MQ_MAX_TILE_AREA (512 * 512)
+#define MQ_SCRATCH_FLOATS (MQ_MAX_TILE_AREA + 16 * MQ_MAX_TILE)
 typedef struct {
-    float *a_tile;   /* [MQ_MAX_TILE][MQ_MAX_TILE] A tile in FP32 */
-    float *b_tile;   /* [MQ_MAX_TILE][MQ_MAX_TILE + 16] dequantized B tile */
-    float *acc;      /* [MQ_MAX_TILE][MQ_MAX_TILE + 16] accumulators */
+    float *a_tile;   /* A tile in FP32 (or bf16 pairs) */
+    float *b_tile;   /* dequantized B tile, or A as bf16 pairs (fused) */
+    float *acc;      /* accumulators */
 } mq_scratch;
 
 /* One output tile over a K range: out[r][c] (row stride ldo) =

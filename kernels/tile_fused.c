@@ -62,7 +62,51 @@ MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
     }
 }
 
-/* fp4 / u4: one packed word holds 8 consecutive k of a column. */
+#if MQ_HAVE_BF16DOT
+/* One packed row (8 k) into the partials with VDPBF16PS: lane = bf16 pair
+ * (w[k+j], w[k+j+4]) against the pairs (a[k+j], a[k+j+4]), high then low. */
+MQ_INLINE void q4_row(const int MR, const int NV, const fused_args *f, const v16u *words,
+                      int kp, v16f partial[8][4])
+{
+    const uint32_t *ap = f->apairs + (kp * 8 - f->k_base);
+    int set = DUAL(MR, NV) ? MR : 0;
+    for (int j = 0; j < 4; j++) {
+        v16u wp[4];
+        for (int v = 0; v < NV; v++)
+            wp[v] = v16u_lut16_pair_bf16(f->lut32, words[v] >> (uint32_t)(4 * j));
+        for (int r = 0; r < MR; r++) {
+            v16u hi = (v16u){0} + ap[(size_t)r * f->lda + j];
+            v16u lo = (v16u){0} + ap[(size_t)r * f->lda + 4 + j];
+            for (int v = 0; v < NV; v++) {
+                partial[r][v] = v16f_dot_bf16(partial[r][v], wp[v], hi);
+                partial[set + r][v] = v16f_dot_bf16(partial[set + r][v], wp[v], lo);
+            }
+        }
+    }
+}
+#else
+/* One packed row (8 k) into the partials with FP32 FMAs; one 16-bit permute
+ * decodes nibbles j (low half-lanes) and j+4 (high half-lanes). */
+MQ_INLINE void q4_row(const int MR, const int NV, const fused_args *f, const v16u *words,
+                      int kp, v16f partial[8][4])
+{
+    const float *a = f->a + (kp * 8 - f->k_base);
+    int set = DUAL(MR, NV) ? MR : 0; /* k and k+4 in separate chains */
+    for (int j = 0; j < 4; j++) {
+        v16f lo[4], hi[4];
+        for (int v = 0; v < NV; v++)
+            v16f_lut16_pair(f->lut32, f->lut_f, words[v] >> (uint32_t)(4 * j), &lo[v], &hi[v]);
+        for (int r = 0; r < MR; r++) {
+            float a0 = a[(size_t)r * f->lda + j], a4 = a[(size_t)r * f->lda + j + 4];
+            for (int v = 0; v < NV; v++) {
+                partial[r][v] += a0 * lo[v];
+                partial[set + r][v] += a4 * hi[v];
+            }
+        }
+    }
+}
+#endif
+
 /* The K loop of block_q4; FULL (a constant) drops the edge masks. */
 MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_args *f,
                        v16f partial[8][4])
@@ -79,43 +123,7 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_a
         v16u words[4];
         for (int v = 0; v < NV; v++)
             words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);
-#if MQ_HAVE_BF16DOT
-        /* lane = bf16 pair (w[k+j], w[k+j+4]) against (a[k+j], a[k+j+4]) */
-        const uint32_t *ap = f->apairs + (kp * 8 - f->k_base);
-        for (int j = 0; j < 4; j++) {
-            v16u wp[4];
-            for (int v = 0; v < NV; v++)
-                wp[v] = v16u_lut16_pair_bf16(f->lut32, words[v] >> (uint32_t)(4 * j));
-            int set = DUAL(MR, NV) ? MR : 0;
-            for (int r = 0; r < MR; r++) {
-                v16u hi = (v16u){0} + ap[(size_t)r * f->lda + j];
-                v16u lo = (v16u){0} + ap[(size_t)r * f->lda + 4 + j];
-                for (int v = 0; v < NV; v++) {
-                    partial[r][v] = v16f_dot_bf16(partial[r][v], wp[v], hi);
-                    partial[set + r][v] = v16f_dot_bf16(partial[set + r][v], wp[v], lo);
-                }
-            }
-        }
-        continue;
-#endif
-        const float *a = f->a + (kp * 8 - f->k_base);
-        /* one 16-bit permute decodes nibbles j (low half-lanes) and j+4 (high) */
-        for (int j = 0; j < 4; j++) {
-            v16f lo[4], hi[4];
-            for (int v = 0; v < NV; v++)
-                v16f_lut16_pair(f->lut32, f->lut_f, words[v] >> (uint32_t)(4 * j), &lo[v],
-                                &hi[v]);
-            /* with few rows, k and k+4 go to separate accumulators: twice the
-             * independent FMA chains to cover the FMA latency */
-            int set = DUAL(MR, NV) ? MR : 0;
-            for (int r = 0; r < MR; r++) {
-                float a0 = a[(size_t)r * f->lda + j], a4 = a[(size_t)r * f->lda + j + 4];
-                for (int v = 0; v < NV; v++) {
-                    partial[r][v] += a0 * lo[v];
-                    partial[set + r][v] += a4 * hi[v];
-                }
-            }
-        }
+        q4_row(MR, NV, f, words, kp, partial);
     }
 }
 
@@ -203,6 +211,7 @@ static void prefetch_first_rows(const mq_weights *w, int k0, int k1, int col0, i
             MQ_PREFETCH_L2(w->packed + (size_t)kp * w->N + col0 + n);
 }
 
+#if MQ_HAVE_BF16DOT
 /* A rows as bf16 pairs for VDPBF16PS: per 8 k, the pairs (k+j, k+j+4) of
  * the high parts for j = 0..3, then of the low parts. */
 static void split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out)
@@ -229,6 +238,7 @@ static void split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out)
             }
         }
 }
+#endif
 
 void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, int k0, int k1,
                    float *out, int ldo)
@@ -281,8 +291,10 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
             for (int r = 0; r < mv; r++)
                 for (int k = 0; k < kk; k++)
                     s->a_tile[(size_t)r * lda + k] *= w->su[kb + k];
-        if (MQ_HAVE_BF16DOT && !trellis)
+#if MQ_HAVE_BF16DOT
+        if (!trellis)
             split_a_bf16(s->a_tile, lda, mv, kk, (uint32_t *)s->b_tile);
+#endif
         f.k_base = kb;
         f.seg = mq_min(p->group, kk);
         for (f.gs = kb; f.gs < kb + kk; f.gs += f.seg) {

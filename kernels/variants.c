@@ -121,6 +121,12 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         (st = check_tile("tile_n", q->tile_n, vi->tile_quantum, err)) ||
         (st = check_tile("tile_k", q->tile_k, vi->tile_quantum, err)))
         return st;
+    /* the CPU model's per-worker buffers (no GPU tile this large fits anyway) */
+    int area = mq_max(q->tile_m * q->tile_n, mq_max(q->tile_m, q->tile_n) * q->tile_k);
+    if (area > MQ_MAX_TILE_AREA)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile %dx%dx%d needs a %d-element block, more than the CPU model's %d",
+                       q->tile_m, q->tile_n, q->tile_k, area, MQ_MAX_TILE_AREA);
     if (p->group % q->tile_k && q->tile_k % p->group)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "tile_k=%d and group %d: one must divide the other so tiles do not "

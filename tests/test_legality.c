@@ -45,8 +45,10 @@ static void test_refusals(void)
                    "tile_n=20 must be a multiple of 8");
     expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {12, 64, 32, 0, 1}}, NULL,
                    "tile_m=12");
-    expect_refused(&fp4, (mq_candidate){MQ_VAR_FUSED_FP4, {8, 1024, 32, 0, 1}}, NULL,
-                   "tile_n=1024 must be a multiple of 8 in [8, 512]");
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_FUSED_FP4, {8, 2048, 32, 0, 1}}, NULL,
+                   "tile_n=2048 must be a multiple of 8 in [8, 1024]");
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_FUSED_FP4, {512, 1024, 8, 0, 1}}, NULL,
+                   "more than the CPU model's 262144");
     expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 2}}, NULL,
                    "does not split K");
     expect_refused(&fp4, (mq_candidate){MQ_VAR_FUSED_U4, {64, 64, 32, 0, 1}}, NULL,

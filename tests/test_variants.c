@@ -23,7 +23,8 @@ typedef struct {
     int m, n, k;
 } tiles;
 
-static const tiles q4_tiles[] = {{64, 64, 32}, {16, 32, 64}, {8, 128, 128}, {32, 16, 16}, {128, 64, 32}};
+static const tiles q4_tiles[] = {{64, 64, 32}, {16, 32, 64}, {8, 128, 128}, {32, 16, 16}, {128, 64, 32},
+                                 {8, 1024, 128}};
 static const tiles trellis_tiles[] = {{64, 64, 32}, {32, 128, 32}, {16, 16, 16}, {8, 32, 64}};
 static const tiles mlx_tiles[] = {{32, 32, 32}, {16, 64, 64}, {64, 32, 128}};
 static const int splits[] = {1, 2, 3, 8};
