@@ -175,28 +175,37 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* The built-in candidates: each variant's seed configuration plus shapes that
- * suit small and large M on a CPU; illegal ones for a problem are skipped. */
+/* Add c to out if it serves the format and is legal (a striped count above
+ * the work units falls back to one threadgroup per unit). */
+static int add_candidate(const mq_problem *p, int threads, mq_candidate c, mq_candidate *out,
+                         int n)
+{
+    if (!mq_variant_serves(c.variant, p->format))
+        return n;
+    if (c.p.num_threadgroups < 0) /* tg < 0: threads * -tg */
+        c.p.num_threadgroups = threads * -c.p.num_threadgroups;
+    mq_plan plan;
+    if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK) {
+        if (c.variant != MQ_VAR_MARLIN_FP4_STRIPED)
+            return n;
+        c.p.num_threadgroups = 0;
+        if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK)
+            return n;
+    }
+    out[n] = c;
+    return n + 1;
+}
+
+/* The built-in candidates: each variant's seed configuration, MLX's split-K
+ * rule at N=4096, and shapes found fast on a CPU (see BENCHMARKS.md). */
 static int builtin_candidates(const mq_problem *p, int threads, mq_candidate *out)
 {
-    static const struct {
-        mq_variant v;
-        mq_params q;
-    } table[] = {
-        /* the seeds' own configurations */
-        {MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}},
-        {MQ_VAR_MARLIN_FP4_STRIPED, {64, 64, 32, 0, 1}},
-        {MQ_VAR_FUSED_FP4, {64, 64, 32, 0, 1}},
-        {MQ_VAR_FUSED_U4, {64, 64, 32, 0, 1}},
-        {MQ_VAR_TRELLIS_PACKED, {64, 64, 32, 0, 1}},
-        {MQ_VAR_TRELLIS_DECODE, {32, 128, 32, 0, 1}},
-        {MQ_VAR_MLX_SPLITK, {32, 32, 32, 0, 1}},
-        {MQ_VAR_MLX_SPLITK, {32, 32, 32, 0, 4}}, /* MLX's rule at N=4096 */
-        /* shapes found fast on a CPU (see BENCHMARKS.md) */
+    static const mq_candidate tuned[] = {
+        {MQ_VAR_MLX_SPLITK, {32, 32, 32, 0, 4}},
         {MQ_VAR_MARLIN_FP4, {128, 128, 32, 0, 1}},
         {MQ_VAR_MARLIN_FP4, {8, 128, 32, 0, 1}},
         {MQ_VAR_MARLIN_FP4_STRIPED, {128, 128, 32, 0, 1}},
-        {MQ_VAR_MARLIN_FP4_STRIPED, {16, 128, 64, -4, 2}}, /* tg < 0: threads * 4 */
+        {MQ_VAR_MARLIN_FP4_STRIPED, {16, 128, 64, -4, 2}},
         {MQ_VAR_FUSED_FP4, {8, 1024, 128, 0, 1}},
         {MQ_VAR_FUSED_FP4, {16, 256, 128, 0, 1}},
         {MQ_VAR_FUSED_FP4, {64, 128, 128, 0, 1}},
@@ -207,23 +216,12 @@ static int builtin_candidates(const mq_problem *p, int threads, mq_candidate *ou
         {MQ_VAR_TRELLIS_PACKED, {64, 128, 64, 0, 1}},
     };
     int n = 0;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        mq_candidate c = {table[i].v, table[i].q};
-        if (!mq_variant_serves(c.variant, p->format))
-            continue;
-        if (c.p.num_threadgroups < 0)
-            c.p.num_threadgroups = threads * -c.p.num_threadgroups;
-        mq_plan plan;
-        if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK) {
-            /* a striped count above the work units: use every unit */
-            if (c.variant != MQ_VAR_MARLIN_FP4_STRIPED)
-                continue;
-            c.p.num_threadgroups = 0;
-            if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK)
-                continue;
-        }
-        out[n++] = c;
+    for (int v = 0; v < MQ_VAR_COUNT; v++) {
+        mq_candidate c = {(mq_variant)v, mq_variant_get((mq_variant)v)->defaults};
+        n = add_candidate(p, threads, c, out, n);
     }
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; i++)
+        n = add_candidate(p, threads, tuned[i], out, n);
     return n;
 }
 

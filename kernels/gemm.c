@@ -200,6 +200,12 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
                        "group %d",
                        mq_format_name(w->format), w->K, w->N, w->group,
                        mq_format_name(p->format), p->K, p->N, p->group);
+    int arrays = mq_format_is_trellis(w->format)
+                     ? w->indices && w->tscales && w->grid && w->su && w->sv
+                     : w->packed && w->scales && (w->format != MQ_FMT_U4 || w->zeros);
+    if (!arrays)
+        return mq_fail(err, MQ_E_WEIGHTS, "%s weights are missing an array",
+                       mq_format_name(w->format));
     if (plan.workspace_bytes > ctx->workspace_cap) {
         float *ws = aligned_alloc(64, (plan.workspace_bytes + 63) & ~(size_t)63);
         if (!ws)

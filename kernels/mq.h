@@ -230,7 +230,9 @@ typedef struct {
 void mq_ctx_set_trace(mq_ctx *ctx, mq_trace_entry *buf, int cap, int *count);
 
 /* C = A x W with a candidate (NULL: mq_default_candidate) under limits
- * (NULL: mq_limits_default). */
+ * (NULL: mq_limits_default). The weights' contents are trusted: validate
+ * them once when they are loaded (mq_weights_check; mq_quantize does). A
+ * context runs one GEMM at a time. */
 mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
                   const uint16_t *A, float *C, const mq_candidate *c,
                   const mq_limits *lim, mq_error *err);

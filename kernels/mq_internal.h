@@ -60,6 +60,9 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0,
 void mq_load_a_tile(const uint16_t *A, int K, int row0, int mv, int k0, int kk,
                     float *out, int lda_out);
 
+/* Copy the valid mv x nv corner of an accumulator tile (stride ldc) out. */
+void mq_store_tile(const float *acc, int ldc, int mv, int nv, float *out, int ldo);
+
 /* Dequantize W[k0:k0+kk, col0:col0+nv] into out (row stride ldb >= nv,
  * columns nv..ldb zero-filled up to a multiple of 16). */
 void mq_dequant_b_tile(const mq_weights *w, int k0, int kk, int col0, int nv,

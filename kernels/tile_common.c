@@ -1,6 +1,8 @@
 /* tile_common.c - the tile steps every variant shares: the A tile load
  * (FP16 -> FP32 "threadgroup memory") and the dequantization of a B tile of
- * any format into an FP32 staging buffer. */
+ * any format into an FP32 staging buffer, and the store of a finished tile. */
+#include <string.h>
+
 #include "simd.h"
 #include "tile_decode.h"
 #include "mq_internal.h"
@@ -14,6 +16,12 @@ void mq_load_a_tile(const uint16_t *A, int K, int row0, int mv, int k0, int kk, 
         for (int k = 0; k < kk; k += 16)
             v16f_store_n(dst + k, v16h_load_n(src + k, mq_min(16, kk - k)), kk - k);
     }
+}
+
+void mq_store_tile(const float *acc, int ldc, int mv, int nv, float *out, int ldo)
+{
+    for (int r = 0; r < mv; r++)
+        memcpy(out + (size_t)r * ldo, acc + (size_t)r * ldc, sizeof(float) * (size_t)nv);
 }
 
 void mq_dequant_b_tile(const mq_weights *w, int k0, int kk, int col0, int nv, float *out,

@@ -10,6 +10,8 @@
  * parts (a = hi + lo, hi = a truncated to bf16, lo = the 3 bits left), so
  * a*w = hi*w + lo*w with exact products and FP32 rounding after each, like
  * an FMA; the decode then needs one 16-bit permute per pair of k. */
+#include <string.h>
+
 #include "simd.h"
 #include "tile_decode.h"
 #include "mq_internal.h"
@@ -280,9 +282,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         asum[r] = 0.0f;
     if (trellis)
         f.tv = mq_trellis_view_of(w);
-    for (int r = 0; r < mv; r++)
-        for (int c = 0; c < ldc; c++)
-            s->acc[(size_t)r * ldc + c] = 0.0f;
+    memset(s->acc, 0, sizeof(float) * (size_t)mv * (size_t)ldc);
     prefetch_first_rows(w, k0, k1, col0, nv);
     for (int kb = k0; kb < k1; kb += job->tile_k) {
         int kk = mq_min(job->tile_k, k1 - kb);
@@ -325,7 +325,5 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
             }
         }
     }
-    for (int r = 0; r < mv; r++)
-        for (int c = 0; c < nv; c++)
-            out[(size_t)r * ldo + c] = s->acc[(size_t)r * ldc + c];
+    mq_store_tile(s->acc, ldc, mv, nv, out, ldo);
 }

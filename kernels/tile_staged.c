@@ -2,6 +2,8 @@
  * kernel, MLX split-K): per K step, the A tile and the whole dequantized B
  * tile are written to threadgroup memory (here: per-worker FP32 buffers),
  * then a register-blocked micro-kernel multiplies them. */
+#include <string.h>
+
 #include "simd.h"
 #include "mq_internal.h"
 
@@ -88,16 +90,12 @@ void mq_tile_staged(const mq_tile_job *job, mq_scratch *s, int row0, int col0, i
     const mq_problem *p = job->p;
     int mv = mq_min(job->tile_m, p->M - row0), nv = mq_min(job->tile_n, p->N - col0);
     int ldc = (nv + 15) & ~15, lda = job->tile_k;
-    for (int r = 0; r < mv; r++)
-        for (int c = 0; c < ldc; c++)
-            s->acc[(size_t)r * ldc + c] = 0.0f;
+    memset(s->acc, 0, sizeof(float) * (size_t)mv * (size_t)ldc);
     for (int kb = k0; kb < k1; kb += job->tile_k) {
         int kk = mq_min(job->tile_k, k1 - kb);
         mq_load_a_tile(job->A, p->K, row0, mv, kb, kk, s->a_tile, lda);
         mq_dequant_b_tile(job->w, kb, kk, col0, nv, s->b_tile, ldc);
         multiply_tile(s->a_tile, lda, s->b_tile, ldc, kk, s->acc, ldc, mv);
     }
-    for (int r = 0; r < mv; r++)
-        for (int c = 0; c < nv; c++)
-            out[(size_t)r * ldo + c] = s->acc[(size_t)r * ldc + c];
+    mq_store_tile(s->acc, ldc, mv, nv, out, ldo);
 }
