@@ -11,7 +11,7 @@ endif
 ARCH    ?= -march=native
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH) -g
-CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
+CFLAGS  += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
 LDLIBS  += -lm -pthread
 GSL_LIBS = -lgsl -lgslcblas
 CSV_LIBS = -lcsv
@@ -20,7 +20,7 @@ BUILD   ?= build
 LIB_SRC  = $(wildcard kernels/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      = $(BUILD)/libmq.a
-HARNESS_SRC = harness/probes.c
+HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c,$(wildcard harness/*.c))
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -41,6 +41,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testd
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/bench: $(BUILD)/harness/bench_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 test: deps $(TEST_BIN) $(TOOLS)

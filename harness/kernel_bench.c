@@ -5,8 +5,6 @@
  * in the same run (streaming-read bandwidth and FP32 FMA peak). */
 #include <csv.h>
 #include <errno.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +13,11 @@
 #include <unistd.h>
 
 #include "mq.h"
+#include "measure.h"
 #include "probes.h"
 
 #define MAX_SHAPES 32
 #define MAX_CANDS 64
-#define MAX_SAMPLES 4096
 
 typedef struct {
     int M, N, K;
@@ -156,7 +154,7 @@ static int parse_args(int argc, char **argv, options *o)
             if (*end || !(o->min_time > 0 && o->min_time < 3600))
                 return fail_arg("bad --min-time", v);
         } else if (!strcmp(a, "--max-reps")) {
-            if (parse_int(v, 1, MAX_SAMPLES, &o->max_reps))
+            if (parse_int(v, 1, MQ_MAX_SAMPLES, &o->max_reps))
                 return fail_arg("bad --max-reps", v);
         } else if (!strcmp(a, "--csv")) {
             o->csv_path = v;
@@ -226,143 +224,10 @@ static int builtin_candidates(const mq_problem *p, int threads, mq_candidate *ou
 }
 
 typedef struct {
-    double median, p10, p90, mad;
-    int reps;
-} timing;
-
-static void summarize(double *s, int n, timing *t)
-{
-    gsl_sort(s, 1, (size_t)n);
-    t->median = gsl_stats_median_from_sorted_data(s, 1, (size_t)n);
-    t->p10 = gsl_stats_quantile_from_sorted_data(s, 1, (size_t)n, 0.10);
-    t->p90 = gsl_stats_quantile_from_sorted_data(s, 1, (size_t)n, 0.90);
-    double *dev = malloc(sizeof(double) * (size_t)n);
-    for (int i = 0; i < n && dev; i++)
-        dev[i] = fabs(s[i] - t->median);
-    if (dev) {
-        gsl_sort(dev, 1, (size_t)n);
-        t->mad = gsl_stats_median_from_sorted_data(dev, 1, (size_t)n);
-        free(dev);
-    }
-    t->reps = n;
-}
-
-typedef struct {
-    mq_problem p;
-    mq_weights *copies;
-    int ncopies;
-    uint16_t *A;
-    float *C;
-    int rows[3];
-    int nrows;
-    double *ref, *absref; /* [nrows][N] */
-} bench_problem;
-
-static int sample_rows(int M, int *rows)
-{
-    int n = 0;
-    int cand[3] = {0, M / 2, M - 1};
-    for (int i = 0; i < 3; i++) {
-        int dup = 0;
-        for (int j = 0; j < n; j++)
-            dup |= rows[j] == cand[i];
-        if (!dup)
-            rows[n++] = cand[i];
-    }
-    return n;
-}
-
-static int setup_problem(bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
-{
-    memset(bp, 0, sizeof *bp);
-    bp->p = *p;
-    if (mq_problem_check(p, err))
-        return -1;
-    float *W = malloc(sizeof(float) * (size_t)p->K * p->N);
-    bp->A = malloc(sizeof(uint16_t) * (size_t)p->M * p->K);
-    bp->C = malloc(sizeof(float) * (size_t)p->M * p->N);
-    if (!W || !bp->A || !bp->C) {
-        free(W);
-        snprintf(err->msg, sizeof err->msg, "out of memory for M=%d N=%d K=%d", p->M, p->N, p->K);
-        return -1;
-    }
-    uint32_t st = 12345;
-    for (size_t i = 0; i < (size_t)p->K * p->N; i++) {
-        st = st * 1664525u + 1013904223u;
-        W[i] = ((float)(st >> 8) / 8388608.0f - 1.0f) * 0.05f;
-    }
-    for (size_t i = 0; i < (size_t)p->M * p->K; i++) {
-        st = st * 1664525u + 1013904223u;
-        bp->A[i] = mq_float_to_half((float)(st >> 8) / 8388608.0f - 1.0f);
-    }
-    mq_weights w0;
-    if (mq_quantize(p->format, W, p->K, p->N, p->group, NULL, &w0, err)) {
-        free(W);
-        return -1;
-    }
-    free(W);
-    /* enough copies that the set exceeds twice the last-level cache */
-    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0)
-        llc = 32L << 20;
-    size_t bytes = mq_weights_bytes(&w0);
-    bp->ncopies = warm ? 1 : (int)((2 * (size_t)llc) / bytes) + 2;
-    if (bp->ncopies > 64)
-        bp->ncopies = 64;
-    bp->copies = calloc((size_t)bp->ncopies, sizeof *bp->copies);
-    bp->copies[0] = w0;
-    for (int i = 1; i < bp->ncopies; i++)
-        if (mq_weights_copy(&bp->copies[i], &w0, err))
-            return -1;
-    bp->nrows = sample_rows(p->M, bp->rows);
-    uint16_t *Asub = malloc(sizeof(uint16_t) * (size_t)bp->nrows * p->K);
-    bp->ref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
-    bp->absref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
-    for (int r = 0; r < bp->nrows; r++)
-        memcpy(Asub + (size_t)r * p->K, bp->A + (size_t)bp->rows[r] * p->K,
-               sizeof(uint16_t) * (size_t)p->K);
-    int rc = mq_reference_gemm(&w0, Asub, bp->nrows, bp->ref, bp->absref, err) ? -1 : 0;
-    free(Asub);
-    return rc;
-}
-
-static void free_problem(bench_problem *bp)
-{
-    for (int i = 0; bp->copies && i < bp->ncopies; i++)
-        mq_weights_free(&bp->copies[i]);
-    free(bp->copies);
-    free(bp->A);
-    free(bp->C);
-    free(bp->ref);
-    free(bp->absref);
-}
-
-/* Sampled rows within the FP32 accumulation bound (2K+3)u sum|a*w|, the
- * bound tests/testdata.h justifies. */
-static int verify(const bench_problem *bp, double *worst_ratio)
-{
-    int N = bp->p.N, bad = 0;
-    double worst = 0, u = ldexp(1.0, -24);
-    for (int r = 0; r < bp->nrows; r++)
-        for (int n = 0; n < N; n++) {
-            double got = bp->C[(size_t)bp->rows[r] * N + n];
-            double ref = bp->ref[(size_t)r * N + n];
-            double bound = (2.0 * bp->p.K + 3) * u * bp->absref[(size_t)r * N + n] + 1e-30;
-            double e = fabs(got - ref) / bound;
-            if (!(e <= 1.0))
-                bad++;
-            if (!(e <= worst))
-                worst = e;
-        }
-    *worst_ratio = worst;
-    return bad;
-}
-
-typedef struct {
     mq_problem p;
     mq_candidate c;
     char status[300]; /* ok, wrong, error, or illegal: <reason> */
-    timing t;
+    mq_stats t;
     double gflops, weight_gbs, worst_ratio;
 } row;
 
@@ -376,7 +241,7 @@ static void print_row(const row *r, const mq_machine_probe *mp)
     }
     printf("%-5s %4d %-52s %9.3f %9.3f %9.3f %4d %8.1f %5.0f%% %7.1f %5.0f%%\n",
            mq_format_name(r->p.format), r->p.M, name, r->t.median * 1e3, r->t.p10 * 1e3,
-           r->t.p90 * 1e3, r->t.reps, r->gflops, 100 * r->gflops / mp->fma_gflops,
+           r->t.p90 * 1e3, r->t.n, r->gflops, 100 * r->gflops / mp->fma_gflops,
            r->weight_gbs, 100 * r->weight_gbs / mp->read_gbs);
     fflush(stdout);
 }
@@ -421,7 +286,7 @@ static int write_csv(const char *path, const row *rows, int n, const mq_machine_
         snprintf(v[13], 64, "%.9g", r->t.p10);
         snprintf(v[14], 64, "%.9g", r->t.p90);
         snprintf(v[15], 64, "%.9g", r->t.mad);
-        snprintf(v[16], 64, "%d", r->t.reps);
+        snprintf(v[16], 64, "%d", r->t.n);
         snprintf(v[17], 64, "%.4f", r->gflops);
         snprintf(v[18], 64, "%.4f", r->weight_gbs);
         snprintf(v[19], 64, "%.4f", mp->read_gbs);
@@ -438,43 +303,20 @@ static int write_csv(const char *path, const row *rows, int n, const mq_machine_
     return 0;
 }
 
-static void bench_candidate(mq_ctx *ctx, bench_problem *bp, const options *o, row *r)
+/* Verify, then time for --min-time (no early stop: a fixed time per row). */
+static void bench_candidate(mq_backend *be, mq_bench_problem *bp, const options *o, row *r)
 {
-    mq_error err;
-    mq_plan plan;
-    snprintf(r->status, sizeof r->status, "ok");
-    memset(&r->t, 0, sizeof r->t);
-    r->gflops = r->weight_gbs = r->worst_ratio = 0;
-    if (mq_plan_candidate(&bp->p, &r->c, NULL, &plan, &err)) {
-        snprintf(r->status, sizeof r->status, "illegal: %s", err.msg);
-        return;
-    }
-    /* correctness first: a wrong output never gets a time */
-    for (size_t i = 0; i < (size_t)bp->p.M * bp->p.N; i++)
-        bp->C[i] = NAN;
-    if (mq_gemm(ctx, &bp->p, &bp->copies[0], bp->A, bp->C, &r->c, NULL, &err)) {
-        snprintf(r->status, sizeof r->status, "error: %s", err.msg);
-        return;
-    }
-    if (verify(bp, &r->worst_ratio)) {
-        snprintf(r->status, sizeof r->status, "wrong");
-        return;
-    }
-    double samples[MAX_SAMPLES];
-    int n = 0, copy = 1 % bp->ncopies;
-    mq_gemm(ctx, &bp->p, &bp->copies[copy], bp->A, bp->C, &r->c, NULL, &err); /* warm-up */
-    double spent = 0;
-    while (n < o->max_reps && (spent < o->min_time || n < 5)) {
-        copy = (copy + 1) % bp->ncopies;
-        double t0 = mq_now();
-        mq_gemm(ctx, &bp->p, &bp->copies[copy], bp->A, bp->C, &r->c, NULL, &err);
-        double dt = mq_now() - t0;
-        samples[n++] = dt;
-        spent += dt;
-    }
-    summarize(samples, n, &r->t);
-    r->gflops = 2.0 * bp->p.M * bp->p.N * (double)bp->p.K / r->t.median / 1e9;
-    r->weight_gbs = (double)mq_weights_bytes(&bp->copies[0]) / r->t.median / 1e9;
+    static mq_measurement m;
+    mq_measure_opts mo = {o->min_time, 0, 5, o->max_reps, 1};
+    mq_measure(be, bp, &r->c, NULL, &mo, &m);
+    if (!strcmp(m.status, "ok") || !strcmp(m.status, "wrong"))
+        snprintf(r->status, sizeof r->status, "%s", m.status);
+    else
+        snprintf(r->status, sizeof r->status, "%s: %s", m.status, m.error);
+    r->t = m.st;
+    r->gflops = m.gflops;
+    r->weight_gbs = m.weight_gbs;
+    r->worst_ratio = m.worst_ratio;
 }
 
 int main(int argc, char **argv)
@@ -483,7 +325,6 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
-    mq_ctx *ctx;
     mq_error err;
     for (int f = 0; f < MQ_FMT_COUNT; f++) /* bad shapes fail before any work */
         for (int s = 0; (o.formats & (1u << f)) && s < o.nshapes; s++) {
@@ -493,11 +334,12 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-    if (mq_ctx_create(o.threads, &ctx, &err)) {
+    mq_backend *be = mq_backend_cpu_create(o.threads, &err);
+    if (!be) {
         fprintf(stderr, "kernel-bench: %s\n", err.msg);
         return 1;
     }
-    int threads = mq_ctx_threads(ctx);
+    int threads = mq_backend_cpu_threads(be);
     mq_machine_probe mp;
     if (mq_probe_machine(threads, 0, o.probe_trials, &mp)) {
         fprintf(stderr, "kernel-bench: the machine probes failed (out of memory?)\n");
@@ -519,13 +361,13 @@ int main(int argc, char **argv)
             continue;
         for (int s = 0; s < o.nshapes; s++) {
             mq_problem p = {(mq_format)f, o.shapes[s].M, o.shapes[s].N, o.shapes[s].K, o.group};
-            bench_problem bp;
-            if (setup_problem(&bp, &p, o.warm, &err)) {
+            mq_bench_problem bp;
+            if (mq_bench_problem_setup(&bp, &p, o.warm, &err)) {
                 fprintf(stderr, "kernel-bench: %s\n", err.msg);
-                free_problem(&bp);
-                mq_ctx_destroy(ctx);
+                mq_bench_problem_free(&bp);
+                mq_backend_destroy(be);
                 free(rows);
-                return 2;
+                return 1;
             }
             mq_candidate cands[MAX_CANDS];
             int nc = o.ncands;
@@ -540,7 +382,7 @@ int main(int argc, char **argv)
                 row *r = &rows[nrows++];
                 r->p = p;
                 r->c = cands[c];
-                bench_candidate(ctx, &bp, &o, r);
+                bench_candidate(be, &bp, &o, r);
                 print_row(r, &mp);
                 if (!strcmp(r->status, "ok") && (best < 0 || r->t.median < rows[best].t.median))
                     best = (int)(r - rows);
@@ -554,13 +396,13 @@ int main(int argc, char **argv)
                        rows[best].gflops, 100 * rows[best].gflops / mp.fma_gflops,
                        rows[best].weight_gbs, 100 * rows[best].weight_gbs / mp.read_gbs);
             }
-            free_problem(&bp);
+            mq_bench_problem_free(&bp);
         }
     }
     rc = 0;
     if (o.csv_path && write_csv(o.csv_path, rows, nrows, &mp))
         rc = 1;
     free(rows);
-    mq_ctx_destroy(ctx);
+    mq_backend_destroy(be);
     return rc;
 }

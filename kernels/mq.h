@@ -36,6 +36,15 @@ typedef struct {
 
 const char *mq_status_name(mq_status s);
 
+#if defined(__GNUC__)
+#define MQ_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define MQ_PRINTF(a, b)
+#endif
+/* Fill err (if non-null) with code and a formatted message; returns code.
+ * For tools built on the library, so their errors read the same way. */
+mq_status mq_fail(mq_error *err, mq_status code, const char *fmt, ...) MQ_PRINTF(3, 4);
+
 /* ---- FP16 ------------------------------------------------------------- */
 
 float mq_half_to_float(uint16_t h);

@@ -6,14 +6,6 @@
 
 #include "mq.h"
 
-#if defined(__GNUC__)
-#define MQ_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define MQ_PRINTF(a, b)
-#endif
-
-/* Set err (if non-null) and return code. */
-mq_status mq_fail(mq_error *err, mq_status code, const char *fmt, ...) MQ_PRINTF(3, 4);
 mq_status mq_ok(mq_error *err);
 
 static inline int mq_cdiv(int a, int b) { return (a + b - 1) / b; }

@@ -1,0 +1,199 @@
+/* chips.c - see chips.h. The file is long-form CSV (chip,field,value,source)
+ * so a new field or chip needs no code change beyond the field list. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chips.h"
+#include "csvfile.h"
+#include "probes.h"
+
+#ifndef MQ_SOURCE_DIR
+#define MQ_SOURCE_DIR "."
+#endif
+
+static const char *const field_names[MQ_CHIP_NFIELDS] = {
+    "gpu_cores", "tg_mem_bytes", "max_threads_per_tg", "simd_width", "resident_tgs_per_core",
+    "mem_bw_gbs", "fp32_tflops", "fp16_tflops", "l2_bytes", "slc_bytes",
+};
+
+const char *mq_chip_field_name(int field)
+{
+    return field >= 0 && field < MQ_CHIP_NFIELDS ? field_names[field] : "?";
+}
+
+const char *mq_chips_default_path(void)
+{
+    const char *env = getenv("MQ_CHIPS");
+    return env && *env ? env : MQ_SOURCE_DIR "/harness/chips.csv";
+}
+
+static mq_chip *chip_named(mq_chip_db *db, const char *name)
+{
+    for (int i = 0; i < db->n; i++)
+        if (strcmp(db->chips[i].name, name) == 0)
+            return &db->chips[i];
+    mq_chip *c = realloc(db->chips, sizeof *c * (size_t)(db->n + 1));
+    if (!c)
+        return NULL;
+    db->chips = c;
+    memset(&c[db->n], 0, sizeof c[db->n]);
+    snprintf(c[db->n].name, sizeof c[db->n].name, "%s", name);
+    for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
+        c[db->n].v[f] = -1; /* missing */
+    return &c[db->n++];
+}
+
+int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen)
+{
+    memset(db, 0, sizeof *db);
+    mq_csv_table t;
+    if (mq_csv_read(path, &t, err, errlen))
+        return -1;
+    int rc = 0;
+    if (t.nrows == 0 || t.rows[0].nfields != 4 || strcmp(t.rows[0].fields[0], "chip") ||
+        strcmp(t.rows[0].fields[1], "field")) {
+        snprintf(err, errlen, "%s:%d: expected the header chip,field,value,source", path,
+                 t.nrows ? t.rows[0].line : 1);
+        rc = -1;
+    }
+    for (int i = 1; rc == 0 && i < t.nrows; i++) {
+        mq_csv_row *r = &t.rows[i];
+        if (r->nfields != 4) {
+            snprintf(err, errlen, "%s:%d: expected 4 fields (chip,field,value,source), got %d",
+                     path, r->line, r->nfields);
+            rc = -1;
+            break;
+        }
+        const char *name = r->fields[0], *field = r->fields[1], *value = r->fields[2];
+        if (!*name || strlen(name) >= sizeof db->chips[0].name || !strcmp(name, "host")) {
+            snprintf(err, errlen, "%s:%d: bad chip name '%s'%s", path, r->line, name,
+                     strcmp(name, "host") ? "" : " ('host' is measured, not described)");
+            rc = -1;
+            break;
+        }
+        mq_chip *c = chip_named(db, name);
+        if (!c) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -1;
+            break;
+        }
+        if (!strcmp(field, "arch")) {
+            snprintf(c->arch, sizeof c->arch, "%s", value);
+            continue;
+        }
+        int f = 0;
+        while (f < MQ_CHIP_NFIELDS && strcmp(field, field_names[f]))
+            f++;
+        char *end;
+        double v = strtod(value, &end);
+        if (f == MQ_CHIP_NFIELDS) {
+            snprintf(err, errlen, "%s:%d: unknown field '%s'", path, r->line, field);
+            rc = -1;
+        } else if (end == value || *end || v < 0) {
+            snprintf(err, errlen, "%s:%d: %s of %s is '%s', not a non-negative number", path,
+                     r->line, field, name, value);
+            rc = -1;
+        } else {
+            c->v[f] = v;
+            snprintf(c->source[f], sizeof c->source[f], "%s", r->fields[3]);
+        }
+    }
+    for (int i = 0; rc == 0 && i < db->n; i++)
+        for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
+            if (db->chips[i].v[f] < 0) {
+                snprintf(err, errlen, "%s: chip %s has no %s", path, db->chips[i].name,
+                         field_names[f]);
+                rc = -1;
+                break;
+            }
+    for (int i = 0; rc == 0 && i < db->n; i++) {
+        const double *v = db->chips[i].v;
+        if (v[MQ_CHIP_GPU_CORES] < 1 || v[MQ_CHIP_TG_MEM_BYTES] < 1024 ||
+            v[MQ_CHIP_MAX_THREADS_PER_TG] < 32 || v[MQ_CHIP_SIMD_WIDTH] < 1 ||
+            v[MQ_CHIP_RESIDENT_TGS_PER_CORE] < 1) {
+            snprintf(err, errlen, "%s: chip %s has an impossible core count or limit", path,
+                     db->chips[i].name);
+            rc = -1;
+        }
+    }
+    mq_csv_free(&t);
+    if (rc)
+        mq_chips_free(db);
+    return rc;
+}
+
+void mq_chips_free(mq_chip_db *db)
+{
+    free(db->chips);
+    memset(db, 0, sizeof *db);
+}
+
+int mq_chip_host(int threads, mq_chip *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "host");
+    out->is_host = 1;
+    mq_machine_probe mp;
+    if (mq_probe_machine(threads, 0, 3, &mp))
+        return -1;
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    static const struct {
+        int f;
+        const char *src;
+    } srcs[] = {
+        {MQ_CHIP_GPU_CORES, "measured: worker threads of the CPU model (one per core)"},
+        {MQ_CHIP_TG_MEM_BYTES, "CPU model: the Apple budget, so candidates match the GPU's"},
+        {MQ_CHIP_MAX_THREADS_PER_TG, "CPU model: the Apple limit"},
+        {MQ_CHIP_SIMD_WIDTH, "CPU model: the Apple SIMD width"},
+        {MQ_CHIP_RESIDENT_TGS_PER_CORE, "CPU model: a worker runs one threadgroup at a time"},
+        {MQ_CHIP_MEM_BW_GBS, "measured: streaming-read probe, best of 3"},
+        {MQ_CHIP_FP32_TFLOPS, "measured: FP32 FMA probe, best of 3"},
+        {MQ_CHIP_FP16_TFLOPS, "CPU model: FP16 is converted to FP32, same peak"},
+        {MQ_CHIP_L2_BYTES, "sysconf(_SC_LEVEL2_CACHE_SIZE), per core"},
+        {MQ_CHIP_SLC_BYTES, "sysconf(_SC_LEVEL3_CACHE_SIZE), the last-level cache"},
+    };
+    double v[MQ_CHIP_NFIELDS] = {
+        [MQ_CHIP_GPU_CORES] = threads, [MQ_CHIP_TG_MEM_BYTES] = 32768,
+        [MQ_CHIP_MAX_THREADS_PER_TG] = 1024, [MQ_CHIP_SIMD_WIDTH] = 32,
+        [MQ_CHIP_RESIDENT_TGS_PER_CORE] = 1, [MQ_CHIP_MEM_BW_GBS] = mp.read_gbs,
+        [MQ_CHIP_FP32_TFLOPS] = mp.fma_gflops / 1000, [MQ_CHIP_FP16_TFLOPS] = mp.fma_gflops / 1000,
+        [MQ_CHIP_L2_BYTES] = l2 > 0 ? (double)l2 : 0, [MQ_CHIP_SLC_BYTES] = l3 > 0 ? (double)l3 : 0,
+    };
+    memcpy(out->v, v, sizeof v);
+    for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++)
+        snprintf(out->source[srcs[i].f], sizeof out->source[0], "%s", srcs[i].src);
+    return 0;
+}
+
+int mq_chip_find(const mq_chip_db *db, const char *name, int threads, mq_chip *out, char *err,
+                 size_t errlen)
+{
+    if (name && !strcmp(name, "host")) {
+        if (mq_chip_host(threads, out)) {
+            snprintf(err, errlen, "could not measure the host (out of memory for the probes)");
+            return -1;
+        }
+        return 0;
+    }
+    for (int i = 0; name && i < db->n; i++)
+        if (!strcmp(db->chips[i].name, name)) {
+            *out = db->chips[i];
+            return 0;
+        }
+    size_t used = (size_t)snprintf(err, errlen, "unknown chip '%s' (known: host",
+                                   name ? name : "(null)");
+    for (int i = 0; i < db->n && used < errlen; i++)
+        used += (size_t)snprintf(err + used, errlen - used, ", %s", db->chips[i].name);
+    if (used < errlen)
+        snprintf(err + used, errlen - used, ")");
+    return -1;
+}
+
+mq_limits mq_chip_limits(const mq_chip *c)
+{
+    mq_limits l = {(int)c->v[MQ_CHIP_TG_MEM_BYTES], (int)c->v[MQ_CHIP_MAX_THREADS_PER_TG],
+                   (int)c->v[MQ_CHIP_SIMD_WIDTH]};
+    return l;
+}

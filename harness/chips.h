@@ -1,0 +1,58 @@
+/* chips.h - target hardware as data: chip descriptions read at run time
+ * from a CSV file (harness/chips.csv by default), each figure with its
+ * source, plus 'host', measured on this machine when asked for. */
+#ifndef MQ_CHIPS_H
+#define MQ_CHIPS_H
+
+#include <stddef.h>
+
+#include "mq.h"
+
+enum {
+    MQ_CHIP_GPU_CORES,
+    MQ_CHIP_TG_MEM_BYTES,
+    MQ_CHIP_MAX_THREADS_PER_TG,
+    MQ_CHIP_SIMD_WIDTH,
+    MQ_CHIP_RESIDENT_TGS_PER_CORE,
+    MQ_CHIP_MEM_BW_GBS,
+    MQ_CHIP_FP32_TFLOPS,
+    MQ_CHIP_FP16_TFLOPS,
+    MQ_CHIP_L2_BYTES,
+    MQ_CHIP_SLC_BYTES,
+    MQ_CHIP_NFIELDS
+};
+
+typedef struct {
+    char name[32];
+    char arch[32];                       /* Metal architecture name ("" for host) */
+    double v[MQ_CHIP_NFIELDS];
+    char source[MQ_CHIP_NFIELDS][200];
+    int is_host;
+} mq_chip;
+
+typedef struct {
+    mq_chip *chips;
+    int n;
+} mq_chip_db;
+
+const char *mq_chip_field_name(int field);
+
+/* The default chips file: MQ_CHIPS if set, else the one in the source tree. */
+const char *mq_chips_default_path(void);
+/* Load a chips file; every chip must have every field. -1 and a message
+ * naming the file and line on error. */
+int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen);
+void mq_chips_free(mq_chip_db *db);
+
+/* Find a chip by name ("host" measures this machine with `threads`
+ * workers). Unknown names give an error that lists the known ones. */
+int mq_chip_find(const mq_chip_db *db, const char *name, int threads, mq_chip *out, char *err,
+                 size_t errlen);
+
+/* This machine as a chip: cores = workers, caches from sysconf, memory
+ * bandwidth and FP32 peak from the probes. */
+int mq_chip_host(int threads, mq_chip *out);
+
+mq_limits mq_chip_limits(const mq_chip *c);
+
+#endif

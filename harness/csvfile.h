@@ -1,0 +1,30 @@
+/* csvfile.h - reading CSV files through libcsv, one physical line per
+ * record, with the line number of every row kept for error messages.
+ * Lines starting with '#' and blank lines are skipped. A file whose last
+ * line has no newline is reported as truncated. */
+#ifndef MQ_CSVFILE_H
+#define MQ_CSVFILE_H
+
+#include <stddef.h>
+
+typedef struct {
+    char **fields;
+    int nfields;
+    int line;
+} mq_csv_row;
+
+typedef struct {
+    mq_csv_row *rows;
+    int nrows;
+    char **comments; /* the text after '#' of comment lines, in order */
+    int ncomments;
+} mq_csv_table;
+
+/* 0 on success; -1 with a one-line message "PATH:LINE: problem" in err. */
+int mq_csv_read(const char *path, mq_csv_table *out, char *err, size_t errlen);
+void mq_csv_free(mq_csv_table *t);
+
+/* Index of a header name in row 0, or -1. */
+int mq_csv_column(const mq_csv_table *t, const char *name);
+
+#endif

@@ -1,0 +1,248 @@
+/* measure.c - see measure.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "measure.h"
+#include "probes.h"
+
+typedef struct {
+    mq_ctx *ctx;
+} cpu_state;
+
+static int cpu_available(mq_backend *b, char *why, size_t n)
+{
+    (void)b;
+    (void)why;
+    (void)n;
+    return 0;
+}
+
+static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                         const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
+                         mq_error *err)
+{
+    return mq_gemm(((cpu_state *)b->state)->ctx, p, w, A, C, c, lim, err);
+}
+
+static void cpu_destroy(mq_backend *b)
+{
+    mq_ctx_destroy(((cpu_state *)b->state)->ctx);
+    free(b->state);
+    free(b);
+}
+
+mq_backend *mq_backend_cpu_create(int threads, mq_error *err)
+{
+    mq_backend *b = calloc(1, sizeof *b);
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!b || !s || mq_ctx_create(threads, &s->ctx, err)) {
+        if (!b || !s)
+            mq_fail(err, MQ_E_NOMEM, "out of memory for the CPU backend");
+        free(b);
+        free(s);
+        return NULL;
+    }
+    b->name = "cpu";
+    b->available = cpu_available;
+    b->run = cpu_run;
+    b->destroy = cpu_destroy;
+    b->state = s;
+    return b;
+}
+
+int mq_backend_cpu_threads(const mq_backend *b)
+{
+    return mq_ctx_threads(((const cpu_state *)b->state)->ctx);
+}
+
+void mq_backend_destroy(mq_backend *b)
+{
+    if (b && b->destroy)
+        b->destroy(b);
+}
+
+static int sample_rows(int M, int *rows)
+{
+    int n = 0, cand[3] = {0, M / 2, M - 1};
+    for (int i = 0; i < 3; i++) {
+        int dup = 0;
+        for (int j = 0; j < n; j++)
+            dup |= rows[j] == cand[i];
+        if (!dup)
+            rows[n++] = cand[i];
+    }
+    return n;
+}
+
+int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
+{
+    memset(bp, 0, sizeof *bp);
+    bp->p = *p;
+    if (mq_problem_check(p, err))
+        return -1;
+    float *W = malloc(sizeof(float) * (size_t)p->K * p->N);
+    bp->A = malloc(sizeof(uint16_t) * (size_t)p->M * p->K);
+    bp->C = malloc(sizeof(float) * (size_t)p->M * p->N);
+    if (!W || !bp->A || !bp->C) {
+        free(W);
+        mq_fail(err, MQ_E_NOMEM, "out of memory for M=%d N=%d K=%d", p->M, p->N, p->K);
+        return -1;
+    }
+    uint32_t st = 12345u + (uint32_t)p->N * 7u + (uint32_t)p->K;
+    for (size_t i = 0; i < (size_t)p->K * p->N; i++) {
+        st = st * 1664525u + 1013904223u;
+        W[i] = ((float)(st >> 8) / 8388608.0f - 1.0f) * 0.05f;
+    }
+    for (size_t i = 0; i < (size_t)p->M * p->K; i++) {
+        st = st * 1664525u + 1013904223u;
+        bp->A[i] = mq_float_to_half((float)(st >> 8) / 8388608.0f - 1.0f);
+    }
+    mq_weights w0;
+    mq_status qs = mq_quantize(p->format, W, p->K, p->N, p->group, NULL, &w0, err);
+    free(W);
+    if (qs)
+        return -1;
+    /* enough copies that the set exceeds twice the last-level cache */
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0)
+        llc = 32L << 20;
+    size_t bytes = mq_weights_bytes(&w0);
+    bp->ncopies = warm ? 1 : (int)((2 * (size_t)llc) / bytes) + 2;
+    if (bp->ncopies > 64)
+        bp->ncopies = 64;
+    bp->copies = calloc((size_t)bp->ncopies, sizeof *bp->copies);
+    if (!bp->copies) {
+        mq_weights_free(&w0);
+        mq_fail(err, MQ_E_NOMEM, "out of memory for weight copies");
+        return -1;
+    }
+    bp->copies[0] = w0;
+    for (int i = 1; i < bp->ncopies; i++)
+        if (mq_weights_copy(&bp->copies[i], &w0, err))
+            return -1;
+    bp->nrows = sample_rows(p->M, bp->rows);
+    uint16_t *Asub = malloc(sizeof(uint16_t) * (size_t)bp->nrows * p->K);
+    bp->ref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
+    bp->absref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
+    if (!Asub || !bp->ref || !bp->absref) {
+        free(Asub);
+        mq_fail(err, MQ_E_NOMEM, "out of memory for the reference");
+        return -1;
+    }
+    for (int r = 0; r < bp->nrows; r++)
+        memcpy(Asub + (size_t)r * p->K, bp->A + (size_t)bp->rows[r] * p->K,
+               sizeof(uint16_t) * (size_t)p->K);
+    int rc = mq_reference_gemm(&w0, Asub, bp->nrows, bp->ref, bp->absref, err) ? -1 : 0;
+    free(Asub);
+    return rc;
+}
+
+void mq_bench_problem_free(mq_bench_problem *bp)
+{
+    for (int i = 0; bp->copies && i < bp->ncopies; i++)
+        mq_weights_free(&bp->copies[i]);
+    free(bp->copies);
+    free(bp->A);
+    free(bp->C);
+    free(bp->ref);
+    free(bp->absref);
+    memset(bp, 0, sizeof *bp);
+}
+
+int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio)
+{
+    int N = bp->p.N, bad = 0;
+    double worst = 0, u = ldexp(1.0, -24);
+    for (int r = 0; r < bp->nrows; r++)
+        for (int n = 0; n < N; n++) {
+            double got = bp->C[(size_t)bp->rows[r] * N + n];
+            double ref = bp->ref[(size_t)r * N + n];
+            double bound = (2.0 * bp->p.K + 3) * u * bp->absref[(size_t)r * N + n] + 1e-30;
+            double e = fabs(got - ref) / bound;
+            if (!(e <= 1.0))
+                bad++;
+            if (!(e <= worst))
+                worst = e;
+        }
+    *worst_ratio = worst;
+    return bad;
+}
+
+mq_measure_opts mq_measure_defaults(void)
+{
+    mq_measure_opts o = {0.5, 0.02, 5, 1000, 1};
+    return o;
+}
+
+static const mq_weights *next_weights(mq_bench_problem *bp)
+{
+    bp->next_copy = (bp->next_copy + 1) % bp->ncopies;
+    return &bp->copies[bp->next_copy];
+}
+
+void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
+                const mq_limits *lim, const mq_measure_opts *o, mq_measurement *m)
+{
+    mq_error err;
+    mq_plan plan;
+    memset(m, 0, offsetof(mq_measurement, samples));
+    m->nsamples = 0;
+    m->gflops = m->weight_gbs = m->worst_ratio = m->kernel_s = 0;
+    if (mq_plan_candidate(&bp->p, c, lim, &plan, &err)) {
+        snprintf(m->status, sizeof m->status, err.code == MQ_E_ILLEGAL ? "illegal" : "error");
+        snprintf(m->error, sizeof m->error, "%s", err.msg);
+        return;
+    }
+    /* correctness first: a wrong output never gets a time */
+    for (size_t i = 0; i < (size_t)bp->p.M * bp->p.N; i++)
+        bp->C[i] = NAN;
+    double t0 = mq_now();
+    mq_status st = b->run(b, &bp->p, &bp->copies[0], bp->A, bp->C, c, lim, &err);
+    m->kernel_s += mq_now() - t0;
+    if (st) {
+        snprintf(m->status, sizeof m->status, "error");
+        snprintf(m->error, sizeof m->error, "%s", err.msg);
+        return;
+    }
+    int bad = mq_bench_verify(bp, &m->worst_ratio);
+    if (bad) {
+        snprintf(m->status, sizeof m->status, "wrong");
+        snprintf(m->error, sizeof m->error,
+                 "%d of %d sampled outputs outside the FP32 bound (worst %.3g x the bound)", bad,
+                 bp->nrows * bp->p.N, m->worst_ratio);
+        return;
+    }
+    for (int i = 0; i < o->warmups; i++) {
+        t0 = mq_now();
+        b->run(b, &bp->p, next_weights(bp), bp->A, bp->C, c, lim, &err);
+        m->kernel_s += mq_now() - t0;
+    }
+    double spent = 0;
+    int max = o->max_reps < MQ_MAX_SAMPLES ? o->max_reps : MQ_MAX_SAMPLES;
+    while (m->nsamples < max) {
+        const mq_weights *w = next_weights(bp);
+        t0 = mq_now();
+        b->run(b, &bp->p, w, bp->A, bp->C, c, lim, &err);
+        double dt = mq_now() - t0;
+        m->samples[m->nsamples++] = dt;
+        spent += dt;
+        if (m->nsamples < o->min_reps)
+            continue;
+        if (spent >= o->budget_s)
+            break;
+        /* the stopping rule needs a sort: check often early, then every 8 reps */
+        if (o->ci_rel > 0 && (m->nsamples < 32 || m->nsamples % 8 == 0)) {
+            mq_stats_compute(m->samples, m->nsamples, &m->st);
+            if (mq_stats_ci_rel(&m->st) <= o->ci_rel)
+                break;
+        }
+    }
+    m->kernel_s += spent;
+    mq_stats_compute(m->samples, m->nsamples, &m->st);
+    snprintf(m->status, sizeof m->status, "ok");
+    m->gflops = 2.0 * bp->p.M * bp->p.N * (double)bp->p.K / m->st.median / 1e9;
+    m->weight_gbs = (double)mq_weights_bytes(&bp->copies[0]) / m->st.median / 1e9;
+}

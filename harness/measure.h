@@ -1,0 +1,70 @@
+/* measure.h - backends and the verify-then-time measurement of candidates.
+ * A backend runs a candidate (the CPU model always; Metal where present).
+ * A bench problem holds what every candidate of one problem shares:
+ * rotated weight copies, activations, and the float64 reference of sampled
+ * rows. A candidate's time counts only after its output matched. */
+#ifndef MQ_MEASURE_H
+#define MQ_MEASURE_H
+
+#include <stddef.h>
+
+#include "mq.h"
+#include "stats.h"
+
+typedef struct mq_backend mq_backend;
+struct mq_backend {
+    const char *name;
+    /* 0 when usable; otherwise -1 and the reason */
+    int (*available)(mq_backend *b, char *why, size_t n);
+    mq_status (*run)(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                     const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
+                     mq_error *err);
+    void (*destroy)(mq_backend *b);
+    void *state;
+};
+
+/* The CPU model on `threads` workers (0: one per core). */
+mq_backend *mq_backend_cpu_create(int threads, mq_error *err);
+int mq_backend_cpu_threads(const mq_backend *b);
+void mq_backend_destroy(mq_backend *b);
+
+typedef struct {
+    mq_problem p;
+    mq_weights *copies;   /* rotated so a decode run is not an L3-hot run */
+    int ncopies, next_copy;
+    uint16_t *A;
+    float *C;
+    int rows[3], nrows;   /* sampled rows: first, middle, last */
+    double *ref, *absref; /* [nrows][N] */
+} mq_bench_problem;
+
+/* Random weights and activations (seeded), quantized; warm: one copy. */
+int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err);
+void mq_bench_problem_free(mq_bench_problem *bp);
+/* Elements of the sampled rows outside the FP32 bound (2K+3)u sum|a*w|. */
+int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio);
+
+typedef struct {
+    double budget_s;  /* stop after this much timed running ... */
+    double ci_rel;    /* ... or once the 95% CI of the median is within +-ci_rel */
+    int min_reps, max_reps, warmups;
+} mq_measure_opts;
+
+mq_measure_opts mq_measure_defaults(void); /* 0.5 s, 2%, 5..1000 reps, 1 warm-up */
+
+#define MQ_MAX_SAMPLES 4096
+
+typedef struct {
+    char status[16];      /* ok, wrong, error, illegal */
+    char error[256];      /* the reason when not ok */
+    mq_stats st;
+    double samples[MQ_MAX_SAMPLES];
+    int nsamples;
+    double gflops, weight_gbs, worst_ratio;
+    double kernel_s;      /* time spent inside the backend, warm-ups and check included */
+} mq_measurement;
+
+void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
+                const mq_limits *lim, const mq_measure_opts *o, mq_measurement *m);
+
+#endif
