@@ -24,14 +24,20 @@ HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c,$(wildcar
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TOOLS    = $(BUILD)/kernel-bench
+TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench
+GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
-.PHONY: all test sanitize portable bench deps clean
+.PHONY: all test sanitize portable bench deps clean FORCE
 all: $(LIB) $(TOOLS) $(TEST_BIN)
 
 $(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ikernels -Iharness -c $< -o $@
+
+# the build's identity goes into every result row: rebuilt every time
+$(BUILD)/harness/version.o: harness/version.c FORCE
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DMQ_GIT_REV='"$(GIT_REV)"' -Ikernels -Iharness -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

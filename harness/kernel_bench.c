@@ -361,7 +361,7 @@ int main(int argc, char **argv)
             continue;
         for (int s = 0; s < o.nshapes; s++) {
             mq_problem p = {(mq_format)f, o.shapes[s].M, o.shapes[s].N, o.shapes[s].K, o.group};
-            mq_bench_problem bp;
+            mq_bench_problem bp = {0};
             if (mq_bench_problem_setup(&bp, &p, o.warm, &err)) {
                 fprintf(stderr, "kernel-bench: %s\n", err.msg);
                 mq_bench_problem_free(&bp);

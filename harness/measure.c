@@ -58,6 +58,39 @@ int mq_backend_cpu_threads(const mq_backend *b)
     return mq_ctx_threads(((const cpu_state *)b->state)->ctx);
 }
 
+/* Why Metal cannot run here. The Metal backend (metal/, a later issue)
+ * answers this itself on a Mac; a build without it says so. */
+static int metal_unavailable(char *why, size_t n)
+{
+    snprintf(why, n, "unavailable: this build has no Metal backend (Metal runs only on macOS "
+                     "with an Apple GPU)");
+    return -1;
+}
+
+mq_backend *mq_backend_open(const char *name, int threads, char *why, size_t n, char *note,
+                            size_t note_n)
+{
+    mq_error err;
+    if (note_n)
+        note[0] = '\0';
+    if (!strcmp(name, "metal")) {
+        metal_unavailable(why, n);
+        return NULL;
+    }
+    if (!strcmp(name, "auto")) {
+        char mwhy[256];
+        metal_unavailable(mwhy, sizeof mwhy);
+        snprintf(note, note_n, "metal: %s; timing on the CPU model instead", mwhy);
+    } else if (strcmp(name, "cpu")) {
+        snprintf(why, n, "unknown backend '%s' (known: auto, cpu, metal)", name);
+        return NULL;
+    }
+    mq_backend *b = mq_backend_cpu_create(threads, &err);
+    if (!b)
+        snprintf(why, n, "cpu: %s", err.msg);
+    return b;
+}
+
 void mq_backend_destroy(mq_backend *b)
 {
     if (b && b->destroy)
@@ -77,28 +110,61 @@ static int sample_rows(int M, int *rows)
     return n;
 }
 
+/* Activations and the reference of the sampled rows for bp->p. */
+static int setup_activations(mq_bench_problem *bp, mq_error *err)
+{
+    const mq_problem *p = &bp->p;
+    free(bp->A);
+    free(bp->C);
+    free(bp->ref);
+    free(bp->absref);
+    bp->A = malloc(sizeof(uint16_t) * (size_t)p->M * p->K);
+    bp->C = malloc(sizeof(float) * (size_t)p->M * p->N);
+    bp->nrows = sample_rows(p->M, bp->rows);
+    bp->ref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
+    bp->absref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
+    uint16_t *Asub = malloc(sizeof(uint16_t) * (size_t)bp->nrows * p->K);
+    if (!bp->A || !bp->C || !bp->ref || !bp->absref || !Asub) {
+        free(Asub);
+        mq_fail(err, MQ_E_NOMEM, "out of memory for M=%d N=%d K=%d", p->M, p->N, p->K);
+        return -1;
+    }
+    uint32_t st = 777u + (uint32_t)p->M;
+    for (size_t i = 0; i < (size_t)p->M * p->K; i++) {
+        st = st * 1664525u + 1013904223u;
+        bp->A[i] = mq_float_to_half((float)(st >> 8) / 8388608.0f - 1.0f);
+    }
+    for (int r = 0; r < bp->nrows; r++)
+        memcpy(Asub + (size_t)r * p->K, bp->A + (size_t)bp->rows[r] * p->K,
+               sizeof(uint16_t) * (size_t)p->K);
+    int rc = mq_reference_gemm(&bp->copies[0], Asub, bp->nrows, bp->ref, bp->absref, err) ? -1
+                                                                                          : 0;
+    free(Asub);
+    return rc;
+}
+
 int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
 {
-    memset(bp, 0, sizeof *bp);
+    /* the same weights serve every M: only the activations change */
+    if (bp->copies && bp->warm == warm && bp->p.format == p->format && bp->p.N == p->N &&
+        bp->p.K == p->K && bp->p.group == p->group) {
+        bp->p = *p;
+        return setup_activations(bp, err);
+    }
+    mq_bench_problem_free(bp);
     bp->p = *p;
+    bp->warm = warm;
     if (mq_problem_check(p, err))
         return -1;
     float *W = malloc(sizeof(float) * (size_t)p->K * p->N);
-    bp->A = malloc(sizeof(uint16_t) * (size_t)p->M * p->K);
-    bp->C = malloc(sizeof(float) * (size_t)p->M * p->N);
-    if (!W || !bp->A || !bp->C) {
-        free(W);
-        mq_fail(err, MQ_E_NOMEM, "out of memory for M=%d N=%d K=%d", p->M, p->N, p->K);
+    if (!W) {
+        mq_fail(err, MQ_E_NOMEM, "out of memory for N=%d K=%d weights", p->N, p->K);
         return -1;
     }
     uint32_t st = 12345u + (uint32_t)p->N * 7u + (uint32_t)p->K;
     for (size_t i = 0; i < (size_t)p->K * p->N; i++) {
         st = st * 1664525u + 1013904223u;
         W[i] = ((float)(st >> 8) / 8388608.0f - 1.0f) * 0.05f;
-    }
-    for (size_t i = 0; i < (size_t)p->M * p->K; i++) {
-        st = st * 1664525u + 1013904223u;
-        bp->A[i] = mq_float_to_half((float)(st >> 8) / 8388608.0f - 1.0f);
     }
     mq_weights w0;
     mq_status qs = mq_quantize(p->format, W, p->K, p->N, p->group, NULL, &w0, err);
@@ -123,21 +189,7 @@ int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, 
     for (int i = 1; i < bp->ncopies; i++)
         if (mq_weights_copy(&bp->copies[i], &w0, err))
             return -1;
-    bp->nrows = sample_rows(p->M, bp->rows);
-    uint16_t *Asub = malloc(sizeof(uint16_t) * (size_t)bp->nrows * p->K);
-    bp->ref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
-    bp->absref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
-    if (!Asub || !bp->ref || !bp->absref) {
-        free(Asub);
-        mq_fail(err, MQ_E_NOMEM, "out of memory for the reference");
-        return -1;
-    }
-    for (int r = 0; r < bp->nrows; r++)
-        memcpy(Asub + (size_t)r * p->K, bp->A + (size_t)bp->rows[r] * p->K,
-               sizeof(uint16_t) * (size_t)p->K);
-    int rc = mq_reference_gemm(&w0, Asub, bp->nrows, bp->ref, bp->absref, err) ? -1 : 0;
-    free(Asub);
-    return rc;
+    return setup_activations(bp, err);
 }
 
 void mq_bench_problem_free(mq_bench_problem *bp)

@@ -23,6 +23,13 @@ struct mq_backend {
     void *state;
 };
 
+/* A backend by name: "cpu" (the CPU model), "metal" (Apple GPUs), or
+ * "auto" (Metal when available, else the CPU model). NULL and the reason
+ * when the named one is unavailable; for "auto", *note says what was
+ * chosen instead and why (empty when Metal was available). */
+mq_backend *mq_backend_open(const char *name, int threads, char *why, size_t n, char *note,
+                            size_t note_n);
+
 /* The CPU model on `threads` workers (0: one per core). */
 mq_backend *mq_backend_cpu_create(int threads, mq_error *err);
 int mq_backend_cpu_threads(const mq_backend *b);
@@ -31,14 +38,17 @@ void mq_backend_destroy(mq_backend *b);
 typedef struct {
     mq_problem p;
     mq_weights *copies;   /* rotated so a decode run is not an L3-hot run */
-    int ncopies, next_copy;
+    int ncopies, next_copy, warm;
     uint16_t *A;
     float *C;
     int rows[3], nrows;   /* sampled rows: first, middle, last */
     double *ref, *absref; /* [nrows][N] */
 } mq_bench_problem;
 
-/* Random weights and activations (seeded), quantized; warm: one copy. */
+/* Random weights and activations (seeded), quantized; warm: one copy.
+ * bp must be zeroed before its first setup; a later setup for the same
+ * format, N, K and group keeps the weights and renews only the activations
+ * and the reference. */
 int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err);
 void mq_bench_problem_free(mq_bench_problem *bp);
 /* Elements of the sampled rows outside the FP32 bound (2K+3)u sum|a*w|. */
