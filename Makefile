@@ -43,8 +43,8 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testdata.o $(LIB)
-	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testdata.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@

@@ -53,16 +53,17 @@ static int add(mq_space *s, int *cap, const mq_problem *p, const mq_limits *lim,
     return 0;
 }
 
-/* Why a tile is pointless for this problem, or NULL. */
+/* Why a tile is pointless for this problem (a smaller tile of the grid
+ * already covers the dimension), or NULL. */
 static const char *oversized(const mq_problem *p, const mq_params *q, char *buf, size_t n)
 {
-    if (q->tile_m / 2 >= p->M)
+    if (q->tile_m / 2 >= p->M && q->tile_m / 2 >= tile_ms[0])
         snprintf(buf, n, "tile_m=%d: tile_m=%d already covers M=%d", q->tile_m, q->tile_m / 2,
                  p->M);
-    else if (q->tile_n / 2 >= p->N)
+    else if (q->tile_n / 2 >= p->N && q->tile_n / 2 >= tile_ns[0])
         snprintf(buf, n, "tile_n=%d: tile_n=%d already covers N=%d", q->tile_n, q->tile_n / 2,
                  p->N);
-    else if (q->tile_k / 2 >= p->K)
+    else if (q->tile_k / 2 >= p->K && q->tile_k / 2 >= tile_ks[0])
         snprintf(buf, n, "tile_k=%d: tile_k=%d already covers K=%d", q->tile_k, q->tile_k / 2,
                  p->K);
     else

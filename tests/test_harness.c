@@ -1,0 +1,354 @@
+/* test_harness.c - the harness's parts: statistics on synthetic samples,
+ * chips as data (the shipped file, unknown names, broken files), the
+ * candidate space on two chips (hand-counted), the results store (round
+ * trip; truncated, malformed and newer-schema files refused with their line),
+ * and a deliberately wrong kernel recorded as wrong and never ranked. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "chips.h"
+#include "measure.h"
+#include "results.h"
+#include "space.h"
+#include "stats.h"
+
+static char tmpdir[] = "/tmp/mq-test-harness-XXXXXX";
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[8][512];
+    static int slot;
+    char *p = buf[slot++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_stats(void)
+{
+    double s[100];
+    for (int i = 0; i < 100; i++) /* 1..100 in a scrambled order */
+        s[i] = (double)((i * 37) % 100 + 1);
+    mq_stats st;
+    mq_stats_compute(s, 100, &st);
+    CHECK(st.median == 50.5, "median of 1..100 is 50.5, got %g", st.median);
+    CHECK(fabs(st.p10 - 10.9) < 1e-12 && fabs(st.p90 - 90.1) < 1e-12,
+          "p10 10.9 and p90 90.1 (GSL linear quantiles), got %g and %g", st.p10, st.p90);
+    CHECK(st.mad == 25.0, "MAD of 1..100 is 25, got %g", st.mad);
+    /* ranks 50 -+ 1.96*sqrt(100)/2 = 40.2 .. 59.8 -> 40th and 60th values */
+    CHECK(st.ci_lo == 40 && st.ci_hi == 60, "95%% CI of the median [40, 60], got [%g, %g]",
+          st.ci_lo, st.ci_hi);
+    CHECK(fabs(mq_stats_ci_rel(&st) - 10.0 / 50.5) < 1e-12, "relative half-width 10/50.5");
+    double few[3] = {3, 1, 2};
+    mq_stats_compute(few, 3, &st);
+    CHECK(st.median == 2 && st.ci_lo == 1 && st.ci_hi == 3,
+          "with 3 samples the CI is the whole range [1, 3], got [%g, %g]", st.ci_lo, st.ci_hi);
+    double same[20];
+    for (int i = 0; i < 20; i++)
+        same[i] = 7.0;
+    mq_stats_compute(same, 20, &st);
+    CHECK(st.mad == 0 && mq_stats_ci_rel(&st) == 0, "constant samples: MAD 0, CI width 0");
+}
+
+static void test_chips(void)
+{
+    char err[1024];
+    mq_chip_db db;
+    CHECK(mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) == 0,
+          "the shipped chips file loads: %s", err);
+    CHECK(db.n == 14, "14 chips described (m1 .. m4max), got %d", db.n);
+    mq_chip c;
+    CHECK(mq_chip_find(&db, "m4max", 0, &c, err, sizeof err) == 0 &&
+              c.v[MQ_CHIP_GPU_CORES] == 40 && c.v[MQ_CHIP_MEM_BW_GBS] == 546 &&
+              !strcmp(c.arch, "applegpu_g16s"),
+          "m4max: 40 cores, 546 GB/s, applegpu_g16s");
+    int sourced = 1;
+    for (int i = 0; i < db.n; i++)
+        for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
+            sourced &= db.chips[i].source[f][0] != '\0';
+    CHECK(sourced, "every figure of every chip names its source");
+    CHECK(strstr(db.chips[0].source[MQ_CHIP_RESIDENT_TGS_PER_CORE], "ASSUMED") != NULL,
+          "resident threadgroups per core is marked as an assumption");
+    CHECK(mq_chip_find(&db, "m5ultra", 0, &c, err, sizeof err) != 0 &&
+              strstr(err, "unknown chip 'm5ultra'") && strstr(err, "m4max") &&
+              strstr(err, "host"),
+          "an unknown chip lists the known ones: '%s'", err);
+    mq_chips_free(&db);
+
+    write_file(tmp_path("chips1.csv"), "chip,field,value,source\n"
+                                       "toy,gpu_cores,5,made up\n"
+                                       "toy,tg_mem_bytes,lots,made up\n");
+    CHECK(mq_chips_load(tmp_path("chips1.csv"), &db, err, sizeof err) != 0 &&
+              strstr(err, "chips1.csv:3:") && strstr(err, "'lots'"),
+          "a bad value names the file and line: '%s'", err);
+    write_file(tmp_path("chips2.csv"), "chip,field,value,source\ntoy,gpu_cores,5,made up\n");
+    CHECK(mq_chips_load(tmp_path("chips2.csv"), &db, err, sizeof err) != 0 &&
+              strstr(err, "chip toy has no tg_mem_bytes"),
+          "a chip missing a field is refused: '%s'", err);
+    CHECK(mq_chips_load(tmp_path("nope.csv"), &db, err, sizeof err) != 0 &&
+              strstr(err, "nope.csv: cannot open"),
+          "a missing chips file is refused: '%s'", err);
+}
+
+/* A toy chip: 5 cores, 8 KiB of threadgroup memory, 256 threads. */
+static mq_chip toy_chip(void)
+{
+    mq_chip c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "toy5");
+    double v[MQ_CHIP_NFIELDS] = {5, 8192, 256, 32, 4, 100, 1, 1, 0, 0};
+    memcpy(c.v, v, sizeof v);
+    return c;
+}
+
+static int count_reason(const mq_space *s, mq_variant v, const char *needle)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += s->e[i].c.variant == v && !s->e[i].legal && strstr(s->e[i].reason, needle);
+    return n;
+}
+
+static void test_space(void)
+{
+    char err[1024];
+    mq_chip_db db;
+    mq_chip m4, toy = toy_chip();
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) ||
+        mq_chip_find(&db, "m4max", 0, &m4, err, sizeof err)) {
+        CHECK(0, "chips for the space test: %s", err);
+        return;
+    }
+    mq_chips_free(&db);
+    /* fp4, M=1, N=32, K=64, group 32. By hand: tile_m 8 only (16/2 >= 1),
+     * tile_n 32 only, tile_k 16/32/64 (128/2 >= 64). marlin and fused: 3
+     * each. mlx: K slices start on max(tile_k, 32): tk16 and tk32 give 2
+     * slices (split 1, 2), tk64 one (split 1): 5. striped: the same 5 with
+     * one threadgroup per work unit; the core multiples (5.. or 40..) all
+     * exceed the 1-2 work units. 16 legal on m4max; toy5 refuses marlin
+     * 8x32x64, double-buffered 2*(8*64 + 64*32)*2 = 10240 B > 8192: 15. */
+    mq_problem tiny = {MQ_FMT_FP4, 1, 32, 64, 32};
+    mq_space a, b;
+    CHECK(mq_space_enumerate(&tiny, &m4, MQ_SPACE_FULL, &a) == 0 &&
+              mq_space_enumerate(&tiny, &toy, MQ_SPACE_FULL, &b) == 0,
+          "enumerate");
+    CHECK(a.legal == 16 && b.legal == 15, "16 legal on m4max and 15 on toy5, got %d, %d",
+          a.legal, b.legal);
+    CHECK(count_reason(&b, MQ_VAR_MARLIN_FP4, "threadgroup memory 10240 B") == 1,
+          "toy5's one extra refusal is marlin 8x32x64's 10240 B");
+    /* every grid point is listed: marlin/fused 5*6*5 = 150 each, mlx 150*5,
+     * striped 150*5 splits*(1 + 4 core multiples, minus those equal to the
+     * work units: none here, units <= 8 < 10) */
+    int expect = 150 + 150 + 750 + 150 * 5 * 5;
+    CHECK(a.n == expect && b.n == expect, "%d grid points listed, got %d and %d", expect, a.n,
+          b.n);
+    CHECK(count_reason(&a, MQ_VAR_MARLIN_FP4, "already covers M=1") == 120,
+          "marlin: tile_m 16..128 rejected as covering M=1: 4*6*5 = 120, got %d",
+          count_reason(&a, MQ_VAR_MARLIN_FP4, "already covers M=1"));
+    CHECK(count_reason(&a, MQ_VAR_MLX_SPLITK, "exceeds the 2 aligned K slices") == 3 * 2,
+          "mlx: split 3, 4, 8 refused for tk16 and tk32");
+    mq_space_free(&a);
+    mq_space_free(&b);
+
+    /* a larger problem: toy5's 8 KiB budget and 256 threads refuse what m4max takes */
+    mq_problem big = {MQ_FMT_FP4, 128, 1024, 1024, 128};
+    CHECK(mq_space_enumerate(&big, &m4, MQ_SPACE_FULL, &a) == 0 &&
+              mq_space_enumerate(&big, &toy, MQ_SPACE_FULL, &b) == 0,
+          "enumerate big");
+    CHECK(b.legal < a.legal, "toy5 allows fewer candidates than m4max (%d < %d)", b.legal,
+          a.legal);
+    int tg_mem = 0, threads = 0, found_m4 = 0;
+    for (int i = 0; i < b.n; i++) {
+        tg_mem += !b.e[i].legal && strstr(b.e[i].reason, "exceeds the budget 8192 B") != NULL;
+        threads += !b.e[i].legal && strstr(b.e[i].reason, "exceed the limit 256") != NULL;
+    }
+    /* 64x64x32 double-buffered: 16384 B, legal on m4max, over toy5's 8 KiB */
+    for (int i = 0; i < a.n; i++) {
+        const mq_candidate *c = &a.e[i].c;
+        if (c->variant == MQ_VAR_MARLIN_FP4 && c->p.tile_m == 64 && c->p.tile_n == 64 &&
+            c->p.tile_k == 32) {
+            found_m4 = a.e[i].legal && !b.e[i].legal &&
+                       strstr(b.e[i].reason, "threadgroup memory 16384 B");
+        }
+    }
+    CHECK(tg_mem > 0 && threads > 0,
+          "toy5 rejects for threadgroup memory (%d) and threads (%d) with reasons", tg_mem,
+          threads);
+    CHECK(found_m4, "marlin 64x64x32: legal on m4max, refused on toy5 for its 16384 B");
+    /* striped: thread-group counts are multiples of the chip's cores */
+    int m4_40 = 0, toy_5 = 0;
+    for (int i = 0; i < a.n; i++)
+        m4_40 += a.e[i].c.variant == MQ_VAR_MARLIN_FP4_STRIPED && a.e[i].c.p.num_threadgroups &&
+                 a.e[i].c.p.num_threadgroups % 40 == 0;
+    for (int i = 0; i < b.n; i++)
+        toy_5 += b.e[i].c.variant == MQ_VAR_MARLIN_FP4_STRIPED && b.e[i].c.p.num_threadgroups &&
+                 b.e[i].c.p.num_threadgroups % 5 == 0;
+    CHECK(m4_40 > 0 && toy_5 > 0, "striped counts in multiples of 40 (m4max) and 5 (toy5)");
+    mq_space_free(&a);
+    mq_space_free(&b);
+    mq_space seed;
+    CHECK(mq_space_enumerate(&big, &m4, MQ_SPACE_SEED, &seed) == 0 && seed.n == 4 &&
+              seed.legal == 4,
+          "seed space for fp4: the 4 fp4 variants' own configurations");
+    mq_space_free(&seed);
+}
+
+static mq_result sample_result(int M, const char *status, double median)
+{
+    static double samples[3] = {1e-3, 2e-3, 3e-3};
+    mq_result r;
+    memset(&r, 0, sizeof r);
+    mq_result_stamp(&r);
+    snprintf(r.chip, sizeof r.chip, "host");
+    snprintf(r.backend, sizeof r.backend, "cpu");
+    r.p = (mq_problem){MQ_FMT_U4, M, 64, 128, 32};
+    r.c = (mq_candidate){MQ_VAR_FUSED_U4, {8, 64, 32, 0, 1}};
+    snprintf(r.status, sizeof r.status, "%s", status);
+    if (!strcmp(status, "ok")) {
+        r.samples = samples;
+        r.nsamples = 3;
+        r.st.n = 3;
+        r.st.median = median;
+    } else {
+        snprintf(r.error, sizeof r.error, "3 of 64 outputs outside the bound, \"quoted\"");
+    }
+    return r;
+}
+
+static void test_results_store(void)
+{
+    char err[1024];
+    const char *path = tmp_path("results.csv");
+    mq_results_writer w;
+    CHECK(mq_results_open(path, &w, err, sizeof err) == 0, "create a results file: %s", err);
+    mq_result r1 = sample_result(1, "ok", 2e-3), r2 = sample_result(2, "wrong", 0);
+    CHECK(mq_results_append(&w, &r1, err, sizeof err) == 0 &&
+              mq_results_append(&w, &r2, err, sizeof err) == 0,
+          "append two rows");
+    mq_results_close(&w);
+    mq_results rs;
+    CHECK(mq_results_load(path, &rs, err, sizeof err) == 0 && rs.n == 2, "load them back: %s",
+          err);
+    if (rs.n == 2) {
+        CHECK(mq_result_same_key(&rs.r[0], &r1) && rs.r[0].nsamples == 3 &&
+                  rs.r[0].samples[2] == 3e-3 && rs.r[0].st.median == 2e-3,
+              "row 1 round-trips with its samples");
+        CHECK(!strcmp(rs.r[1].status, "wrong") && !strcmp(rs.r[1].error, r2.error),
+              "row 2 keeps status wrong and its quoted, comma-bearing error");
+        CHECK(mq_results_find_own(&rs, &r1) != NULL,
+              "the same build on the same host finds its own row (for --resume)");
+    }
+    mq_results_free(&rs);
+    /* reopening appends after validating */
+    CHECK(mq_results_open(path, &w, err, sizeof err) == 0, "reopen: %s", err);
+    mq_result r3 = sample_result(4, "ok", 1e-3);
+    mq_results_append(&w, &r3, err, sizeof err);
+    mq_results_close(&w);
+    CHECK(mq_results_load(path, &rs, err, sizeof err) == 0 && rs.n == 3, "3 rows after reopen");
+    mq_results_free(&rs);
+
+    /* broken files: read the good one and damage copies of it */
+    FILE *f = fopen(path, "r");
+    char text[8192];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    static char damaged[20000];
+    memcpy(damaged, text, len - 5); /* cut the last line short, no newline */
+    damaged[len - 5] = '\0';
+    write_file(tmp_path("truncated.csv"), damaged);
+    CHECK(mq_results_load(tmp_path("truncated.csv"), &rs, err, sizeof err) != 0 &&
+              strstr(err, "truncated.csv:5: truncated last line"),
+          "a truncated last line is refused with its line: '%s'", err);
+    snprintf(damaged, sizeof damaged, "%s\"1\",\"0.2.0\",\"unterminated\n", text);
+    write_file(tmp_path("malformed.csv"), damaged);
+    CHECK(mq_results_load(tmp_path("malformed.csv"), &rs, err, sizeof err) != 0 &&
+              strstr(err, "malformed.csv:6: malformed CSV"),
+          "an unterminated quote is refused with its line: '%s'", err);
+    snprintf(damaged, sizeof damaged, "%s\"1\",\"x\"\n", text);
+    write_file(tmp_path("short.csv"), damaged);
+    CHECK(mq_results_load(tmp_path("short.csv"), &rs, err, sizeof err) != 0 &&
+              strstr(err, "short.csv:6: 2 fields, expected 30"),
+          "a short row is refused with its line: '%s'", err);
+    char *second = strchr(strchr(text, '\n') + 1, '\n') + 1; /* first data row */
+    snprintf(damaged, sizeof damaged, "%.*s\"2\"%s", (int)(second - text), text,
+             strchr(second, ','));
+    write_file(tmp_path("newer.csv"), damaged);
+    CHECK(mq_results_load(tmp_path("newer.csv"), &rs, err, sizeof err) != 0 &&
+              strstr(err, "newer.csv:3: schema 2 is newer than this tool's 1"),
+          "a newer schema is refused: '%s'", err);
+    CHECK(mq_results_open(tmp_path("newer.csv"), &w, err, sizeof err) != 0,
+          "and nothing is appended to it");
+}
+
+/* The test-only wrong kernel: the CPU model, then one output nudged. */
+static mq_status wrong_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                           const uint16_t *A, float *C, const mq_candidate *c,
+                           const mq_limits *lim, mq_error *err)
+{
+    mq_backend *cpu = b->state;
+    mq_status st = cpu->run(cpu, p, w, A, C, c, lim, err);
+    C[0] += 0.01f;
+    return st;
+}
+
+static void test_wrong_kernel(void)
+{
+    mq_error e;
+    mq_backend *cpu = mq_backend_cpu_create(2, &e);
+    mq_backend wrong = {"wrong", cpu->available, wrong_run, NULL, cpu};
+    mq_problem p = {MQ_FMT_U4, 4, 64, 256, 64};
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    CHECK(mq_bench_problem_setup(&bp, &p, 1, &e) == 0, "set up: %s", e.msg);
+    static mq_measurement m;
+    mq_measure_opts o = mq_measure_defaults();
+    o.budget_s = 0.01;
+    mq_candidate c = {MQ_VAR_FUSED_U4, {8, 64, 64, 0, 1}};
+    mq_measure(&wrong, &bp, &c, NULL, &o, &m);
+    CHECK(!strcmp(m.status, "wrong") && m.nsamples == 0 && m.st.median == 0,
+          "the wrong kernel is recorded as wrong with no time (status %s, %d samples)",
+          m.status, m.nsamples);
+    mq_measure(cpu, &bp, &c, NULL, &o, &m);
+    CHECK(!strcmp(m.status, "ok") && m.nsamples >= 5 && m.st.median > 0,
+          "the same candidate on the real backend is ok and timed (%d samples)", m.nsamples);
+    mq_bench_problem_free(&bp);
+    mq_backend_destroy(cpu);
+
+    /* ranking: a wrong row never wins, whatever its recorded time */
+    mq_result rows[3] = {sample_result(1, "ok", 5e-3), sample_result(1, "wrong", 0),
+                         sample_result(1, "ok", 4e-3)};
+    rows[1].st.median = 1e-9;
+    rows[2].c.p.tile_n = 32;
+    mq_results rs = {rows, 3};
+    const mq_result *best = mq_results_best(&rs, "host", "cpu", &rows[0].p);
+    CHECK(best == &rows[2], "the best is the fastest ok row, never the wrong one");
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_stats();
+    test_chips();
+    test_space();
+    test_results_store();
+    test_wrong_kernel();
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return check_done("harness");
+}
