@@ -138,7 +138,7 @@ int mq_chip_host(int threads, mq_chip *out)
     mq_machine_probe mp;
     if (mq_probe_machine(threads, 0, 3, &mp))
         return -1;
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    long l2 = mq_cache_bytes(2), l3 = mq_cache_bytes(3);
     static const struct {
         int f;
         const char *src;
@@ -151,8 +151,8 @@ int mq_chip_host(int threads, mq_chip *out)
         {MQ_CHIP_MEM_BW_GBS, "measured: streaming-read probe, best of 3"},
         {MQ_CHIP_FP32_TFLOPS, "measured: FP32 FMA probe, best of 3"},
         {MQ_CHIP_FP16_TFLOPS, "CPU model: FP16 is converted to FP32, same peak"},
-        {MQ_CHIP_L2_BYTES, "sysconf(_SC_LEVEL2_CACHE_SIZE), per core"},
-        {MQ_CHIP_SLC_BYTES, "sysconf(_SC_LEVEL3_CACHE_SIZE), the last-level cache"},
+        {MQ_CHIP_L2_BYTES, "sysfs cpu0 cache, level 2 (per core)"},
+        {MQ_CHIP_SLC_BYTES, "sysfs cpu0 cache, level 3 (the last-level cache)"},
     };
     double v[MQ_CHIP_NFIELDS] = {
         [MQ_CHIP_GPU_CORES] = threads, [MQ_CHIP_TG_MEM_BYTES] = 32768,

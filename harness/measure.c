@@ -172,7 +172,7 @@ int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, 
     if (qs)
         return -1;
     /* enough copies that the set exceeds twice the last-level cache */
-    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    long llc = mq_cache_bytes(3);
     if (llc <= 0)
         llc = 32L << 20;
     size_t bytes = mq_weights_bytes(&w0);
@@ -285,8 +285,10 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
             continue;
         if (spent >= o->budget_s)
             break;
-        /* the stopping rule needs a sort: check often early, then every 8 reps */
-        if (o->ci_rel > 0 && (m->nsamples < 32 || m->nsamples % 8 == 0)) {
+        /* the stopping rule needs a sort: check every rep early, then every
+         * n/8 reps, so the checks cost O(n log n) in all */
+        int every = m->nsamples / 8 > 1 ? m->nsamples / 8 : 1;
+        if (o->ci_rel > 0 && (m->nsamples < 32 || m->nsamples % every == 0)) {
             mq_stats_compute(m->samples, m->nsamples, &m->st);
             if (mq_stats_ci_rel(&m->st) <= o->ci_rel)
                 break;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+#include <stdio.h>
 
 #include "probes.h"
 #include "simd.h"
@@ -17,6 +19,34 @@ double mq_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+long mq_cache_bytes(int level)
+{
+    for (int idx = 0; idx < 8; idx++) {
+        char path[128], buf[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", idx);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int lv = 0;
+        int ok = fscanf(f, "%d", &lv) == 1;
+        fclose(f);
+        if (!ok || lv != level)
+            continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        f = fopen(path, "r");
+        if (!f)
+            break;
+        long v = 0;
+        char unit = 0;
+        ok = fgets(buf, sizeof buf, f) != NULL && sscanf(buf, "%ld%c", &v, &unit) >= 1;
+        fclose(f);
+        if (ok && v > 0)
+            return unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : v;
+    }
+    long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+    return v > 0 ? v : 0;
 }
 
 typedef struct {

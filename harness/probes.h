@@ -16,6 +16,11 @@ typedef struct {
 /* buffer_bytes: 0 for the default (512 MiB, far larger than any L3). */
 int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_probe *out);
 
+/* Size in bytes of a cache level (2 or 3) of this machine: the kernel's
+ * sysfs description of cpu0 first (sysconf can report a whole host's L3
+ * inside a VM), then sysconf; 0 when unknown. */
+long mq_cache_bytes(int level);
+
 /* Monotonic clock in seconds. */
 double mq_now(void);
 

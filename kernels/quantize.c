@@ -19,18 +19,16 @@ static uint16_t half_scale(double s)
     return mq_float_to_half((float)s);
 }
 
+/* The E2M1 code nearest to x (ties to the smaller magnitude; zero is +0):
+ * the magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 split at their midpoints. */
 static unsigned nearest_fp4(double x)
 {
-    unsigned best = 0;
-    double bd = INFINITY;
-    for (unsigned c = 0; c < 16; c++) {
-        double d = fabs(x - (double)mq_fp4_values[c]);
-        if (d < bd) {
-            bd = d;
-            best = c;
-        }
-    }
-    return best;
+    static const double mid[7] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
+    double a = fabs(x);
+    unsigned m = 0;
+    while (m < 7 && a > mid[m])
+        m++;
+    return m && x < 0 ? m | 8u : m;
 }
 
 static void quantize_fp4(const float *W, mq_weights *w)
