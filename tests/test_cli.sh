@@ -1,7 +1,8 @@
 #!/bin/sh
-# test_cli.sh - kernel-bench from the outside: bad arguments give a one-line
-# error naming the problem and exit code 2; a tiny run verifies, times and
-# writes its CSV atomically (no temporary file left behind).
+# test_cli.sh - kernel-bench and bench from the outside: bad arguments give
+# a one-line error naming the problem and exit code 2; a tiny run verifies,
+# times and writes its CSV (kernel-bench atomically, with no temporary file
+# left behind; bench appending to the results store).
 # usage: test_cli.sh BUILD_DIR
 B=${1:-build}
 bench="$B/kernel-bench"
@@ -10,7 +11,7 @@ check() { # check "description" condition...
     desc=$1; shift
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
 }
-expect_usage_error() { # expect_usage_error "needle" args...
+expect_usage_error() { # expect_usage_error "needle" args...   (runs $bench)
     needle=$1; shift
     out=$("$bench" "$@" 2>&1); rc=$?
     lines=$(printf '%s\n' "$out" | wc -l)
@@ -44,6 +45,41 @@ check "no temporary file is left" [ "$(ls "$dir" | wc -l)" -eq 1 ]
     --candidate "marlin_gemm_fused_fp4 8 32 32 0 1" --csv "$dir/missing/r.csv" >/dev/null 2>"$dir/err"; rc=$?
 check "an unwritable CSV path exits 1 (got $rc)" [ "$rc" -eq 1 ]
 check "and says which file" grep -q "missing/r.csv" "$dir/err"
+rm -rf "$dir"
+
+bench="$B/bench"
+expect_usage_error "unknown option '--frobnicate'" --frobnicate
+expect_usage_error "unknown chip 'm9' (known: host, m1, m1pro" --chip m9
+expect_usage_error "unknown suite 'llama5'" --suite llama5
+expect_usage_error "bad M list '1,x'" --m 1,x
+expect_usage_error "bad --space" --space half
+expect_usage_error "K=100 is not a multiple of the group size 128" --shape 1x64x100
+expect_usage_error "backend unavailable: this build has no Metal backend" --backend metal
+expect_usage_error "bad candidate" --candidate "marlin_gemm_fp4 64"
+dir=$(mktemp -d)
+printf 'chip,field,value,source\nm1,gpu_cores,8,x\n' > "$dir/chips.csv"
+expect_usage_error "chip m1 has no tg_mem_bytes" --chips "$dir/chips.csv" --chip m1
+out=$("$bench" --chip m4max --shape 1x64x256 --space full --explain 2>&1); rc=$?
+check "--explain exits 0 (got $rc)" [ "$rc" -eq 0 ]
+case "$out" in *"rejected marlin_gemm_fp4 tm=16"*"already covers M=1"*) ok=1 ;; *) ok=0 ;; esac
+check "--explain lists rejected candidates with their reasons" [ "$ok" -eq 1 ]
+out=$("$bench" --chip m4max --shape 3x64x256 --formats u4 --budget 0.01 \
+      --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --candidate "marlin_gemm_fused_u4 12 64 64 0 1" \
+      --out "$dir/r.csv" 2>&1); rc=$?
+check "bench on two candidates exits 0 (got $rc)" [ "$rc" -eq 0 ]
+case "$out" in *"illegal: tile_m=12"*"1 ok, 0 wrong, 0 error, 1 illegal"*) ok=1 ;; *) ok=0 ;; esac
+check "bench reports the refused candidate and the counts" [ "$ok" -eq 1 ]
+check "the results file has a comment, a header and 2 rows" [ "$(wc -l < "$dir/r.csv")" -eq 4 ]
+out=$("$bench" --chip m4max --shape 3x64x256 --formats u4 --budget 0.01 --resume \
+      --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out "$dir/r.csv" 2>&1); rc=$?
+case "$out" in *"0 ok, 0 wrong, 0 error, 0 illegal, 1 skipped"*) ok=1 ;; *) ok=0 ;; esac
+check "--resume skips what this build measured (rc $rc)" [ "$ok" -eq 1 ]
+printf '"broken\n' >> "$dir/r.csv"
+out=$("$bench" --chip m4max --shape 3x64x256 --formats u4 --budget 0.01 \
+      --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out "$dir/r.csv" 2>&1); rc=$?
+case "$out" in *"r.csv:5: malformed CSV"*) ok=1 ;; *) ok=0 ;; esac
+check "a damaged results file is refused with its line, nothing appended (rc $rc)" [ "$ok" -eq 1 ] 
+check "and exits 1" [ "$rc" -eq 1 ]
 rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
