@@ -423,7 +423,11 @@ int main(int argc, char **argv)
                     continue;
                 }
                 if (!set_up) { /* weights and reference only when something runs */
-                    if (mq_bench_problem_setup(&bp, &p, o.warm, &e)) {
+                    int ms[64], nms = 0; /* later Ms on the same weights share the pass */
+                    for (int t = s; t < nshapes && nms < 64; t++)
+                        if (shapes[t].N == p.N && shapes[t].K == p.K)
+                            ms[nms++] = shapes[t].M;
+                    if (mq_bench_problem_setup(&bp, &p, o.warm, ms, nms, &e)) {
                         fprintf(stderr, "bench: %s\n", e.msg);
                         rc = 1;
                         break;

@@ -362,7 +362,7 @@ int main(int argc, char **argv)
         for (int s = 0; s < o.nshapes; s++) {
             mq_problem p = {(mq_format)f, o.shapes[s].M, o.shapes[s].N, o.shapes[s].K, o.group};
             mq_bench_problem bp = {0};
-            if (mq_bench_problem_setup(&bp, &p, o.warm, &err)) {
+            if (mq_bench_problem_setup(&bp, &p, o.warm, NULL, 0, &err)) {
                 fprintf(stderr, "kernel-bench: %s\n", err.msg);
                 mq_bench_problem_free(&bp);
                 mq_backend_destroy(be);

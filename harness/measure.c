@@ -110,57 +110,88 @@ static int sample_rows(int M, int *rows)
     return n;
 }
 
-/* Activations and the reference of the sampled rows for bp->p. */
-static int setup_activations(mq_bench_problem *bp, mq_error *err)
+static int cached_slot(const mq_bench_problem *bp, int row)
 {
-    const mq_problem *p = &bp->p;
-    free(bp->A);
-    free(bp->C);
-    free(bp->ref);
-    free(bp->absref);
-    bp->A = malloc(sizeof(uint16_t) * (size_t)p->M * p->K);
-    bp->C = malloc(sizeof(float) * (size_t)p->M * p->N);
-    bp->nrows = sample_rows(p->M, bp->rows);
-    bp->ref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
-    bp->absref = malloc(sizeof(double) * (size_t)bp->nrows * p->N);
-    uint16_t *Asub = malloc(sizeof(uint16_t) * (size_t)bp->nrows * p->K);
-    if (!bp->A || !bp->C || !bp->ref || !bp->absref || !Asub) {
-        free(Asub);
-        mq_fail(err, MQ_E_NOMEM, "out of memory for M=%d N=%d K=%d", p->M, p->N, p->K);
-        return -1;
-    }
-    uint32_t st = 777u + (uint32_t)p->M;
-    for (size_t i = 0; i < (size_t)p->M * p->K; i++) {
-        st = st * 1664525u + 1013904223u;
-        bp->A[i] = mq_float_to_half((float)(st >> 8) / 8388608.0f - 1.0f);
-    }
-    for (int r = 0; r < bp->nrows; r++)
-        memcpy(Asub + (size_t)r * p->K, bp->A + (size_t)bp->rows[r] * p->K,
-               sizeof(uint16_t) * (size_t)p->K);
-    int rc = mq_reference_gemm(&bp->copies[0], Asub, bp->nrows, bp->ref, bp->absref, err) ? -1
-                                                                                          : 0;
-    free(Asub);
-    return rc;
+    for (int i = 0; i < bp->nref; i++)
+        if (bp->ref_rows[i] == row)
+            return i;
+    return -1;
 }
 
-int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
+/* Rows [from, to) of A: each row seeded by its index alone. */
+static void fill_rows(uint16_t *A, int K, int from, int to)
 {
-    /* the same weights serve every M: only the activations change */
-    if (bp->copies && bp->warm == warm && bp->p.format == p->format && bp->p.N == p->N &&
-        bp->p.K == p->K && bp->p.group == p->group) {
-        bp->p = *p;
-        return setup_activations(bp, err);
+    for (int r = from; r < to; r++) {
+        uint32_t st = 777u + (uint32_t)r * 2654435761u;
+        for (int k = 0; k < K; k++) {
+            st = st * 1664525u + 1013904223u;
+            A[(size_t)r * K + k] = mq_float_to_half((float)(st >> 8) / 8388608.0f - 1.0f);
+        }
     }
-    mq_bench_problem_free(bp);
-    bp->p = *p;
-    bp->warm = warm;
-    if (mq_problem_check(p, err))
+}
+
+/* Grow A and C to max_m rows and cache the reference of the sampled rows
+ * of every M in ms, all missing rows in one pass over the weights. */
+static int prepare_rows(mq_bench_problem *bp, const int *ms, int nms, mq_error *err)
+{
+    int K = bp->p.K, N = bp->p.N, need_m = bp->max_m;
+    for (int i = 0; i < nms; i++)
+        need_m = ms[i] > need_m ? ms[i] : need_m;
+    if (need_m > bp->max_m) {
+        uint16_t *A = realloc(bp->A, sizeof *A * (size_t)need_m * K);
+        float *C = A ? realloc(bp->C, sizeof *C * (size_t)need_m * N) : NULL;
+        if (A)
+            bp->A = A;
+        if (!A || !C)
+            return mq_fail(err, MQ_E_NOMEM, "out of memory for M=%d activations", need_m), -1;
+        bp->C = C;
+        fill_rows(bp->A, K, bp->max_m, need_m);
+        bp->max_m = need_m;
+    }
+    int missing[3 * 64], nmiss = 0;
+    for (int i = 0; i < nms; i++) {
+        int rows[3], n = sample_rows(ms[i], rows);
+        for (int j = 0; j < n; j++) {
+            int dup = cached_slot(bp, rows[j]) >= 0;
+            for (int q = 0; q < nmiss; q++)
+                dup |= missing[q] == rows[j];
+            if (!dup && nmiss < 3 * 64)
+                missing[nmiss++] = rows[j];
+        }
+    }
+    if (!nmiss)
+        return 0;
+    int total = bp->nref + nmiss;
+    int *rr = realloc(bp->ref_rows, sizeof *rr * (size_t)total);
+    if (rr)
+        bp->ref_rows = rr;
+    double *rc = rr ? realloc(bp->ref_cache, sizeof *rc * (size_t)total * N) : NULL;
+    if (rc)
+        bp->ref_cache = rc;
+    double *ac = rc ? realloc(bp->abs_cache, sizeof *ac * (size_t)total * N) : NULL;
+    if (ac)
+        bp->abs_cache = ac;
+    uint16_t *Asub = ac ? malloc(sizeof *Asub * (size_t)nmiss * K) : NULL;
+    if (!Asub)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for the reference"), -1;
+    for (int j = 0; j < nmiss; j++)
+        memcpy(Asub + (size_t)j * K, bp->A + (size_t)missing[j] * K, sizeof *Asub * (size_t)K);
+    int rcode = mq_reference_gemm(&bp->copies[0], Asub, nmiss, bp->ref_cache + (size_t)bp->nref * N,
+                                  bp->abs_cache + (size_t)bp->nref * N, err);
+    free(Asub);
+    if (rcode)
         return -1;
+    for (int j = 0; j < nmiss; j++)
+        bp->ref_rows[bp->nref + j] = missing[j];
+    bp->nref = total;
+    return 0;
+}
+
+static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
+{
     float *W = malloc(sizeof(float) * (size_t)p->K * p->N);
-    if (!W) {
-        mq_fail(err, MQ_E_NOMEM, "out of memory for N=%d K=%d weights", p->N, p->K);
-        return -1;
-    }
+    if (!W)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for N=%d K=%d weights", p->N, p->K), -1;
     uint32_t st = 12345u + (uint32_t)p->N * 7u + (uint32_t)p->K;
     for (size_t i = 0; i < (size_t)p->K * p->N; i++) {
         st = st * 1664525u + 1013904223u;
@@ -182,14 +213,37 @@ int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, 
     bp->copies = calloc((size_t)bp->ncopies, sizeof *bp->copies);
     if (!bp->copies) {
         mq_weights_free(&w0);
-        mq_fail(err, MQ_E_NOMEM, "out of memory for weight copies");
-        return -1;
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for weight copies"), -1;
     }
     bp->copies[0] = w0;
     for (int i = 1; i < bp->ncopies; i++)
         if (mq_weights_copy(&bp->copies[i], &w0, err))
             return -1;
-    return setup_activations(bp, err);
+    return 0;
+}
+
+int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, const int *ms,
+                           int nms, mq_error *err)
+{
+    if (mq_problem_check(p, err))
+        return -1;
+    /* the same weights serve every M: only the activation rows grow */
+    int same = bp->copies && bp->warm == warm && bp->p.format == p->format &&
+               bp->p.N == p->N && bp->p.K == p->K && bp->p.group == p->group;
+    if (!same) {
+        mq_bench_problem_free(bp);
+        bp->p = *p;
+        bp->warm = warm;
+        if (setup_weights(bp, p, warm, err))
+            return -1;
+    }
+    bp->p = *p;
+    if (prepare_rows(bp, &p->M, 1, err) || (ms && prepare_rows(bp, ms, nms, err)))
+        return -1;
+    bp->nrows = sample_rows(p->M, bp->rows);
+    for (int i = 0; i < bp->nrows; i++)
+        bp->slot[i] = cached_slot(bp, bp->rows[i]);
+    return 0;
 }
 
 void mq_bench_problem_free(mq_bench_problem *bp)
@@ -199,8 +253,9 @@ void mq_bench_problem_free(mq_bench_problem *bp)
     free(bp->copies);
     free(bp->A);
     free(bp->C);
-    free(bp->ref);
-    free(bp->absref);
+    free(bp->ref_rows);
+    free(bp->ref_cache);
+    free(bp->abs_cache);
     memset(bp, 0, sizeof *bp);
 }
 
@@ -211,8 +266,9 @@ int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio)
     for (int r = 0; r < bp->nrows; r++)
         for (int n = 0; n < N; n++) {
             double got = bp->C[(size_t)bp->rows[r] * N + n];
-            double ref = bp->ref[(size_t)r * N + n];
-            double bound = (2.0 * bp->p.K + 3) * u * bp->absref[(size_t)r * N + n] + 1e-30;
+            size_t at = (size_t)bp->slot[r] * N + n;
+            double ref = bp->ref_cache[at];
+            double bound = (2.0 * bp->p.K + 3) * u * bp->abs_cache[at] + 1e-30;
             double e = fabs(got - ref) / bound;
             if (!(e <= 1.0))
                 bad++;

@@ -36,24 +36,27 @@ int mq_backend_cpu_threads(const mq_backend *b);
 void mq_backend_destroy(mq_backend *b);
 
 typedef struct {
-    mq_problem p;
+    mq_problem p;         /* the current problem: its M selects rows of A */
     mq_weights *copies;   /* rotated so a decode run is not an L3-hot run */
     int ncopies, next_copy, warm;
-    uint16_t *A;
-    float *C;
-    int rows[3], nrows;   /* sampled rows: first, middle, last */
-    double *ref, *absref; /* [nrows][N] */
+    uint16_t *A;          /* [max_m][K]; row r depends only on r */
+    float *C;             /* [max_m][N] */
+    int max_m;
+    int *ref_rows, nref;  /* rows whose float64 reference is cached */
+    double *ref_cache, *abs_cache; /* [nref][N]: sum a*w and sum |a*w| */
+    int rows[3], slot[3], nrows;   /* sampled rows of M (first, middle, last) */
 } mq_bench_problem;
 
-/* Random weights and activations (seeded), quantized; warm: one copy.
- * bp must be zeroed before its first setup; a later setup for the same
- * format, N, K and group keeps the weights and renews only the activations
- * and the reference. */
-int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err);
+/* Make bp serve problem p: seeded random weights (quantized once per
+ * format, N, K and group; warm: a single copy), activations, and the
+ * reference of the sampled rows. ms lists the token counts that will follow
+ * for the same weights (may be NULL): their reference rows are computed in
+ * the same pass over the weights. bp must be zeroed before its first use. */
+int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, const int *ms,
+                           int nms, mq_error *err);
 void mq_bench_problem_free(mq_bench_problem *bp);
 /* Elements of the sampled rows outside the FP32 bound (2K+3)u sum|a*w|. */
 int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio);
-
 typedef struct {
     double budget_s;  /* stop after this much timed running ... */
     double ci_rel;    /* ... or once the 95% CI of the median is within +-ci_rel */

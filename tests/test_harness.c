@@ -310,7 +310,7 @@ static void test_wrong_kernel(void)
     mq_problem p = {MQ_FMT_U4, 4, 64, 256, 64};
     mq_bench_problem bp;
     memset(&bp, 0, sizeof bp);
-    CHECK(mq_bench_problem_setup(&bp, &p, 1, &e) == 0, "set up: %s", e.msg);
+    CHECK(mq_bench_problem_setup(&bp, &p, 1, NULL, 0, &e) == 0, "set up: %s", e.msg);
     static mq_measurement m;
     mq_measure_opts o = mq_measure_defaults();
     o.budget_s = 0.01;
