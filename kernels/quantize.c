@@ -149,8 +149,19 @@ mq_status mq_quantize(mq_format f, const float *W, int K, int N, int group,
     return st;
 }
 
-/* Row k of the dequantized matrix, exactly, in float64. */
-static void dequant_row(const mq_weights *w, int k, double *row)
+/* The scales of group g as float64, converted once per group rather than
+ * once per element (fp4/u4 keep FP16 scales). */
+static void group_scales(const mq_weights *w, int g, double *out)
+{
+    size_t gi = (size_t)g * w->N;
+    for (int n = 0; n < w->N; n++)
+        out[n] = mq_format_is_trellis(w->format) ? (double)w->tscales[gi + n]
+                                                 : (double)mq_half_to_float(w->scales[gi + n]);
+}
+
+/* Row k of the dequantized matrix, exactly, in float64; s holds the scales
+ * of k's group (group_scales). */
+static void dequant_row(const mq_weights *w, int k, const double *s, double *row)
 {
     int N = w->N;
     size_t gi = (size_t)(k / w->group) * N;
@@ -159,10 +170,9 @@ static void dequant_row(const mq_weights *w, int k, double *row)
         int sh = 4 * (k % 8);
         for (int n = 0; n < N; n++) {
             unsigned code = (pk[n] >> sh) & 0xfu;
-            double s = mq_half_to_float(w->scales[gi + n]);
             row[n] = w->format == MQ_FMT_FP4
-                         ? (double)mq_fp4_values[code] * s
-                         : ((double)code - (double)w->zeros[gi + n]) * s;
+                         ? (double)mq_fp4_values[code] * s[n]
+                         : ((double)code - (double)w->zeros[gi + n]) * s[n];
         }
         return;
     }
@@ -173,8 +183,7 @@ static void dequant_row(const mq_weights *w, int k, double *row)
         unsigned idx = mq_trellis_get_index(trow + (size_t)(n / MQ_TRELLIS_TILE) * tb, bits,
                                             (k % MQ_TRELLIS_TILE) * MQ_TRELLIS_TILE +
                                                 n % MQ_TRELLIS_TILE);
-        row[n] = (double)w->grid[idx] * (double)w->tscales[gi + n] * (double)w->su[k] *
-                 (double)w->sv[n];
+        row[n] = (double)w->grid[idx] * s[n] * (double)w->su[k] * (double)w->sv[n];
     }
 }
 
@@ -185,8 +194,15 @@ mq_status mq_dequantize(const mq_weights *w, double *W, mq_error *err)
         return st;
     if (!W)
         return mq_fail(err, MQ_E_ARG, "mq_dequantize: null output");
-    for (int k = 0; k < w->K; k++)
-        dequant_row(w, k, W + (size_t)k * w->N);
+    double *s = malloc(sizeof *s * (size_t)w->N);
+    if (!s)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory dequantizing");
+    for (int k = 0; k < w->K; k++) {
+        if (k % w->group == 0)
+            group_scales(w, k / w->group, s);
+        dequant_row(w, k, s, W + (size_t)k * w->N);
+    }
+    free(s);
     return mq_ok(err);
 }
 
@@ -201,9 +217,11 @@ mq_status mq_reference_gemm(const mq_weights *w, const uint16_t *A, int M, doubl
     int K = w->K, N = w->N;
     double *row = malloc((size_t)N * sizeof *row);
     double *a = malloc((size_t)M * K * sizeof *a);
-    if (!row || !a) {
+    double *s = malloc((size_t)N * sizeof *s);
+    if (!row || !a || !s) {
         free(row);
         free(a);
+        free(s);
         return mq_fail(err, MQ_E_NOMEM, "out of memory for the reference GEMM");
     }
     for (size_t i = 0; i < (size_t)M * K; i++)
@@ -214,7 +232,9 @@ mq_status mq_reference_gemm(const mq_weights *w, const uint16_t *A, int M, doubl
             abs_out[i] = 0;
     }
     for (int k = 0; k < K; k++) {
-        dequant_row(w, k, row);
+        if (k % w->group == 0)
+            group_scales(w, k / w->group, s);
+        dequant_row(w, k, s, row);
         for (int m = 0; m < M; m++) {
             double am = a[(size_t)m * K + k];
             double *c = C + (size_t)m * N;
@@ -229,5 +249,6 @@ mq_status mq_reference_gemm(const mq_weights *w, const uint16_t *A, int M, doubl
     }
     free(row);
     free(a);
+    free(s);
     return mq_ok(err);
 }
