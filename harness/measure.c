@@ -207,9 +207,8 @@ static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq
     if (llc <= 0)
         llc = 32L << 20;
     size_t bytes = mq_weights_bytes(&w0);
-    bp->ncopies = warm ? 1 : (int)((2 * (size_t)llc) / bytes) + 2;
-    if (bp->ncopies > 64)
-        bp->ncopies = 64;
+    size_t copies = warm ? 1 : (2 * (size_t)llc) / bytes + 2;
+    bp->ncopies = copies > 4096 ? 4096 : (int)copies;
     bp->copies = calloc((size_t)bp->ncopies, sizeof *bp->copies);
     if (!bp->copies) {
         mq_weights_free(&w0);
