@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "chips.h"
+#include "cli.h"
 #include "measure.h"
 #include "probes.h"
 #include "results.h"
@@ -68,34 +69,6 @@ static void usage(FILE *f)
         "  bench --suite all --m all --space full --resume   # long; resumable\n");
 }
 
-static int fail_arg(const char *msg, const char *arg)
-{
-    fprintf(stderr, "bench: %s '%s' (see --help)\n", msg, arg);
-    return 2;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -133,9 +106,9 @@ static int parse_args(int argc, char **argv, options *o)
         if (flag >= 0)
             continue;
         if (!known)
-            return fail_arg("unknown option", a);
+            return mq_cli_fail("bench", "unknown option", a);
         if (i + 1 >= argc)
-            return fail_arg("missing value for", a);
+            return mq_cli_fail("bench", "missing value for", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--chip")) {
             o->chip = v;
@@ -151,58 +124,46 @@ static int parse_args(int argc, char **argv, options *o)
             o->backend = v;
         } else if (!strcmp(a, "--shape")) {
             mq_shape s = {"shape", "", 0, 0, 0};
-            char extra;
             if (o->nshapes >= 64)
-                return fail_arg("too many shapes at", v);
-            if (sscanf(v, "%dx%dx%d%c", &s.M, &s.N, &s.K, &extra) != 3 || s.M <= 0 ||
-                s.N <= 0 || s.K <= 0)
-                return fail_arg("bad shape (expected MxNxK, positive)", v);
+                return mq_cli_fail("bench", "too many shapes at", v);
+            if (mq_cli_shape(v, &s.M, &s.N, &s.K))
+                return mq_cli_fail("bench", "bad shape (expected MxNxK, positive)", v);
             snprintf(s.layer, sizeof s.layer, "%s", v);
             o->shapes[o->nshapes++] = s;
         } else if (!strcmp(a, "--formats")) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
-            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-                mq_format f;
-                mq_error err;
-                if (mq_format_from_name(t, &f, &err)) {
-                    fprintf(stderr, "bench: %s\n", err.msg);
-                    return 2;
-                }
-                o->formats |= 1u << f;
+            char why[256];
+            if (mq_cli_formats(v, &o->formats, why, sizeof why)) {
+                fprintf(stderr, "bench: %s\n", why);
+                return 2;
             }
         } else if (!strcmp(a, "--group")) {
-            if (parse_int(v, 1, 1 << 20, &o->group))
-                return fail_arg("bad group size", v);
+            if (mq_cli_int(v, 1, 1 << 20, &o->group))
+                return mq_cli_fail("bench", "bad group size", v);
         } else if (!strcmp(a, "--space")) {
             if (mq_space_kind_parse(v, &o->space))
-                return fail_arg("bad --space (expected seed or full)", v);
+                return mq_cli_fail("bench", "bad --space (expected seed or full)", v);
         } else if (!strcmp(a, "--candidate")) {
-            char name[64];
             mq_candidate c;
-            mq_error err;
+            char why[512];
             if (o->ncands >= MAX_CANDS)
-                return fail_arg("too many candidates at", v);
-            if (sscanf(v, "%63s %d %d %d %d %d", name, &c.p.tile_m, &c.p.tile_n, &c.p.tile_k,
-                       &c.p.num_threadgroups, &c.p.split_k) != 6)
-                return fail_arg("bad candidate (expected 'variant tm tn tk tg sk')", v);
-            if (mq_variant_from_name(name, &c.variant, &err)) {
-                fprintf(stderr, "bench: %s\n", err.msg);
+                return mq_cli_fail("bench", "too many candidates at", v);
+            if (mq_cli_candidate(v, &c, why, sizeof why)) {
+                fprintf(stderr, "bench: %s\n", why);
                 return 2;
             }
             o->cands[o->ncands++] = c;
         } else if (!strcmp(a, "--budget")) {
-            if (parse_double(v, 1e-6, 3600, &o->mo.budget_s))
-                return fail_arg("bad --budget", v);
+            if (mq_cli_double(v, 1e-6, 3600, &o->mo.budget_s))
+                return mq_cli_fail("bench", "bad --budget", v);
         } else if (!strcmp(a, "--ci")) {
-            if (parse_double(v, 0, 1, &o->mo.ci_rel))
-                return fail_arg("bad --ci", v);
+            if (mq_cli_double(v, 0, 1, &o->mo.ci_rel))
+                return mq_cli_fail("bench", "bad --ci", v);
         } else if (!strcmp(a, "--max-reps")) {
-            if (parse_int(v, 1, MQ_MAX_SAMPLES, &o->mo.max_reps))
-                return fail_arg("bad --max-reps", v);
+            if (mq_cli_int(v, 1, MQ_MAX_SAMPLES, &o->mo.max_reps))
+                return mq_cli_fail("bench", "bad --max-reps", v);
         } else if (!strcmp(a, "--threads")) {
-            if (parse_int(v, 1, 1024, &o->threads))
-                return fail_arg("bad thread count", v);
+            if (mq_cli_int(v, 1, 1024, &o->threads))
+                return mq_cli_fail("bench", "bad thread count", v);
         }
     }
     if (!o->formats)

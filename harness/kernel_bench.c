@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mq.h"
+#include "cli.h"
 #include "measure.h"
 #include "probes.h"
 
@@ -62,23 +63,6 @@ static void usage(FILE *f)
             "  kernel-bench --shape 16x4096x14336 --candidate 'marlin_gemm_fused_fp4 16 64 128 0 1'\n");
 }
 
-static int fail_arg(const char *msg, const char *arg)
-{
-    fprintf(stderr, "kernel-bench: %s '%s' (see --help)\n", msg, arg);
-    return 2;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -103,64 +87,52 @@ static int parse_args(int argc, char **argv, options *o)
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= !strcmp(a, valued[k]);
         if (!known)
-            return fail_arg("unknown option", a);
+            return mq_cli_fail("kernel-bench", "unknown option", a);
         if (!v)
-            return fail_arg("missing value for", a);
+            return mq_cli_fail("kernel-bench", "missing value for", a);
         i++;
         if (!strcmp(a, "--shape")) {
             shape s;
-            char extra;
             if (o->nshapes >= MAX_SHAPES)
-                return fail_arg("too many shapes at", v);
-            if (sscanf(v, "%dx%dx%d%c", &s.M, &s.N, &s.K, &extra) != 3 || s.M <= 0 ||
-                s.N <= 0 || s.K <= 0)
-                return fail_arg("bad shape (expected MxNxK, positive)", v);
+                return mq_cli_fail("kernel-bench", "too many shapes at", v);
+            if (mq_cli_shape(v, &s.M, &s.N, &s.K))
+                return mq_cli_fail("kernel-bench", "bad shape (expected MxNxK, positive)", v);
             o->shapes[o->nshapes++] = s;
         } else if (!strcmp(a, "--formats")) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
-            for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-                mq_format f;
-                mq_error err;
-                if (mq_format_from_name(t, &f, &err)) {
-                    fprintf(stderr, "kernel-bench: %s\n", err.msg);
-                    return 2;
-                }
-                o->formats |= 1u << f;
+            char why[256];
+            if (mq_cli_formats(v, &o->formats, why, sizeof why)) {
+                fprintf(stderr, "kernel-bench: %s\n", why);
+                return 2;
             }
         } else if (!strcmp(a, "--group")) {
-            if (parse_int(v, 1, 1 << 20, &o->group))
-                return fail_arg("bad group size", v);
+            if (mq_cli_int(v, 1, 1 << 20, &o->group))
+                return mq_cli_fail("kernel-bench", "bad group size", v);
         } else if (!strcmp(a, "--candidate")) {
-            char name[64];
             mq_candidate c;
-            mq_error err;
+            char why[512];
             if (o->ncands >= MAX_CANDS)
-                return fail_arg("too many candidates at", v);
-            if (sscanf(v, "%63s %d %d %d %d %d", name, &c.p.tile_m, &c.p.tile_n, &c.p.tile_k,
-                       &c.p.num_threadgroups, &c.p.split_k) != 6)
-                return fail_arg("bad candidate (expected 'variant tm tn tk tg sk')", v);
-            if (mq_variant_from_name(name, &c.variant, &err)) {
-                fprintf(stderr, "kernel-bench: %s\n", err.msg);
+                return mq_cli_fail("kernel-bench", "too many candidates at", v);
+            if (mq_cli_candidate(v, &c, why, sizeof why)) {
+                fprintf(stderr, "kernel-bench: %s\n", why);
                 return 2;
             }
             o->cands[o->ncands++] = c;
         } else if (!strcmp(a, "--threads")) {
-            if (parse_int(v, 1, 1024, &o->threads))
-                return fail_arg("bad thread count", v);
+            if (mq_cli_int(v, 1, 1024, &o->threads))
+                return mq_cli_fail("kernel-bench", "bad thread count", v);
         } else if (!strcmp(a, "--min-time")) {
             char *end;
             o->min_time = strtod(v, &end);
             if (*end || !(o->min_time > 0 && o->min_time < 3600))
-                return fail_arg("bad --min-time", v);
+                return mq_cli_fail("kernel-bench", "bad --min-time", v);
         } else if (!strcmp(a, "--max-reps")) {
-            if (parse_int(v, 1, MQ_MAX_SAMPLES, &o->max_reps))
-                return fail_arg("bad --max-reps", v);
+            if (mq_cli_int(v, 1, MQ_MAX_SAMPLES, &o->max_reps))
+                return mq_cli_fail("kernel-bench", "bad --max-reps", v);
         } else if (!strcmp(a, "--csv")) {
             o->csv_path = v;
         } else if (!strcmp(a, "--probe-trials")) {
-            if (parse_int(v, 1, 100, &o->probe_trials))
-                return fail_arg("bad --probe-trials", v);
+            if (mq_cli_int(v, 1, 100, &o->probe_trials))
+                return mq_cli_fail("kernel-bench", "bad --probe-trials", v);
         }
     }
     if (!o->nshapes) {

@@ -1,0 +1,22 @@
+/* cli.h - argument parsing shared by the command-line tools: numbers,
+ * shapes, format lists and candidate specs, each refusing bad text. */
+#ifndef MQ_CLI_H
+#define MQ_CLI_H
+
+#include <stddef.h>
+
+#include "mq.h"
+
+/* Print "TOOL: MSG 'ARG' (see --help)" to stderr; returns 2 (bad usage). */
+int mq_cli_fail(const char *tool, const char *msg, const char *arg);
+/* 0 on success, -1 when s is not an integer/number within [lo, hi]. */
+int mq_cli_int(const char *s, int lo, int hi, int *out);
+int mq_cli_double(const char *s, double lo, double hi, double *out);
+/* "MxNxK", all positive. */
+int mq_cli_shape(const char *s, int *M, int *N, int *K);
+/* "fp4,u4": sets bits (1u << format); -1 and the message on an unknown name. */
+int mq_cli_formats(const char *s, unsigned *mask, char *err, size_t errlen);
+/* "variant tm tn tk tg sk"; -1 and the message when malformed or unknown. */
+int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen);
+
+#endif
