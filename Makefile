@@ -20,7 +20,8 @@ BUILD   ?= build
 LIB_SRC  = $(wildcard kernels/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      = $(BUILD)/libmq.a
-HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c,$(wildcard harness/*.c))
+HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c,$(wildcard harness/*.c)) \
+              $(filter-out tuner/tune_main.c,$(wildcard tuner/*.c))
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -30,14 +31,14 @@ GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(s
 .PHONY: all test sanitize portable bench deps clean FORCE
 all: $(LIB) $(TOOLS) $(TEST_BIN)
 
-$(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tuner/*.h tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ikernels -Iharness -c $< -o $@
+	$(CC) $(CFLAGS) -Ikernels -Iharness -Ituner -c $< -o $@
 
 # the build's identity goes into every result row: rebuilt every time
 $(BUILD)/harness/version.o: harness/version.c FORCE
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DMQ_GIT_REV='"$(GIT_REV)"' -Ikernels -Iharness -c $< -o $@
+	$(CC) $(CFLAGS) -DMQ_GIT_REV='"$(GIT_REV)"' -Ikernels -Iharness -Ituner -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

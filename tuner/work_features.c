@@ -1,0 +1,53 @@
+/* work_features.c - see work_features.h. Residency: a core holds as many
+ * threadgroups as its threadgroup memory and threads allow, capped by the
+ * chip's (assumed) resident count. The busiest core's share of the
+ * threadgroups sets the compute critical path; every threadgroup's loads
+ * count toward memory traffic (no cache reuse across threadgroups). */
+#include <math.h>
+
+#include "work_features.h"
+
+double mq_weight_bytes_per_element(mq_format f, int group)
+{
+    if (mq_format_is_trellis(f))
+        return mq_format_bits(f) / 8.0 + 4.0 / group;
+    return 0.5 + 2.0 / group + (f == MQ_FMT_U4 ? 1.0 / group : 0.0);
+}
+
+mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const mq_chip *chip,
+                              mq_features *f, mq_error *err)
+{
+    mq_limits lim = mq_chip_limits(chip);
+    mq_plan plan;
+    mq_status st = mq_plan_candidate(p, c, &lim, &plan, err);
+    if (st)
+        return st;
+    double cores = chip->v[MQ_CHIP_GPU_CORES];
+    double by_mem = plan.tg_mem_bytes > 0 ? floor(lim.tg_mem_bytes / (double)plan.tg_mem_bytes)
+                                          : chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE];
+    double by_threads = floor(lim.max_threads_per_tg / (double)plan.threads_per_tg);
+    double resident = fmin(chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE], fmin(by_mem, by_threads));
+    f->resident_per_core = resident < 1 ? 1 : resident;
+    f->threadgroups = plan.threadgroups;
+    f->slots = cores * f->resident_per_core;
+    f->waves = ceil(f->threadgroups / f->slots);
+    f->last_wave_fill = (f->threadgroups - (f->waves - 1) * f->slots) / f->slots;
+    f->units_per_tg = plan.work_per_tg;
+    f->tgs_per_core = ceil(f->threadgroups / cores);
+    double k_len = (double)p->K / plan.k_slices; /* mean K per work unit */
+    double tm = c->p.tile_m, tn = c->p.tile_n;
+    f->flops_per_unit = 2.0 * tm * tn * k_len;
+    f->bytes_per_unit = mq_weight_bytes_per_element(p->format, p->group) * tn * k_len +
+                        2.0 * tm * k_len + 4.0 * tm * tn;
+    double units = (double)plan.work_units;
+    f->total_flops = units * f->flops_per_unit;
+    f->total_bytes = units * f->bytes_per_unit;
+    f->splitk_bytes = plan.k_slices > 1 ? 2.0 * plan.k_slices * p->M * (double)p->N * 4.0 : 0.0;
+    f->dispatches = plan.dispatches;
+    double core_flops = chip->v[MQ_CHIP_FP32_TFLOPS] * 1e12 / cores;
+    double bw = chip->v[MQ_CHIP_MEM_BW_GBS] * 1e9;
+    f->compute_s = f->tgs_per_core * f->units_per_tg * f->flops_per_unit / core_flops;
+    f->memory_s = f->total_bytes / bw;
+    f->splitk_s = f->splitk_bytes / bw;
+    return MQ_OK;
+}

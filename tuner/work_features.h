@@ -1,0 +1,38 @@
+/* work_features.h - what a cost model sees of a candidate: its work
+ * decomposition on a chip (threadgroups, residency, waves, work per
+ * threadgroup, flops and bytes, split-K traffic, dispatches) and the ideal
+ * times those imply at the chip's peaks. */
+#ifndef MQ_FEATURES_H
+#define MQ_FEATURES_H
+
+#include "chips.h"
+#include "mq.h"
+
+typedef struct {
+    double threadgroups;      /* of the main dispatch */
+    double resident_per_core; /* min(assumed, TG-memory fit, thread fit), >= 1 */
+    double slots;             /* cores x resident */
+    double waves;             /* ceil(threadgroups / slots) */
+    double last_wave_fill;    /* busy share of the slots in the last wave, (0, 1] */
+    double units_per_tg;      /* work units one threadgroup runs (striped > 1) */
+    double tgs_per_core;      /* ceil(threadgroups / cores): the busiest core */
+    double flops_per_unit;    /* 2 x tile_m x tile_n x K slice: full (padded) tiles */
+    double bytes_per_unit;    /* weights of the tile's K slice + A tile + output tile */
+    double total_flops, total_bytes;
+    double splitk_bytes;      /* partials written, then read by the reduction pass */
+    double dispatches;
+    /* ideal times at the chip's peaks (seconds) */
+    double compute_s;         /* the busiest core's flops at its share of the peak */
+    double memory_s;          /* total bytes at the memory bandwidth */
+    double splitk_s;          /* split-K traffic at the memory bandwidth */
+} mq_features;
+
+/* Features of a legal candidate; MQ_E_ILLEGAL (with the reason) otherwise. */
+mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const mq_chip *chip,
+                              mq_features *out, mq_error *err);
+
+/* Stored bytes per weight element of a format and group (codes + scales +
+ * zero points; trellis: indices + FP32 scales). */
+double mq_weight_bytes_per_element(mq_format f, int group);
+
+#endif
