@@ -12,7 +12,7 @@ ARCH    ?= -march=native
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH) -g
 CFLAGS  += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
-LDLIBS  += -lm -pthread
+LDLIBS  += -lcsv -lm -pthread
 GSL_LIBS = -lgsl -lgslcblas
 CSV_LIBS = -lcsv
 BUILD   ?= build
@@ -59,7 +59,7 @@ test: deps $(TEST_BIN) $(TOOLS)
 sanitize:
 	$(MAKE) BUILD=build-san \
 	  CFLAGS="-O1 $(ARCH) -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  LDLIBS="-lm -pthread -fsanitize=address,undefined" test
+	  LDLIBS="-lcsv -lm -pthread -fsanitize=address,undefined" test
 
 portable:
 	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2 -Wno-psabi" test

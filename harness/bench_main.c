@@ -42,7 +42,7 @@ static void usage(FILE *f)
         "result to a results CSV as it is measured (a killed run can --resume).\n\n"
         "  --chip NAME        target chip (default host: this machine, measured)\n"
         "  --chips FILE       chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
-        "  --suite NAME|FILE  llama3-8b, llama3-70b, moe, all, smoke, or a CSV with\n"
+        "  --suite NAME|FILE  llama3-8b, llama3-70b, moe, default, all, smoke, or a CSV with\n"
         "                     model,layer,N,K[,M] (default smoke)\n"
         "  --m SPEC           token counts: decode, prefill, all or 1,16,512 (default decode)\n"
         "  --shape MxNxK      one shape instead of a suite (repeatable)\n"

@@ -60,7 +60,7 @@ int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio);
 typedef struct {
     double budget_s;  /* stop after this much timed running ... */
     double ci_rel;    /* ... or once the 95% CI of the median is within +-ci_rel */
-    int min_reps, max_reps, warmups;
+    int min_reps, max_reps, warmups; /* max_reps 0: verify only, no timing */
 } mq_measure_opts;
 
 mq_measure_opts mq_measure_defaults(void); /* 0.5 s, 2%, 5..1000 reps, 1 warm-up */

@@ -28,7 +28,10 @@ static const layer layers[] = {
 static const int decode_ms[] = {1, 2, 4, 8, 12, 16};
 static const int prefill_ms[] = {24, 32, 64, 128, 256, 512};
 
-const char *mq_suite_builtin_names(void) { return "llama3-8b, llama3-70b, moe, all, smoke"; }
+const char *mq_suite_builtin_names(void)
+{
+    return "llama3-8b, llama3-70b, moe, default (llama3-8b + moe), all, smoke";
+}
 
 int mq_suite_parse_ms(const char *spec, int *ms, int cap, char *err, size_t errlen)
 {
@@ -139,7 +142,9 @@ int mq_suite_load(const char *name, const int *ms, int nms, mq_suite *out, char 
     int builtin = 0;
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         int want = !strcmp(name, layers[i].model) ||
-                   (!strcmp(name, "all") && strcmp(layers[i].model, "smoke"));
+                   (!strcmp(name, "all") && strcmp(layers[i].model, "smoke")) ||
+                   (!strcmp(name, "default") && (!strcmp(layers[i].model, "llama3-8b") ||
+                                                 !strcmp(layers[i].model, "moe")));
         if (!want)
             continue;
         builtin = 1;

@@ -23,7 +23,8 @@ typedef struct {
  * "all" (both), or a comma list "1,16,512". Returns the count or -1. */
 int mq_suite_parse_ms(const char *spec, int *ms, int cap, char *err, size_t errlen);
 
-/* A built-in suite (llama3-8b, llama3-70b, moe, all, smoke) or a CSV file
+/* A built-in suite (llama3-8b, llama3-70b, moe, default = llama3-8b + moe,
+ * all, smoke) or a CSV file
  * with the header model,layer,N,K and an optional M column (rows without M
  * are crossed with ms). -1 and a message on error. */
 int mq_suite_load(const char *name_or_path, const int *ms, int nms, mq_suite *out, char *err,

@@ -18,6 +18,7 @@ struct mq_ctx {
     mq_scratch *scratch;
     float *workspace;
     size_t workspace_cap;
+    const mq_table *table; /* asked when mq_gemm gets no candidate */
     mq_trace_entry *trace;
     int trace_cap;
     int *trace_count;
@@ -84,6 +85,12 @@ void mq_ctx_destroy(mq_ctx *ctx)
 }
 
 int mq_ctx_threads(const mq_ctx *ctx) { return ctx ? ctx->threads : 0; }
+
+void mq_ctx_set_table(mq_ctx *ctx, const mq_table *t)
+{
+    if (ctx)
+        ctx->table = t;
+}
 
 void mq_ctx_set_trace(mq_ctx *ctx, mq_trace_entry *buf, int cap, int *count)
 {
@@ -187,7 +194,7 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
         mq_status st = mq_problem_check(p, err);
         if (st)
             return st;
-        def = mq_default_candidate(p);
+        def = mq_table_lookup(ctx->table, p, lim, NULL);
         c = &def;
     }
     mq_plan plan;

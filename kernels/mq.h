@@ -246,6 +246,48 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
                   const uint16_t *A, float *C, const mq_candidate *c,
                   const mq_limits *lim, mq_error *err);
 
+/* ---- dispatch tables and the runtime lookup --------------------------- */
+
+#define MQ_TABLE_SCHEMA 1
+
+/* One row: for (format, group, N, K) and m_lo <= M <= m_hi, run c. Rows
+ * with N = K = 0 are the chip's default per format (and group). */
+typedef struct {
+    mq_format format;
+    int group, N, K, m_lo, m_hi;
+    mq_candidate c;
+    double expected_s;
+} mq_table_row;
+
+typedef struct mq_table mq_table;
+
+typedef enum {
+    MQ_LOOKUP_EXACT,   /* this (format, group, N, K) and M range */
+    MQ_LOOKUP_NEAREST, /* the nearest shape (log N, log K) of the format and group */
+    MQ_LOOKUP_DEFAULT, /* the chip's default for the format */
+    MQ_LOOKUP_BUILTIN  /* no table answer: the seed kernels' rule */
+} mq_lookup_level;
+
+const char *mq_lookup_level_name(mq_lookup_level l);
+
+/* Load a table file written by tune. chip (may be NULL) must match the
+ * table's; a newer schema, another chip or a malformed row is refused. */
+mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_error *err);
+/* A table from rows compiled in (the header tune generates). */
+mq_status mq_table_from_rows(const char *chip, const mq_table_row *rows, int n, mq_table **out,
+                             mq_error *err);
+void mq_table_free(mq_table *t);
+const char *mq_table_chip(const mq_table *t);
+int mq_table_rows(const mq_table *t, const mq_table_row **rows);
+
+/* The candidate for a problem (t may be NULL), legal under lim (NULL:
+ * Apple defaults); *level (may be NULL) says which level answered. */
+mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_limits *lim,
+                             mq_lookup_level *level);
+
+/* mq_gemm with a NULL candidate asks this table (NULL: the seed rule). */
+void mq_ctx_set_table(mq_ctx *ctx, const mq_table *t);
+
 #ifdef __cplusplus
 }
 #endif

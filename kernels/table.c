@@ -1,0 +1,194 @@
+/* table.c - dispatch tables: loading the CSV that tune writes (libcsv, via
+ * csvfile.c), tables from compiled-in rows, and the lookup with its
+ * fallbacks: exact shape -> nearest shape (distance in log N, log K, within
+ * the M range) -> the chip's default for the format -> the seed rule. A
+ * candidate that is not legal for the asked problem is skipped. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csvfile.h"
+#include "mq_internal.h"
+
+struct mq_table {
+    char chip[32];
+    mq_table_row *rows;
+    int n;
+};
+
+static const char *const level_names[] = {"exact", "nearest", "default", "builtin"};
+
+const char *mq_lookup_level_name(mq_lookup_level l)
+{
+    return (unsigned)l < 4 ? level_names[l] : "?";
+}
+
+mq_status mq_table_from_rows(const char *chip, const mq_table_row *rows, int n, mq_table **out,
+                             mq_error *err)
+{
+    mq_table *t = calloc(1, sizeof *t);
+    if (!t || (n > 0 && !(t->rows = malloc(sizeof *rows * (size_t)n)))) {
+        free(t);
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for a %d-row table", n);
+    }
+    snprintf(t->chip, sizeof t->chip, "%s", chip ? chip : "");
+    if (n > 0)
+        memcpy(t->rows, rows, sizeof *rows * (size_t)n);
+    t->n = n;
+    *out = t;
+    return mq_ok(err);
+}
+
+void mq_table_free(mq_table *t)
+{
+    if (t)
+        free(t->rows);
+    free(t);
+}
+
+const char *mq_table_chip(const mq_table *t) { return t ? t->chip : ""; }
+
+int mq_table_rows(const mq_table *t, const mq_table_row **rows)
+{
+    *rows = t ? t->rows : NULL;
+    return t ? t->n : 0;
+}
+
+/* "key=value" in a comment line such as "# mq dispatch table: schema=1 chip=m4max" */
+static int meta(const char *line, const char *key, char *out, size_t n)
+{
+    size_t kl = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl) {
+        if ((p == line || p[-1] == ' ') && p[kl] == '=') {
+            size_t i = 0;
+            for (p += kl + 1; *p && *p != ' ' && i + 1 < n; p++)
+                out[i++] = *p;
+            out[i] = '\0';
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int to_int(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0 || v > (1L << 30))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_error *err)
+{
+    char msg[512];
+    mq_csv_table t;
+    if (mq_csv_read(path, &t, msg, sizeof msg))
+        return mq_fail(err, MQ_E_ARG, "%s", msg);
+    char schema[16] = "", tchip[32] = "";
+    for (int i = 0; i < t.ncomments; i++) {
+        meta(t.comments[i], "schema", schema, sizeof schema);
+        meta(t.comments[i], "chip", tchip, sizeof tchip);
+    }
+    mq_status st = MQ_OK;
+    int sv = 0;
+    if (!schema[0] || to_int(schema, &sv) || sv < 1)
+        st = mq_fail(err, MQ_E_ARG, "%s: not a dispatch table (no 'schema=' line)", path);
+    else if (sv > MQ_TABLE_SCHEMA)
+        st = mq_fail(err, MQ_E_ARG, "%s: table schema %d is newer than this library's %d", path,
+                     sv, MQ_TABLE_SCHEMA);
+    else if (chip && strcmp(chip, tchip))
+        st = mq_fail(err, MQ_E_ARG, "%s: the table is for chip '%s', not '%s'", path, tchip,
+                     chip);
+    static const char *const cols[] = {"format", "group", "N", "K", "m_lo", "m_hi", "variant",
+                                       "tile_m", "tile_n", "tile_k", "num_threadgroups",
+                                       "split_k", "expected_s"};
+    int idx[13];
+    for (int j = 0; st == MQ_OK && j < 13; j++)
+        if ((idx[j] = mq_csv_column(&t, cols[j])) < 0)
+            st = mq_fail(err, MQ_E_ARG, "%s:%d: the header lacks column '%s'", path,
+                         t.nrows ? t.rows[0].line : 1, cols[j]);
+    mq_table_row *rows = st == MQ_OK && t.nrows > 1 ? calloc((size_t)t.nrows, sizeof *rows) : NULL;
+    int n = 0;
+    for (int i = 1; st == MQ_OK && i < t.nrows; i++) {
+        char **f = t.rows[i].fields;
+        mq_table_row *r = &rows[n];
+        mq_error e;
+        int *ints[] = {&r->group, &r->N, &r->K, &r->m_lo, &r->m_hi, &r->c.p.tile_m,
+                       &r->c.p.tile_n, &r->c.p.tile_k, &r->c.p.num_threadgroups,
+                       &r->c.p.split_k};
+        int ji[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11};
+        int bad = t.rows[i].nfields != t.rows[0].nfields;
+        if (!bad && mq_format_from_name(f[idx[0]], &r->format, &e))
+            bad = 1;
+        if (!bad && mq_variant_from_name(f[idx[6]], &r->c.variant, &e))
+            bad = 1;
+        for (int j = 0; !bad && j < 10; j++)
+            bad = to_int(f[idx[ji[j]]], ints[j]) != 0;
+        char *end;
+        if (!bad)
+            r->expected_s = strtod(f[idx[12]], &end), bad = *end != '\0';
+        if (bad || r->m_lo > r->m_hi)
+            st = mq_fail(err, MQ_E_ARG, "%s:%d: malformed table row", path, t.rows[i].line);
+        else
+            n++;
+    }
+    mq_csv_free(&t);
+    if (st == MQ_OK)
+        st = mq_table_from_rows(tchip, rows, n, out, err);
+    free(rows);
+    return st;
+}
+
+static int legal_for(const mq_problem *p, const mq_candidate *c, const mq_limits *lim)
+{
+    mq_plan plan;
+    return mq_plan_candidate(p, c, lim, &plan, NULL) == MQ_OK;
+}
+
+/* A row of (format, group, N, K) covering M that is legal, or NULL. */
+static const mq_table_row *covering(const mq_table *t, const mq_problem *p, int N, int K,
+                                    int any_group, const mq_limits *lim)
+{
+    for (int i = 0; i < t->n; i++) {
+        const mq_table_row *r = &t->rows[i];
+        if (r->format == p->format && (any_group || r->group == p->group) && r->N == N &&
+            r->K == K && r->m_lo <= p->M && p->M <= r->m_hi && legal_for(p, &r->c, lim))
+            return r;
+    }
+    return NULL;
+}
+
+mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_limits *lim,
+                             mq_lookup_level *level)
+{
+    const mq_table_row *r = NULL;
+    mq_lookup_level lv = MQ_LOOKUP_BUILTIN;
+    if (t && (r = covering(t, p, p->N, p->K, 0, lim)) != NULL) {
+        lv = MQ_LOOKUP_EXACT;
+    } else if (t) {
+        /* shapes of this format and group, nearest first, until one answers */
+        double best = INFINITY;
+        for (int i = 0; i < t->n; i++) {
+            const mq_table_row *c = &t->rows[i];
+            if (c->format != p->format || c->group != p->group || c->N == 0)
+                continue;
+            double d = hypot(log((double)c->N / p->N), log((double)c->K / p->K));
+            const mq_table_row *hit;
+            if (d < best && (hit = covering(t, p, c->N, c->K, 0, lim)) != NULL) {
+                best = d;
+                r = hit;
+            }
+        }
+        if (r)
+            lv = MQ_LOOKUP_NEAREST;
+        else if ((r = covering(t, p, 0, 0, 0, lim)) != NULL ||
+                 (r = covering(t, p, 0, 0, 1, lim)) != NULL)
+            lv = MQ_LOOKUP_DEFAULT;
+    }
+    if (level)
+        *level = lv;
+    return r ? r->c : mq_default_candidate(p);
+}

@@ -1,0 +1,194 @@
+/* table_write.c - see table_write.h. */
+#include <csv.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "table_write.h"
+#include "version.h"
+
+static int cmp_choice(const void *a, const void *b)
+{
+    const mq_choice *x = a, *y = b;
+    int k[8] = {x->p.format, y->p.format, x->p.group, y->p.group,
+                x->p.N,      y->p.N,      x->p.K,     y->p.K};
+    for (int i = 0; i < 8; i += 2)
+        if (k[i] != k[i + 1])
+            return k[i] < k[i + 1] ? -1 : 1;
+    return x->p.M - y->p.M;
+}
+
+static int same_shape(const mq_problem *a, const mq_problem *b)
+{
+    return a->format == b->format && a->group == b->group && a->N == b->N && a->K == b->K;
+}
+
+static int same_cand(const mq_candidate *a, const mq_candidate *b)
+{
+    return a->variant == b->variant && !memcmp(&a->p, &b->p, sizeof a->p);
+}
+
+int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out)
+{
+    mq_choice *s = malloc(sizeof *s * (size_t)(n ? n : 1));
+    mq_table_entry *e = calloc((size_t)(2 * n + 1), sizeof *e);
+    if (!s || !e) {
+        free(s);
+        free(e);
+        return -1;
+    }
+    memcpy(s, ch, sizeof *s * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, cmp_choice);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int first = i == 0 || !same_shape(&s[i].p, &s[i - 1].p);
+        int last = i == n - 1 || !same_shape(&s[i].p, &s[i + 1].p);
+        if (!first && same_cand(&e[m - 1].row.c, &s[i].c)) {
+            e[m - 1].row.m_hi = last ? 1 << 30 : s[i].p.M;
+            continue;
+        }
+        mq_table_entry *t = &e[m++];
+        t->row = (mq_table_row){s[i].p.format, s[i].p.group, s[i].p.N, s[i].p.K,
+                                first ? 1 : s[i - 1].p.M + 1, last ? 1 << 30 : s[i].p.M,
+                                s[i].c, s[i].expected_s};
+        t->measured = s[i].measured;
+        memcpy(t->speedup, s[i].speedup, sizeof t->speedup);
+    }
+    /* defaults: per (format, group) the candidate chosen for the most shapes */
+    int shapes_end = m;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int d = shapes_end; d < m; d++)
+            seen |= e[d].row.format == s[i].p.format && e[d].row.group == s[i].p.group;
+        if (seen)
+            continue;
+        int best = i, best_count = 0;
+        for (int j = 0; j < n; j++) {
+            if (s[j].p.format != s[i].p.format || s[j].p.group != s[i].p.group)
+                continue;
+            int count = 0;
+            for (int q = 0; q < n; q++)
+                count += s[q].p.format == s[j].p.format && s[q].p.group == s[j].p.group &&
+                         same_cand(&s[q].c, &s[j].c);
+            if (count > best_count) {
+                best_count = count;
+                best = j;
+            }
+        }
+        mq_table_entry *t = &e[m++];
+        t->row = (mq_table_row){s[i].p.format, s[i].p.group, 0, 0, 1, 1 << 30, s[best].c, 0};
+        t->measured = s[best].measured;
+    }
+    free(s);
+    *out = e;
+    return m;
+}
+
+static FILE *open_tmp(const char *path, char *tmp, size_t n, char *err, size_t errlen)
+{
+    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+    return f;
+}
+
+static int commit_tmp(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
+{
+    int bad = ferror(f) != 0;
+    bad |= fflush(f) != 0;
+    bad |= fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path)) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void field(FILE *f, const char *s, int last)
+{
+    csv_fwrite(f, s, strlen(s));
+    fputc(last ? '\n' : ',', f);
+}
+
+int mq_table_write_csv(const char *path, const char *chip, const char *backend,
+                       const char *source, const mq_table_entry *e, int n, char *err,
+                       size_t errlen)
+{
+    char tmp[4200];
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
+        return -1;
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fprintf(f, "# mq dispatch table: schema=%d chip=%s backend=%s source=%s tool=%s rev=%s date=%s\n",
+            MQ_TABLE_SCHEMA, chip, backend, source, MQ_TOOL_VERSION, mq_git_rev(), date);
+    fprintf(f, "# rows with N=0 K=0 are the chip's default per format; speedups are over "
+               "each baseline rule (0: the rule does not serve the format)\n");
+    static const char *const head[] = {"format", "group", "N", "K", "m_lo", "m_hi", "variant",
+                                       "tile_m", "tile_n", "tile_k", "num_threadgroups",
+                                       "split_k", "expected_s", "source", "speedup_seed",
+                                       "speedup_stripe", "speedup_mlx"};
+    for (int i = 0; i < 17; i++)
+        field(f, head[i], i == 16);
+    for (int i = 0; i < n; i++) {
+        const mq_table_row *r = &e[i].row;
+        char v[17][64];
+        snprintf(v[0], 64, "%s", mq_format_name(r->format));
+        const int ints[] = {r->group, r->N, r->K, r->m_lo, r->m_hi};
+        for (int j = 0; j < 5; j++)
+            snprintf(v[1 + j], 64, "%d", ints[j]);
+        snprintf(v[6], 64, "%s", mq_variant_get(r->c.variant)->name);
+        const int ps[] = {r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k, r->c.p.num_threadgroups,
+                          r->c.p.split_k};
+        for (int j = 0; j < 5; j++)
+            snprintf(v[7 + j], 64, "%d", ps[j]);
+        snprintf(v[12], 64, "%.6g", r->expected_s);
+        snprintf(v[13], 64, "%s", r->N == 0 ? "default" : e[i].measured ? "measured" : "predicted");
+        for (int j = 0; j < MQ_BASE_COUNT; j++)
+            snprintf(v[14 + j], 64, "%.3f", e[i].speedup[j]);
+        for (int j = 0; j < 17; j++)
+            field(f, v[j], j == 16);
+    }
+    return commit_tmp(f, tmp, path, err, errlen);
+}
+
+static const char *const fmt_enum[MQ_FMT_COUNT] = {"MQ_FMT_FP4", "MQ_FMT_U4", "MQ_FMT_TRELLIS2",
+                                                   "MQ_FMT_TRELLIS3", "MQ_FMT_TRELLIS4"};
+static const char *const var_enum[MQ_VAR_COUNT] = {
+    "MQ_VAR_MARLIN_FP4",    "MQ_VAR_MARLIN_FP4_STRIPED", "MQ_VAR_FUSED_FP4", "MQ_VAR_FUSED_U4",
+    "MQ_VAR_TRELLIS_PACKED", "MQ_VAR_TRELLIS_DECODE",    "MQ_VAR_MLX_SPLITK"};
+
+int mq_table_write_header(const char *path, const char *chip, const char *source,
+                          const mq_table_entry *e, int n, char *err, size_t errlen)
+{
+    char tmp[4200];
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
+        return -1;
+    fprintf(f,
+            "/* Dispatch table for %s (%s), generated by tune %s at revision %s.\n"
+            " * Compile it in and load it with\n"
+            " *   mq_table_from_rows(mq_table_%s_chip, mq_table_%s_rows, mq_table_%s_count, &t, &err);\n"
+            " * Do not edit: rerun tune. */\n"
+            "#ifndef MQ_TABLE_%s_H\n#define MQ_TABLE_%s_H\n\n#include \"mq.h\"\n\n"
+            "static const char mq_table_%s_chip[] = \"%s\";\n"
+            "static const mq_table_row mq_table_%s_rows[] = {\n",
+            chip, source, MQ_TOOL_VERSION, mq_git_rev(), chip, chip, chip, chip, chip, chip,
+            chip, chip);
+    for (int i = 0; i < n; i++) {
+        const mq_table_row *r = &e[i].row;
+        fprintf(f, "    {%s, %d, %d, %d, %d, %d, {%s, {%d, %d, %d, %d, %d}}, %.6g},\n",
+                fmt_enum[r->format], r->group, r->N, r->K, r->m_lo, r->m_hi,
+                var_enum[r->c.variant], r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k,
+                r->c.p.num_threadgroups, r->c.p.split_k, r->expected_s);
+    }
+    fprintf(f, "};\nstatic const int mq_table_%s_count = %d;\n\n#endif\n", chip, n);
+    return commit_tmp(f, tmp, path, err, errlen);
+}
