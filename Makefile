@@ -25,7 +25,7 @@ HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c,$(wildcar
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench
+TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
 .PHONY: all test sanitize portable bench deps clean FORCE
@@ -51,6 +51,9 @@ $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 $(BUILD)/bench: $(BUILD)/harness/bench_main.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/tune: $(BUILD)/tuner/tune_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 test: deps $(TEST_BIN) $(TOOLS)

@@ -1,0 +1,592 @@
+/* tune_main.c - the tune command: for every shape of a suite on a chip,
+ * measure (when a backend is that chip: --chip host on the CPU model) or
+ * predict (any other chip, from its description and the cost model) the
+ * candidates, search (exhaustive, or model-guided: time a sample and the
+ * baselines, fit, time the predicted best, refit, until the budget), pick,
+ * and write results/CHIP/: the dispatch table (CSV and C header, atomically),
+ * the fitted model with its held-out quality, and the measured rows. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "baselines.h"
+#include "chips.h"
+#include "cli.h"
+#include "measure.h"
+#include "model.h"
+#include "probes.h"
+#include "results.h"
+#include "space.h"
+#include "suites.h"
+#include "table_write.h"
+#include "version.h"
+#include "work_features.h"
+
+/* Documented defaults for a chip never measured: 10 us launch, 5 us per
+ * extra dispatch, compute at 60% and memory at 80% of the chip's peaks,
+ * split-K traffic at 80% of bandwidth, 2 us per wave of threadgroups. */
+static const double default_theta[MQ_MODEL_NPARAM] = {10e-6, 5e-6, 1 / 0.6, 1 / 0.8,
+                                                      1 / 0.8, 2e-6};
+
+typedef struct {
+    const char *chip, *chips, *suite, *m, *out_dir, *backend;
+    unsigned formats;
+    int group, evals, init, exhaustive, resume, threads, quiet;
+    mq_measure_opts mo;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tune --chip CHIP [options]\n"
+        "Builds CHIP's dispatch table: for every shape of the suite, the kernel variant, tile,\n"
+        "threadgroup count and split-K factor to run, with its time and its speedup over each\n"
+        "baseline rule. --chip host measures this machine on the CPU model; any other chip is\n"
+        "predicted from its description by the cost model (the chosen candidates are still run\n"
+        "and verified on the CPU model). Writes results/CHIP/{table.csv,table.h,model.csv}.\n\n"
+        "  --chip NAME        target chip (required): host, m1 .. m4max (see harness/chips.csv)\n"
+        "  --chips FILE       chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
+        "  --suite NAME|FILE  shapes (default: default = llama3-8b + moe)\n"
+        "  --m SPEC           token counts (default: all for predicted chips, 1,4,16,64 for host)\n"
+        "  --formats LIST     default fp4,u4\n"
+        "  --group G          32, 64 or 128 (default 128)\n"
+        "  --search KIND      guided (default) or exhaustive (host only)\n"
+        "  --evals N          guided: candidates timed per shape (default 32)\n"
+        "  --budget S         seconds of timing per candidate at most (default 0.3)\n"
+        "  --out-dir DIR      default results/CHIP\n"
+        "  --resume           reuse rows this build measured on this host (DIR/tune-results.csv)\n"
+        "  --threads N        CPU-model workers (default: one per core)\n"
+        "  --quiet            only the summary\n"
+        "  --help             this text\n\n"
+        "examples:\n"
+        "  tune --chip m4max\n"
+        "  tune --chip host\n"
+        "  tune --chip host --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive\n");
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->chips = mq_chips_default_path();
+    o->suite = "default";
+    o->backend = "auto";
+    o->group = 128;
+    o->evals = 32;
+    o->init = 12;
+    o->mo = mq_measure_defaults();
+    o->mo.budget_s = 0.3;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--resume") || !strcmp(a, "--quiet")) {
+            *(a[2] == 'r' ? &o->resume : &o->quiet) = 1;
+            continue;
+        }
+        static const char *const valued[] = {"--chip",  "--chips",  "--suite",   "--m",
+                                             "--formats", "--group", "--search", "--evals",
+                                             "--budget", "--out-dir", "--threads"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= !strcmp(a, valued[k]);
+        if (!known)
+            return mq_cli_fail("tune", "unknown option", a);
+        if (i + 1 >= argc)
+            return mq_cli_fail("tune", "missing value for", a);
+        const char *v = argv[++i];
+        char why[512];
+        if (!strcmp(a, "--chip"))
+            o->chip = v;
+        else if (!strcmp(a, "--chips"))
+            o->chips = v;
+        else if (!strcmp(a, "--suite"))
+            o->suite = v;
+        else if (!strcmp(a, "--m"))
+            o->m = v;
+        else if (!strcmp(a, "--out-dir"))
+            o->out_dir = v;
+        else if (!strcmp(a, "--formats")) {
+            if (mq_cli_formats(v, &o->formats, why, sizeof why)) {
+                fprintf(stderr, "tune: %s\n", why);
+                return 2;
+            }
+        } else if (!strcmp(a, "--group")) {
+            if (mq_cli_int(v, 1, 1 << 20, &o->group))
+                return mq_cli_fail("tune", "bad group size", v);
+        } else if (!strcmp(a, "--search")) {
+            if (strcmp(v, "guided") && strcmp(v, "exhaustive"))
+                return mq_cli_fail("tune", "bad --search (expected guided or exhaustive)", v);
+            o->exhaustive = !strcmp(v, "exhaustive");
+        } else if (!strcmp(a, "--evals")) {
+            if (mq_cli_int(v, 4, 100000, &o->evals))
+                return mq_cli_fail("tune", "bad --evals", v);
+        } else if (!strcmp(a, "--budget")) {
+            if (mq_cli_double(v, 1e-6, 3600, &o->mo.budget_s))
+                return mq_cli_fail("tune", "bad --budget", v);
+        } else if (!strcmp(a, "--threads")) {
+            if (mq_cli_int(v, 1, 1024, &o->threads))
+                return mq_cli_fail("tune", "bad thread count", v);
+        }
+    }
+    if (!o->chip) {
+        fprintf(stderr, "tune: --chip is required (see --help)\n");
+        return 2;
+    }
+    if (!o->formats)
+        o->formats = (1u << MQ_FMT_FP4) | (1u << MQ_FMT_U4);
+    return 0;
+}
+
+/* The model's rows: features and measured seconds, across all shapes. */
+typedef struct {
+    mq_features *f;
+    double *t;
+    int n, cap;
+} rowset;
+
+static void rows_add(rowset *r, const mq_features *f, double t)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 1024;
+        r->f = realloc(r->f, sizeof *r->f * (size_t)r->cap);
+        r->t = realloc(r->t, sizeof *r->t * (size_t)r->cap);
+    }
+    r->f[r->n] = *f;
+    r->t[r->n++] = t;
+}
+
+typedef struct {
+    mq_candidate c;
+    mq_features f;
+    double time;    /* measured median (ok), or < 0 when not measured / failed */
+    int measured;
+} cand;
+
+static int make_dirs(const char *dir)
+{
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%s/", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+typedef struct {
+    options *o;
+    mq_chip *chip;
+    mq_backend *be;
+    mq_bench_problem bp;
+    mq_results own;          /* rows of earlier runs (--resume) */
+    mq_results_writer w;
+    rowset rows;
+    int timed, reused;
+    double kernel_s;
+} tuner;
+
+/* Time one candidate (or take this build's earlier row); -1 when not ok. */
+static double measure(tuner *T, const mq_problem *p, cand *c)
+{
+    mq_result key;
+    memset(&key, 0, sizeof key);
+    snprintf(key.chip, sizeof key.chip, "%s", T->chip->name);
+    snprintf(key.backend, sizeof key.backend, "%s", T->be->name);
+    key.p = *p;
+    key.c = c->c;
+    c->measured = 1;
+    const mq_result *old = T->o->resume ? mq_results_find_own(&T->own, &key) : NULL;
+    if (old) {
+        T->reused++;
+        c->time = strcmp(old->status, "ok") ? -1 : old->st.median;
+    } else {
+        static mq_measurement m;
+        mq_limits lim = mq_chip_limits(T->chip);
+        mq_measure(T->be, &T->bp, &c->c, &lim, &T->o->mo, &m);
+        T->kernel_s += m.kernel_s;
+        T->timed++;
+        mq_result_stamp(&key);
+        snprintf(key.status, sizeof key.status, "%s", m.status);
+        snprintf(key.error, sizeof key.error, "%s", m.error);
+        key.st = m.st;
+        key.gflops = m.gflops;
+        key.weight_gbs = m.weight_gbs;
+        key.samples = m.samples;
+        key.nsamples = m.nsamples;
+        char err[512];
+        if (mq_results_append(&T->w, &key, err, sizeof err))
+            fprintf(stderr, "tune: %s\n", err);
+        c->time = strcmp(m.status, "ok") ? -1 : m.st.median;
+    }
+    if (c->time > 0)
+        rows_add(&T->rows, &c->f, c->time);
+    return c->time;
+}
+
+/* Index of a candidate in the list, or -1. */
+static int find(const cand *cs, int n, const mq_candidate *c)
+{
+    for (int i = 0; i < n; i++)
+        if (cs[i].c.variant == c->variant && !memcmp(&cs[i].c.p, &c->p, sizeof c->p))
+            return i;
+    return -1;
+}
+
+/* Guided search: baselines and a spread-out sample first, then the model's
+ * best unmeasured picks, refitting after each batch, until `evals`. */
+static void search_guided(tuner *T, const mq_problem *p, cand *cs, int n, const int *base)
+{
+    int budget = T->o->evals < n ? T->o->evals : n, done = 0;
+    for (int b = 0; b < MQ_BASE_COUNT; b++)
+        if (base[b] >= 0 && !cs[base[b]].measured && done < budget) {
+            measure(T, p, &cs[base[b]]);
+            done++;
+        }
+    int init = T->o->init < budget - done ? T->o->init : budget - done;
+    for (int i = 0; i < init; i++) {
+        int k = (int)((long)i * n / init);
+        while (k < n && cs[k].measured)
+            k++;
+        if (k < n) {
+            measure(T, p, &cs[k]);
+            done++;
+        }
+    }
+    while (done < budget) {
+        mq_model m;
+        char err[256];
+        int have = T->rows.n >= 2 * MQ_MODEL_NPARAM &&
+                   mq_model_fit(MQ_MODEL_ROOFLINE, T->rows.f, T->rows.t, T->rows.n, &m, err,
+                                sizeof err) == 0;
+        int batch = 4;
+        for (int q = 0; q < batch && done < budget; q++) {
+            int best = -1;
+            double bt = INFINITY;
+            for (int i = 0; i < n; i++) {
+                if (cs[i].measured)
+                    continue;
+                double pt = have ? mq_model_predict(&m, &cs[i].f) : (double)i;
+                if (pt < bt) {
+                    bt = pt;
+                    best = i;
+                }
+            }
+            if (best < 0)
+                return;
+            measure(T, p, &cs[best]);
+            done++;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    char err[1024];
+    mq_chip_db db;
+    if (mq_chips_load(o.chips, &db, err, sizeof err)) {
+        fprintf(stderr, "tune: %s\n", err);
+        return 2;
+    }
+    mq_chip chip;
+    int bad = strcmp(o.chip, "host") && mq_chip_find(&db, o.chip, 0, &chip, err, sizeof err);
+    mq_chips_free(&db);
+    if (bad) {
+        fprintf(stderr, "tune: %s\n", err);
+        return 2;
+    }
+    int measured = !strcmp(o.chip, "host");
+    if (o.exhaustive && !measured) {
+        fprintf(stderr, "tune: --search exhaustive needs a backend that is the chip (--chip host "
+                        "here); %s is predicted\n",
+                o.chip);
+        return 2;
+    }
+    int ms[64];
+    int nms = mq_suite_parse_ms(o.m ? o.m : measured ? "1,4,16,64" : "all", ms, 64, err,
+                                sizeof err);
+    mq_suite suite;
+    if (nms < 0 || mq_suite_load(o.suite, ms, nms, &suite, err, sizeof err)) {
+        fprintf(stderr, "tune: %s\n", err);
+        return 2;
+    }
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int s = 0; (o.formats & (1u << f)) && s < suite.n; s++) {
+            mq_problem p = {(mq_format)f, suite.s[s].M, suite.s[s].N, suite.s[s].K, o.group};
+            mq_error e;
+            if (mq_problem_check(&p, &e)) {
+                fprintf(stderr, "tune: %s %s: %s\n", suite.s[s].model, suite.s[s].layer, e.msg);
+                return 2;
+            }
+        }
+    static tuner T;
+    T.o = &o;
+    char why[512], note[512];
+    /* every chosen candidate runs on the CPU model, measured or not */
+    T.be = mq_backend_open("cpu", o.threads, why, sizeof why, note, sizeof note);
+    if (!T.be) {
+        fprintf(stderr, "tune: %s\n", why);
+        return 1;
+    }
+    if (measured && mq_chip_find(NULL, "host", mq_backend_cpu_threads(T.be), &chip, err,
+                                 sizeof err)) {
+        fprintf(stderr, "tune: %s\n", err);
+        return 1;
+    }
+    T.chip = &chip;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", o.out_dir ? o.out_dir : "");
+    if (!o.out_dir)
+        snprintf(dir, sizeof dir, "results/%s", chip.name);
+    snprintf(path, sizeof path, "%s/tune-results.csv", dir);
+    struct stat sb;
+    T.w.fd = -1;
+    if (make_dirs(dir) ||
+        (o.resume && stat(path, &sb) == 0 && mq_results_load(path, &T.own, err, sizeof err)) ||
+        (measured && mq_results_open(path, &T.w, err, sizeof err))) {
+        fprintf(stderr, "tune: %s\n", err[0] ? err : strerror(errno));
+        return 1;
+    }
+    mq_model pred = {MQ_MODEL_ROOFLINE, {0}, 0, 0, NAN, NAN};
+    memcpy(pred.theta, default_theta, sizeof default_theta);
+    if (!measured)
+        fprintf(stderr, "tune: %s is predicted: cost model with the documented default "
+                        "coefficients (no measurements of %s stored); chosen candidates are "
+                        "verified on the CPU model\n",
+                chip.name, chip.name);
+    int nprob = 0;
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        nprob += (o.formats >> f & 1u) ? suite.n : 0;
+    mq_choice *choices = calloc((size_t)nprob, sizeof *choices);
+    int nchoice = 0, tty = isatty(fileno(stderr)) && !o.quiet;
+    double t0 = mq_now(), fraction_sum = 0;
+    int gap_n = 0;
+    double gap_sum = 0, gap_max = 0;
+    mq_limits lim = mq_chip_limits(&chip);
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int s = 0; (o.formats & (1u << f)) && s < suite.n; s++) {
+            mq_problem p = {(mq_format)f, suite.s[s].M, suite.s[s].N, suite.s[s].K, o.group};
+            mq_space sp;
+            if (mq_space_enumerate(&p, &chip, MQ_SPACE_FULL, &sp))
+                continue;
+            cand *cs = calloc((size_t)sp.legal + MQ_BASE_COUNT, sizeof *cs);
+            int n = 0;
+            for (int i = 0; i < sp.n; i++) {
+                if (!sp.e[i].legal)
+                    continue;
+                cs[n].c = sp.e[i].c;
+                cs[n].time = -1;
+                mq_features_compute(&p, &cs[n].c, &chip, &cs[n].f, NULL);
+                n++;
+            }
+            mq_space_free(&sp);
+            int base[MQ_BASE_COUNT];
+            for (int b = 0; b < MQ_BASE_COUNT; b++) {
+                mq_candidate bc;
+                base[b] = -1;
+                if (mq_baseline_candidate((mq_baseline)b, &p, &chip, &bc))
+                    continue;
+                base[b] = find(cs, n, &bc);
+                if (base[b] < 0) { /* a rule's pick outside the grid joins the list */
+                    cs[n].c = bc;
+                    cs[n].time = -1;
+                    mq_features_compute(&p, &bc, &chip, &cs[n].f, NULL);
+                    base[b] = n++;
+                }
+            }
+            int pick = -1;
+            double btime[MQ_BASE_COUNT];
+            if (measured) {
+                int msame[64], nsame = 0;
+                for (int t = s; t < suite.n && nsame < 64; t++)
+                    if (suite.s[t].N == p.N && suite.s[t].K == p.K)
+                        msame[nsame++] = suite.s[t].M;
+                mq_error e;
+                if (mq_bench_problem_setup(&T.bp, &p, 0, msame, nsame, &e)) {
+                    fprintf(stderr, "tune: %s\n", e.msg);
+                    return 1;
+                }
+                int before = T.timed + T.reused;
+                if (o.exhaustive)
+                    for (int i = 0; i < n; i++)
+                        measure(&T, &p, &cs[i]);
+                else
+                    search_guided(&T, &p, cs, n, base);
+                fraction_sum += (double)(T.timed + T.reused - before) / n;
+                for (int i = 0; i < n; i++)
+                    if (cs[i].time > 0 && (pick < 0 || cs[i].time < cs[pick].time))
+                        pick = i;
+                for (int b = 0; b < MQ_BASE_COUNT; b++)
+                    btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
+                /* exhaustive data of this build for this problem: how far is the pick? */
+                if (!o.exhaustive && pick >= 0 && T.own.n) {
+                    double ex = INFINITY;
+                    int have = 0;
+                    for (int i = 0; i < T.own.n; i++) {
+                        const mq_result *r = &T.own.r[i];
+                        if (!strcmp(r->status, "ok") && !memcmp(&r->p, &p, sizeof p)) {
+                            have++;
+                            ex = fmin(ex, r->st.median);
+                        }
+                    }
+                    if (have >= n && ex > 0) {
+                        double g = cs[pick].time / ex - 1;
+                        gap_sum += g;
+                        gap_max = fmax(gap_max, g);
+                        gap_n++;
+                    }
+                }
+            } else {
+                /* predicted: best first, the first that verifies on the CPU model wins */
+                for (int i = 0; i < n; i++)
+                    cs[i].time = mq_model_predict(&pred, &cs[i].f);
+                for (int b = 0; b < MQ_BASE_COUNT; b++)
+                    btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
+                mq_error e;
+                int msame[64], nsame = 0;
+                for (int t = s; t < suite.n && nsame < 64; t++)
+                    if (suite.s[t].N == p.N && suite.s[t].K == p.K)
+                        msame[nsame++] = suite.s[t].M;
+                if (mq_bench_problem_setup(&T.bp, &p, 1, msame, nsame, &e)) {
+                    fprintf(stderr, "tune: %s\n", e.msg);
+                    return 1;
+                }
+                mq_measure_opts vo = T.o->mo;
+                vo.max_reps = 0;
+                for (int tries = 0; tries < n && pick < 0; tries++) {
+                    int best = -1;
+                    for (int i = 0; i < n; i++)
+                        if (cs[i].time > 0 && (best < 0 || cs[i].time < cs[best].time))
+                            best = i;
+                    if (best < 0)
+                        break;
+                    static mq_measurement m;
+                    mq_measure(T.be, &T.bp, &cs[best].c, &lim, &vo, &m);
+                    if (!strcmp(m.status, "ok"))
+                        pick = best;
+                    else
+                        cs[best].time = -1; /* wrong on the CPU model: never chosen */
+                }
+            }
+            if (pick >= 0) {
+                mq_choice *c = &choices[nchoice++];
+                c->p = p;
+                c->c = cs[pick].c;
+                c->expected_s = cs[pick].time;
+                c->measured = measured;
+                for (int b = 0; b < MQ_BASE_COUNT; b++)
+                    c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
+            } else {
+                fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified\n",
+                        mq_format_name(p.format), p.M, p.N, p.K);
+            }
+            if (tty) {
+                double el = mq_now() - t0;
+                int done = nchoice;
+                fprintf(stderr, "\r[%d/%d shapes] ETA %ds ", done, nprob,
+                        done ? (int)(el / done * (nprob - done)) : 0);
+            }
+            free(cs);
+        }
+    if (tty)
+        fputc('\n', stderr);
+    mq_bench_problem_free(&T.bp);
+    /* the model and its quality on held-out rows */
+    mq_model fit = pred;
+    char fit_note[256] = "documented defaults (no measurements of this chip)";
+    if (measured && T.rows.n >= 4 * MQ_MODEL_NPARAM &&
+        mq_model_fit_holdout(MQ_MODEL_ROOFLINE, T.rows.f, T.rows.t, T.rows.n, 0.2, &fit, err,
+                             sizeof err) == 0)
+        snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
+                 chip.name);
+    mq_table_entry *ent;
+    int nent = mq_table_build(choices, nchoice, &ent);
+    const char *source = measured ? "measured" : "predicted";
+    char tpath[4200], hpath[4200], mpath[4200];
+    snprintf(tpath, sizeof tpath, "%s/table.csv", dir);
+    snprintf(hpath, sizeof hpath, "%s/table.h", dir);
+    snprintf(mpath, sizeof mpath, "%s/model.csv", dir);
+    if (nent < 0 || mq_table_write_csv(tpath, chip.name, T.be->name, source, ent, nent, err,
+                                       sizeof err) ||
+        mq_table_write_header(hpath, chip.name, source, ent, nent, err, sizeof err)) {
+        fprintf(stderr, "tune: %s\n", nent < 0 ? "out of memory" : err);
+        return 1;
+    }
+    FILE *mf = fopen(mpath, "w");
+    if (mf) {
+        fprintf(mf, "# mq cost model for %s: %s\nkind,th_launch,th_dispatch,th_compute,"
+                    "th_memory,th_splitk,th_wave,n_fit,n_holdout,mape,spearman\n",
+                chip.name, fit_note);
+        fprintf(mf, "%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%d,%.4f,%.4f\n",
+                mq_model_kind_name(fit.kind), fit.theta[0], fit.theta[1], fit.theta[2],
+                fit.theta[3], fit.theta[4], fit.theta[5], fit.n_fit, fit.n_holdout, fit.mape,
+                fit.spearman);
+        fclose(mf);
+    }
+    /* the summary */
+    printf("%-7s %-5s %-6s %-6s %-54s %11s %7s %7s %7s  %s\n", "format", "M", "N", "K",
+           "chosen candidate", "time ms", "xseed", "xstripe", "xmlx", "source");
+    double geo[MQ_BASE_COUNT] = {0};
+    int geon[MQ_BASE_COUNT] = {0};
+    for (int i = 0; i < nchoice; i++) {
+        char name[128];
+        mq_candidate_str(&choices[i].c, name, sizeof name);
+        printf("%-7s %-5d %-6d %-6d %-54s %11.4f", mq_format_name(choices[i].p.format),
+               choices[i].p.M, choices[i].p.N, choices[i].p.K, name,
+               choices[i].expected_s * 1e3);
+        for (int b = 0; b < MQ_BASE_COUNT; b++) {
+            if (choices[i].speedup[b] > 0) {
+                printf(" %7.2f", choices[i].speedup[b]);
+                geo[b] += log(choices[i].speedup[b]);
+                geon[b]++;
+            } else {
+                printf(" %7s", "n/a");
+            }
+        }
+        printf("  %s\n", source);
+    }
+    printf("\n%s table for %s: %d shapes, %d rows -> %s, %s\n", source, chip.name, nchoice, nent,
+           tpath, hpath);
+    for (int b = 0; b < MQ_BASE_COUNT; b++)
+        if (geon[b])
+            printf("geometric-mean speedup over the %s rule: %.2fx (%d shapes)\n",
+                   mq_baseline_name((mq_baseline)b), exp(geo[b] / geon[b]), geon[b]);
+    printf("cost model (%s): %s", mq_model_kind_name(fit.kind), fit_note);
+    if (fit.n_holdout)
+        printf("; held-out %d rows: MAPE %.1f%%, Spearman %.3f", fit.n_holdout, 100 * fit.mape,
+               fit.spearman);
+    printf("\n");
+    if (measured)
+        printf("timed %d candidates (%d reused), %.0f%% of each shape's space on average, in "
+               "%.1f s\n",
+               T.timed, T.reused, 100 * fraction_sum / (nchoice ? nchoice : 1),
+               mq_now() - t0);
+    else
+        printf("predicted in %.1f s\n", mq_now() - t0);
+    if (gap_n)
+        printf("against this build's exhaustive data on %d shapes: the guided pick is %.1f%% "
+               "slower on average, %.1f%% at worst\n",
+               gap_n, 100 * gap_sum / gap_n, 100 * gap_max);
+    mq_results_close(&T.w);
+    mq_results_free(&T.own);
+    free(ent);
+    free(choices);
+    free(T.rows.f);
+    free(T.rows.t);
+    mq_suite_free(&suite);
+    mq_backend_destroy(T.be);
+    return 0;
+}
