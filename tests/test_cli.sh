@@ -81,5 +81,41 @@ case "$out" in *"r.csv:5: malformed CSV"*) ok=1 ;; *) ok=0 ;; esac
 check "a damaged results file is refused with its line, nothing appended (rc $rc)" [ "$ok" -eq 1 ] 
 check "and exits 1" [ "$rc" -eq 1 ]
 rm -rf "$dir"
+
+bench="$B/tune"
+expect_usage_error "--chip is required" --suite smoke
+expect_usage_error "unknown chip 'm9'" --chip m9
+expect_usage_error "--search exhaustive needs a backend that is the chip" --chip m4max --search exhaustive
+expect_usage_error "unknown suite 'gpt9'" --chip m4max --suite gpt9
+dir=$(mktemp -d)
+out=$("$bench" --chip m4max --suite smoke --m 1,16 --out-dir "$dir" 2>&1); rc=$?
+check "tune --chip m4max exits 0 (got $rc)" [ "$rc" -eq 0 ]
+case "$out" in *"predicted table for m4max"*"documented defaults"*) ok=1 ;; *) ok=0 ;; esac
+check "the summary says the table is predicted, from default coefficients" [ "$ok" -eq 1 ]
+check "table.csv, table.h and model.csv are written" \
+    test -s "$dir/table.csv" -a -s "$dir/table.h" -a -s "$dir/model.csv"
+cat > "$dir/use.c" <<'C'
+#include <stdio.h>
+#include "mq.h"
+#include "table.h"
+int main(void)
+{
+    mq_table *t;
+    mq_error e;
+    if (mq_table_from_rows(mq_table_m4max_chip, mq_table_m4max_rows, mq_table_m4max_count, &t, &e))
+        return 1;
+    mq_problem p = {MQ_FMT_FP4, 1, 256, 512, 128};
+    mq_lookup_level lv;
+    mq_table_lookup(t, &p, NULL, &lv);
+    printf("%s\n", mq_lookup_level_name(lv));
+    mq_table_free(t);
+    return 0;
+}
+C
+${CC:-gcc} -std=c11 -Wall -Wextra -Werror -Ikernels -I"$dir" "$dir/use.c" "$B/libmq.a" -lcsv -lm -pthread \
+    -o "$dir/use" 2>"$dir/cc.err"; rc=$?
+check "the generated table.h compiles into a program (rc $rc: $(head -c 300 "$dir/cc.err"))" [ "$rc" -eq 0 ]
+check "and its compiled-in table answers a suite shape exactly" [ "$("$dir/use" 2>&1)" = "exact" ]
+rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,257 @@
+/* test_table.c - dispatch tables: built from choices and written, then
+ * loaded, every lookup returns the written candidate; each fallback level
+ * (exact, nearest, default, builtin) is reached; a newer schema, another
+ * chip and a malformed row are refused; mq_gemm asks the context's table;
+ * and a tune killed while it runs leaves the previous table intact. */
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mq.h"
+#include "table_write.h"
+#include "testdata.h"
+
+static char dir[] = "/tmp/mq-test-table-XXXXXX";
+
+static const char *in_dir(const char *name)
+{
+    static char buf[4][512];
+    static int slot;
+    char *p = buf[slot++ % 4];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+static mq_choice choice(mq_format f, int M, int N, int K, mq_candidate c)
+{
+    mq_choice ch;
+    memset(&ch, 0, sizeof ch);
+    ch.p = (mq_problem){f, M, N, K, 128};
+    ch.c = c;
+    ch.expected_s = 1e-3 * M;
+    ch.measured = 1;
+    ch.speedup[0] = 1.5;
+    return ch;
+}
+
+static int same(const mq_candidate *a, const mq_candidate *b)
+{
+    return a->variant == b->variant && !memcmp(&a->p, &b->p, sizeof a->p);
+}
+
+static void test_round_trip(void)
+{
+    mq_candidate small = {MQ_VAR_FUSED_FP4, {8, 1024, 128, 0, 1}};
+    mq_candidate mid = {MQ_VAR_FUSED_FP4, {16, 256, 128, 0, 1}};
+    mq_candidate big = {MQ_VAR_MARLIN_FP4, {128, 128, 32, 0, 1}};
+    mq_candidate u4c = {MQ_VAR_FUSED_U4, {16, 512, 128, 0, 1}};
+    mq_choice ch[] = {
+        choice(MQ_FMT_FP4, 1, 4096, 4096, small),  choice(MQ_FMT_FP4, 4, 4096, 4096, small),
+        choice(MQ_FMT_FP4, 16, 4096, 4096, mid),   choice(MQ_FMT_FP4, 64, 4096, 4096, big),
+        choice(MQ_FMT_FP4, 1, 14336, 4096, small), choice(MQ_FMT_FP4, 64, 14336, 4096, big),
+        choice(MQ_FMT_U4, 1, 4096, 4096, u4c),
+    };
+    int nch = (int)(sizeof ch / sizeof ch[0]);
+    mq_table_entry *e;
+    int n = mq_table_build(ch, nch, &e);
+    /* fp4 4096x4096: {1..4 small} {5..16 mid} {17.. big}; fp4 14336: {1 small}
+     * {2.. big}; u4: {1..}; defaults: fp4 (small: 3 shapes of 6), u4 */
+    CHECK(n == 8, "8 rows (3 + 2 + 1 merged M ranges, 2 defaults), got %d", n);
+    char err[512];
+    CHECK(mq_table_write_csv(in_dir("table.csv"), "m4max", "cpu", "measured", e, n, err,
+                             sizeof err) == 0,
+          "write the CSV: %s", err);
+    CHECK(mq_table_write_header(in_dir("table.h"), "m4max", "measured", e, n, err,
+                                sizeof err) == 0,
+          "write the header: %s", err);
+    mq_table *t;
+    mq_error me;
+    CHECK(mq_table_load(in_dir("table.csv"), "m4max", &t, &me) == MQ_OK, "load: %s", me.msg);
+    if (!t) {
+        free(e);
+        return;
+    }
+    int bad = 0;
+    for (int i = 0; i < nch; i++) {
+        mq_lookup_level lv;
+        mq_candidate got = mq_table_lookup(t, &ch[i].p, NULL, &lv);
+        bad += !same(&got, &ch[i].c) || lv != MQ_LOOKUP_EXACT;
+    }
+    CHECK(bad == 0, "every written shape looks up its own candidate, exactly (%d wrong)", bad);
+    mq_lookup_level lv;
+    mq_problem q = {MQ_FMT_FP4, 10, 4096, 4096, 128};
+    mq_candidate got = mq_table_lookup(t, &q, NULL, &lv);
+    CHECK(same(&got, &mid) && lv == MQ_LOOKUP_EXACT, "M=10 falls in the (4, 16] range");
+    q.M = 2000;
+    got = mq_table_lookup(t, &q, NULL, &lv);
+    CHECK(same(&got, &big) && lv == MQ_LOOKUP_EXACT, "M=2000 falls in the last range");
+    q = (mq_problem){MQ_FMT_FP4, 1, 12288, 4096, 128}; /* nearest: 14336x4096 */
+    got = mq_table_lookup(t, &q, NULL, &lv);
+    CHECK(same(&got, &small) && lv == MQ_LOOKUP_NEAREST,
+          "an unseen 12288x4096 takes the nearest shape 14336x4096 (level %s)",
+          mq_lookup_level_name(lv));
+    q = (mq_problem){MQ_FMT_FP4, 1, 4096, 4096, 64}; /* no group-64 shapes: default */
+    got = mq_table_lookup(t, &q, NULL, &lv);
+    CHECK(same(&got, &small) && lv == MQ_LOOKUP_DEFAULT,
+          "group 64 (no shapes) takes the chip's fp4 default (level %s)",
+          mq_lookup_level_name(lv));
+    q = (mq_problem){MQ_FMT_TRELLIS3, 1, 4096, 4096, 128}; /* nothing for trellis */
+    got = mq_table_lookup(t, &q, NULL, &lv);
+    mq_candidate seed = mq_default_candidate(&q);
+    CHECK(same(&got, &seed) && lv == MQ_LOOKUP_BUILTIN,
+          "trellis3 (not in the table) takes the seed rule (level %s)", mq_lookup_level_name(lv));
+    q = (mq_problem){MQ_FMT_FP4, 4, 4096, 256, 128}; /* tk=128 is legal; table's small... */
+    got = mq_table_lookup(NULL, &q, NULL, &lv);
+    CHECK(lv == MQ_LOOKUP_BUILTIN, "no table at all: the seed rule");
+
+    /* mq_gemm with no candidate asks the context's table */
+    mq_ctx *ctx;
+    mq_ctx_create(2, &ctx, &me);
+    mq_problem gp = {MQ_FMT_FP4, 1, 4096, 4096, 128};
+    mq_weights w;
+    float *W = malloc(sizeof(float) * 4096 * 4096);
+    td_fill_weights(W, 4096, 4096, 3);
+    mq_quantize(MQ_FMT_FP4, W, 4096, 4096, 128, NULL, &w, &me);
+    free(W);
+    uint16_t *A = malloc(2 * 4096);
+    float *C = malloc(4 * 4096);
+    td_fill_activations(A, 1, 4096, 4);
+    mq_trace_entry tr[64];
+    int count = 0;
+    mq_ctx_set_table(ctx, t);
+    mq_ctx_set_trace(ctx, tr, 64, &count);
+    CHECK(mq_gemm(ctx, &gp, &w, A, C, NULL, NULL, &me) == MQ_OK, "gemm: %s", me.msg);
+    CHECK(count == 4, "the table's 8x1024 tiles ran: 4 threadgroups for N=4096, got %d", count);
+    mq_ctx_set_trace(ctx, NULL, 0, NULL);
+    mq_ctx_destroy(ctx);
+    mq_weights_free(&w);
+    free(A);
+    free(C);
+    mq_table_free(t);
+
+    /* the generated header compiles into an identical table */
+    FILE *h = fopen(in_dir("table.h"), "r");
+    char text[16384];
+    size_t len = h ? fread(text, 1, sizeof text - 1, h) : 0;
+    if (h)
+        fclose(h);
+    text[len] = '\0';
+    CHECK(strstr(text, "{MQ_FMT_FP4, 128, 4096, 4096, 1, 4, {MQ_VAR_FUSED_FP4, {8, 1024, 128, 0, 1}}") != NULL &&
+              strstr(text, "mq_table_m4max_count = 8;"),
+          "the header lists the rows as mq_table_row initializers");
+    free(e);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_refusals(void)
+{
+    mq_table *t = NULL;
+    mq_error e;
+    CHECK(mq_table_load(in_dir("table.csv"), "m1", &t, &e) != MQ_OK &&
+              strstr(e.msg, "the table is for chip 'm4max', not 'm1'"),
+          "a foreign table is refused: '%s'", e.msg);
+    FILE *f = fopen(in_dir("table.csv"), "r");
+    char text[16384];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    char *s = strstr(text, "schema=1");
+    s[7] = '2';
+    write_text(in_dir("newer.csv"), text);
+    CHECK(mq_table_load(in_dir("newer.csv"), NULL, &t, &e) != MQ_OK &&
+              strstr(e.msg, "table schema 2 is newer than this library's 1"),
+          "a newer schema is refused: '%s'", e.msg);
+    s[7] = '1';
+    char bad[17000];
+    snprintf(bad, sizeof bad, "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1\n",
+             text);
+    write_text(in_dir("bad.csv"), bad);
+    CHECK(mq_table_load(in_dir("bad.csv"), NULL, &t, &e) != MQ_OK &&
+              strstr(e.msg, "bad.csv:12: malformed table row"),
+          "a malformed row is refused with its line: '%s'", e.msg);
+    CHECK(mq_table_load(in_dir("missing.csv"), NULL, &t, &e) != MQ_OK &&
+              strstr(e.msg, "cannot open"),
+          "a missing table: '%s'", e.msg);
+}
+
+static int run_tune(const char *tune, const char *out, int kill_after_ms)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+            _exit(127);
+        execl(tune, tune, "--chip", "m4max", "--suite", "smoke", "--m", "all", "--out-dir", out,
+              "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    if (kill_after_ms) {
+        struct timespec ts = {0, kill_after_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_killed_tune(const char *tune)
+{
+    char out[600];
+    snprintf(out, sizeof out, "%s/m4max", dir);
+    CHECK(run_tune(tune, out, 0) == 0, "tune --chip m4max on the smoke suite exits 0");
+    char path[700];
+    snprintf(path, sizeof path, "%s/table.csv", out);
+    FILE *f = fopen(path, "r");
+    char before[65536] = "", after[65536] = "";
+    size_t nb = f ? fread(before, 1, sizeof before - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(nb > 100, "a first table was written (%zu bytes)", nb);
+    int killed = 0;
+    for (int ms = 20; ms <= 320; ms *= 2) /* kill at several points of a second run */
+        killed += run_tune(tune, out, ms) == 128 + SIGKILL;
+    f = fopen(path, "r");
+    size_t na = f ? fread(after, 1, sizeof after - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(killed > 0, "at least one run was killed midway (%d)", killed);
+    mq_table *t;
+    mq_error e;
+    CHECK(mq_table_load(path, "m4max", &t, &e) == MQ_OK,
+          "after the kills the table still loads: %s", e.msg);
+    mq_table_free(t);
+    /* the same build and inputs write the same rows; only the date line may differ */
+    char *rb = strchr(before, '\n'), *ra = strchr(after, '\n');
+    CHECK(na > 100 && rb && ra && !strcmp(rb, ra),
+          "the table is the previous one or a complete new one, never a half table");
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    if (!mkdtemp(dir))
+        return 1;
+    char self[4096], tune[4200];
+    snprintf(self, sizeof self, "%s", argv[0]);
+    snprintf(tune, sizeof tune, "%s/../tune", dirname(self));
+    test_round_trip();
+    test_refusals();
+    test_killed_tune(tune);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return check_done("table");
+}
