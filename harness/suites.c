@@ -23,6 +23,13 @@ static const layer layers[] = {
     {"llama3-70b", "gate_up_proj", 28672, 8192}, {"llama3-70b", "down_proj", 8192, 28672},
     {"moe", "expert_gate_up", 768, 2048},    {"moe", "expert_down", 2048, 768},
     {"smoke", "small", 256, 512},            {"smoke", "ragged", 200, 384},
+    /* held out of the default tuning suite, to check a table on unseen shapes:
+     * Llama-3.2-3B (hidden 3072, MLP 8192) and Qwen2.5-7B (hidden 3584, MLP 18944) */
+    {"heldout", "llama3.2-3b.q_proj", 3072, 3072},
+    {"heldout", "llama3.2-3b.gate_up_proj", 8192, 3072},
+    {"heldout", "llama3.2-3b.down_proj", 3072, 8192},
+    {"heldout", "qwen2.5-7b.q_proj", 3584, 3584},
+    {"heldout", "qwen2.5-7b.down_proj", 3584, 18944},
 };
 
 static const int decode_ms[] = {1, 2, 4, 8, 12, 16};
@@ -30,7 +37,7 @@ static const int prefill_ms[] = {24, 32, 64, 128, 256, 512};
 
 const char *mq_suite_builtin_names(void)
 {
-    return "llama3-8b, llama3-70b, moe, default (llama3-8b + moe), all, smoke";
+    return "llama3-8b, llama3-70b, moe, default (llama3-8b + moe), all, smoke, heldout";
 }
 
 int mq_suite_parse_ms(const char *spec, int *ms, int cap, char *err, size_t errlen)
@@ -142,7 +149,8 @@ int mq_suite_load(const char *name, const int *ms, int nms, mq_suite *out, char 
     int builtin = 0;
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         int want = !strcmp(name, layers[i].model) ||
-                   (!strcmp(name, "all") && strcmp(layers[i].model, "smoke")) ||
+                   (!strcmp(name, "all") && strcmp(layers[i].model, "smoke") &&
+                    strcmp(layers[i].model, "heldout")) ||
                    (!strcmp(name, "default") && (!strcmp(layers[i].model, "llama3-8b") ||
                                                  !strcmp(layers[i].model, "moe")));
         if (!want)

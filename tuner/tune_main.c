@@ -33,7 +33,7 @@ static const double default_theta[MQ_MODEL_NPARAM] = {10e-6, 5e-6, 1 / 0.6, 1 / 
                                                       1 / 0.8, 2e-6};
 
 typedef struct {
-    const char *chip, *chips, *suite, *m, *out_dir, *backend;
+    const char *chip, *chips, *suite, *m, *out_dir, *backend, *check;
     unsigned formats;
     int group, evals, init, exhaustive, resume, threads, quiet;
     mq_measure_opts mo;
@@ -61,11 +61,15 @@ static void usage(FILE *f)
         "  --resume           reuse rows this build measured on this host (DIR/tune-results.csv)\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            only the summary\n"
+        "  --check SUITE      host: instead of tuning, check DIR/table.csv on SUITE's shapes\n"
+        "                     (e.g. heldout): time each shape's table pick, the baselines\n"
+        "                     and every candidate, and report the ratios (M default 1,16)\n"
         "  --help             this text\n\n"
         "examples:\n"
         "  tune --chip m4max\n"
         "  tune --chip host\n"
-        "  tune --chip host --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive\n");
+        "  tune --chip host --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive\n"
+        "  tune --chip host --check heldout --formats fp4\n");
 }
 
 static int parse_args(int argc, char **argv, options *o)
@@ -89,9 +93,9 @@ static int parse_args(int argc, char **argv, options *o)
             *(a[2] == 'r' ? &o->resume : &o->quiet) = 1;
             continue;
         }
-        static const char *const valued[] = {"--chip",  "--chips",  "--suite",   "--m",
-                                             "--formats", "--group", "--search", "--evals",
-                                             "--budget", "--out-dir", "--threads"};
+        static const char *const valued[] = {"--chip",    "--chips",   "--suite",  "--m",
+                                             "--formats", "--group",   "--search", "--evals",
+                                             "--budget",  "--out-dir", "--threads", "--check"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= !strcmp(a, valued[k]);
@@ -111,6 +115,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->m = v;
         else if (!strcmp(a, "--out-dir"))
             o->out_dir = v;
+        else if (!strcmp(a, "--check"))
+            o->check = v;
         else if (!strcmp(a, "--formats")) {
             if (mq_cli_formats(v, &o->formats, why, sizeof why)) {
                 fprintf(stderr, "tune: %s\n", why);
@@ -242,6 +248,42 @@ static int find(const cand *cs, int n, const mq_candidate *c)
     return -1;
 }
 
+/* The legal candidates of a problem with their features, plus the
+ * baselines (added when outside the grid); base[b] is each baseline's index
+ * (-1 when the rule does not serve the format). */
+static cand *build_cands(const mq_problem *p, const mq_chip *chip, int *n_out, int *base)
+{
+    mq_space sp;
+    if (mq_space_enumerate(p, chip, MQ_SPACE_FULL, &sp))
+        return NULL;
+    cand *cs = calloc((size_t)sp.legal + MQ_BASE_COUNT + 1, sizeof *cs);
+    int n = 0;
+    for (int i = 0; cs && i < sp.n; i++) {
+        if (!sp.e[i].legal)
+            continue;
+        cs[n].c = sp.e[i].c;
+        cs[n].time = -1;
+        mq_features_compute(p, &cs[n].c, chip, &cs[n].f, NULL);
+        n++;
+    }
+    mq_space_free(&sp);
+    for (int b = 0; cs && b < MQ_BASE_COUNT; b++) {
+        mq_candidate bc;
+        base[b] = -1;
+        if (mq_baseline_candidate((mq_baseline)b, p, chip, &bc))
+            continue;
+        base[b] = find(cs, n, &bc);
+        if (base[b] < 0) { /* a rule's pick outside the grid joins the list */
+            cs[n].c = bc;
+            cs[n].time = -1;
+            mq_features_compute(p, &bc, chip, &cs[n].f, NULL);
+            base[b] = n++;
+        }
+    }
+    *n_out = n;
+    return cs;
+}
+
 /* Guided search: baselines and a spread-out sample first, then the model's
  * best unmeasured picks, refitting after each batch, until `evals`. */
 static void search_guided(tuner *T, const mq_problem *p, cand *cs, int n, const int *base)
@@ -289,6 +331,82 @@ static void search_guided(tuner *T, const mq_problem *p, cand *cs, int n, const 
     }
 }
 
+/* --check: a table on shapes it was not tuned on. Every candidate of each
+ * shape is timed (the exhaustive best), as are the baselines and the
+ * table's pick (found by lookup, with its level). */
+static int run_check(tuner *T, const mq_suite *suite, const char *table_path)
+{
+    mq_table *table;
+    mq_error e;
+    if (mq_table_load(table_path, T->chip->name, &table, &e)) {
+        fprintf(stderr, "tune: %s\n", e.msg);
+        return 1;
+    }
+    printf("%-7s %-5s %-6s %-6s %-54s %-8s %9s %9s %9s %8s %8s\n", "format", "M", "N", "K",
+           "table pick", "level", "pick ms", "base ms", "best ms", "xbase", "vs best");
+    double lg_base = 0, lg_best = 0, worst = 0;
+    int cnt = 0;
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int s = 0; (T->o->formats & (1u << f)) && s < suite->n; s++) {
+            mq_problem p = {(mq_format)f, suite->s[s].M, suite->s[s].N, suite->s[s].K,
+                            T->o->group};
+            int n, base[MQ_BASE_COUNT];
+            cand *cs = build_cands(&p, T->chip, &n, base);
+            if (!cs)
+                continue;
+            mq_lookup_level lv;
+            mq_limits lim = mq_chip_limits(T->chip);
+            mq_candidate pc = mq_table_lookup(table, &p, &lim, &lv);
+            int pick = find(cs, n, &pc);
+            if (pick < 0) {
+                cs[n].c = pc;
+                cs[n].time = -1;
+                pick = n++;
+            }
+            int msame[64], nsame = 0;
+            for (int t = s; t < suite->n && nsame < 64; t++)
+                if (suite->s[t].N == p.N && suite->s[t].K == p.K)
+                    msame[nsame++] = suite->s[t].M;
+            if (mq_bench_problem_setup(&T->bp, &p, 0, msame, nsame, &e)) {
+                fprintf(stderr, "tune: %s\n", e.msg);
+                free(cs);
+                mq_table_free(table);
+                return 1;
+            }
+            double best = INFINITY, bbase = INFINITY;
+            for (int i = 0; i < n; i++) {
+                double t = measure(T, &p, &cs[i]);
+                if (t > 0)
+                    best = fmin(best, t);
+            }
+            for (int b = 0; b < MQ_BASE_COUNT; b++)
+                if (base[b] >= 0 && cs[base[b]].time > 0)
+                    bbase = fmin(bbase, cs[base[b]].time);
+            double pt = cs[pick].time;
+            char name[128];
+            mq_candidate_str(&pc, name, sizeof name);
+            printf("%-7s %-5d %-6d %-6d %-54s %-8s %9.4f %9.4f %9.4f %7.2fx %+7.1f%%\n",
+                   mq_format_name(p.format), p.M, p.N, p.K, name, mq_lookup_level_name(lv),
+                   pt * 1e3, bbase * 1e3, best * 1e3, bbase / pt, 100 * (pt / best - 1));
+            fflush(stdout);
+            if (pt > 0 && isfinite(bbase) && isfinite(best)) {
+                lg_base += log(bbase / pt);
+                lg_best += log(pt / best);
+                worst = fmax(worst, pt / best - 1);
+                cnt++;
+            }
+            free(cs);
+        }
+    mq_bench_problem_free(&T->bp);
+    mq_table_free(table);
+    if (cnt)
+        printf("\n%d shapes not in the tuning suite: the table's picks are %.2fx the best "
+               "baseline (geometric mean) and %.1f%% slower than the exhaustive best on "
+               "average (geometric), %.1f%% at worst\n",
+               cnt, exp(lg_base / cnt), 100 * (exp(lg_best / cnt) - 1), 100 * worst);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -315,11 +433,16 @@ int main(int argc, char **argv)
                 o.chip);
         return 2;
     }
+    if (o.check && !measured) {
+        fprintf(stderr, "tune: --check times candidates: it needs --chip host here\n");
+        return 2;
+    }
     int ms[64];
-    int nms = mq_suite_parse_ms(o.m ? o.m : measured ? "1,4,16,64" : "all", ms, 64, err,
-                                sizeof err);
+    const char *mdef = o.check ? "1,16" : measured ? "1,4,16,64" : "all";
+    int nms = mq_suite_parse_ms(o.m ? o.m : mdef, ms, 64, err, sizeof err);
     mq_suite suite;
-    if (nms < 0 || mq_suite_load(o.suite, ms, nms, &suite, err, sizeof err)) {
+    if (nms < 0 ||
+        mq_suite_load(o.check ? o.check : o.suite, ms, nms, &suite, err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         return 2;
     }
@@ -351,7 +474,7 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s", o.out_dir ? o.out_dir : "");
     if (!o.out_dir)
         snprintf(dir, sizeof dir, "results/%s", chip.name);
-    snprintf(path, sizeof path, "%s/tune-results.csv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, o.check ? "check-results.csv" : "tune-results.csv");
     struct stat sb;
     T.w.fd = -1;
     if (make_dirs(dir) ||
@@ -359,6 +482,18 @@ int main(int argc, char **argv)
         (measured && mq_results_open(path, &T.w, err, sizeof err))) {
         fprintf(stderr, "tune: %s\n", err[0] ? err : strerror(errno));
         return 1;
+    }
+    if (o.check) {
+        char tp[4200];
+        snprintf(tp, sizeof tp, "%s/table.csv", dir);
+        rc = run_check(&T, &suite, tp);
+        mq_results_close(&T.w);
+        mq_results_free(&T.own);
+        mq_suite_free(&suite);
+        mq_backend_destroy(T.be);
+        free(T.rows.f);
+        free(T.rows.t);
+        return rc;
     }
     mq_model pred = {MQ_MODEL_ROOFLINE, {0}, 0, 0, NAN, NAN};
     memcpy(pred.theta, default_theta, sizeof default_theta);
@@ -379,34 +514,10 @@ int main(int argc, char **argv)
     for (int f = 0; f < MQ_FMT_COUNT; f++)
         for (int s = 0; (o.formats & (1u << f)) && s < suite.n; s++) {
             mq_problem p = {(mq_format)f, suite.s[s].M, suite.s[s].N, suite.s[s].K, o.group};
-            mq_space sp;
-            if (mq_space_enumerate(&p, &chip, MQ_SPACE_FULL, &sp))
+            int n, base[MQ_BASE_COUNT];
+            cand *cs = build_cands(&p, &chip, &n, base);
+            if (!cs)
                 continue;
-            cand *cs = calloc((size_t)sp.legal + MQ_BASE_COUNT, sizeof *cs);
-            int n = 0;
-            for (int i = 0; i < sp.n; i++) {
-                if (!sp.e[i].legal)
-                    continue;
-                cs[n].c = sp.e[i].c;
-                cs[n].time = -1;
-                mq_features_compute(&p, &cs[n].c, &chip, &cs[n].f, NULL);
-                n++;
-            }
-            mq_space_free(&sp);
-            int base[MQ_BASE_COUNT];
-            for (int b = 0; b < MQ_BASE_COUNT; b++) {
-                mq_candidate bc;
-                base[b] = -1;
-                if (mq_baseline_candidate((mq_baseline)b, &p, &chip, &bc))
-                    continue;
-                base[b] = find(cs, n, &bc);
-                if (base[b] < 0) { /* a rule's pick outside the grid joins the list */
-                    cs[n].c = bc;
-                    cs[n].time = -1;
-                    mq_features_compute(&p, &bc, &chip, &cs[n].f, NULL);
-                    base[b] = n++;
-                }
-            }
             int pick = -1;
             double btime[MQ_BASE_COUNT];
             if (measured) {
