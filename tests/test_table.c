@@ -56,6 +56,7 @@ static void test_round_trip(void)
         choice(MQ_FMT_FP4, 16, 4096, 4096, mid),   choice(MQ_FMT_FP4, 64, 4096, 4096, big),
         choice(MQ_FMT_FP4, 1, 14336, 4096, small), choice(MQ_FMT_FP4, 64, 14336, 4096, big),
         choice(MQ_FMT_U4, 1, 4096, 4096, u4c),
+        choice(MQ_FMT_FP4, 4, 4096, 4096, small), /* a second layer of the same shape */
     };
     int nch = (int)(sizeof ch / sizeof ch[0]);
     mq_table_entry *e;

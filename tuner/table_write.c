@@ -43,6 +43,12 @@ int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out)
     memcpy(s, ch, sizeof *s * (size_t)n);
     qsort(s, (size_t)n, sizeof *s, cmp_choice);
     int m = 0;
+    /* the same problem twice (two layers of one shape): keep the first */
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (u == 0 || !same_shape(&s[i].p, &s[u - 1].p) || s[i].p.M != s[u - 1].p.M)
+            s[u++] = s[i];
+    n = u;
     for (int i = 0; i < n; i++) {
         int first = i == 0 || !same_shape(&s[i].p, &s[i - 1].p);
         int last = i == n - 1 || !same_shape(&s[i].p, &s[i + 1].p);

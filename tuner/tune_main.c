@@ -514,6 +514,11 @@ int main(int argc, char **argv)
     for (int f = 0; f < MQ_FMT_COUNT; f++)
         for (int s = 0; (o.formats & (1u << f)) && s < suite.n; s++) {
             mq_problem p = {(mq_format)f, suite.s[s].M, suite.s[s].N, suite.s[s].K, o.group};
+            int dup = 0; /* two layers of one shape are one problem */
+            for (int t = 0; t < s; t++)
+                dup |= suite.s[t].M == p.M && suite.s[t].N == p.N && suite.s[t].K == p.K;
+            if (dup)
+                continue;
             int n, base[MQ_BASE_COUNT];
             cand *cs = build_cands(&p, &chip, &n, base);
             if (!cs)
