@@ -56,6 +56,8 @@ static void test_features(void)
     near(f.compute_s, 2 * 262144.0 / (1e12 / 5), "compute time of the busiest core");
     near(f.memory_s, 6 * f.bytes_per_unit / 100e9, "memory time");
     near(f.dispatches, 1, "dispatches");
+    near(f.ksteps_core, 2 * 256 / 16, "K steps of the busiest core: 2 tiles x 16");
+    near(f.row_pieces_core, 2 * 256 / 8, "packed-row pieces: 2 tiles x 32 rows");
 
     /* M=64 N=256: 4 x 8 = 32 threadgroups over 10 slots: 4 waves, the last
      * 20% full; the busiest core runs ceil(32/5) = 7 */
@@ -134,15 +136,18 @@ static void test_fit(void)
     uint32_t st = 99;
     char err[256];
     /* roofline truth: 5 us launch, 8 us per dispatch, 1.6x the ideal compute
-     * time, 1.25x the ideal memory time, split-K traffic at 2x, 1 us a wave */
-    mq_model truth = {MQ_MODEL_ROOFLINE, {5e-6, 8e-6, 1.6, 1.25, 2.0, 1e-6}, 0, 0, 0, 0};
+     * time, 1.25x the ideal memory time, split-K traffic at 2x, 1 us a wave,
+     * 30 ns a K step, 2 ns a packed-row piece */
+    mq_model truth = {MQ_MODEL_ROOFLINE, {5e-6, 8e-6, 1.6, 1.25, 2.0, 1e-6, 30e-9, 2e-9},
+                      0, 0, 0, 0};
     for (int i = 0; i < n; i++) /* +-2% multiplicative noise */
         t[i] = mq_model_predict(&truth, &f[i]) * (1.0 + 0.02 * td_uniform(&st));
     mq_model m;
     CHECK(mq_model_fit_holdout(MQ_MODEL_ROOFLINE, f, t, n, 0.2, &m, err, sizeof err) == 0,
           "roofline fit: %s", err);
-    static const char *const names[] = {"launch", "per dispatch", "compute slope",
-                                        "memory slope", "split-K slope", "per wave"};
+    static const char *const names[] = {"launch",        "per dispatch", "compute slope",
+                                        "memory slope",  "split-K slope", "per wave",
+                                        "per K step",    "per row piece"};
     for (int j = 0; j < MQ_MODEL_NPARAM; j++)
         CHECK(fabs(m.theta[j] - truth.theta[j]) <= 0.05 * fabs(truth.theta[j]),
               "roofline %s: expected %.4g within 5%%, got %.4g", names[j], truth.theta[j],
@@ -152,7 +157,8 @@ static void test_fit(void)
           m.mape, m.spearman);
 
     /* linear truth and fit */
-    mq_model lin = {MQ_MODEL_LINEAR, {3e-6, 6e-6, 1.3, 0.9, 1.5, 2e-6}, 0, 0, 0, 0};
+    mq_model lin = {MQ_MODEL_LINEAR, {3e-6, 6e-6, 1.3, 0.9, 1.5, 2e-6, 20e-9, 1e-9}, 0, 0, 0,
+                    0};
     for (int i = 0; i < n; i++)
         t[i] = mq_model_predict(&lin, &f[i]) * (1.0 + 0.02 * td_uniform(&st));
     CHECK(mq_model_fit_holdout(MQ_MODEL_LINEAR, f, t, n, 0.2, &m, err, sizeof err) == 0,

@@ -23,6 +23,8 @@ void mq_model_predictors(const mq_features *f, double x[MQ_MODEL_NPARAM])
     x[3] = f->memory_s;
     x[4] = f->splitk_s;
     x[5] = f->waves;
+    x[6] = f->ksteps_core;
+    x[7] = f->row_pieces_core;
 }
 
 static double predict_x(mq_model_kind kind, const double *th, const double *x)
@@ -34,7 +36,7 @@ static double predict_x(mq_model_kind kind, const double *th, const double *x)
         return t;
     }
     return th[0] + th[1] * x[1] + fmax(th[2] * x[2], th[3] * x[3]) + th[4] * x[4] +
-           th[5] * x[5];
+           th[5] * x[5] + th[6] * x[6] + th[7] * x[7];
 }
 
 double mq_model_predict(const mq_model *m, const mq_features *f)

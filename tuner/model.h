@@ -1,9 +1,10 @@
 /* model.h - cost models over candidate features, fitted with GSL on
  * relative error (times span microseconds to seconds):
- *   linear:   t = th0 + th1*D + th2*C + th3*M + th4*R + th5*W
- *   roofline: t = th0 + th1*D + max(th2*C, th3*M) + th4*R + th5*W
+ *   linear:   t = th0 + th1*D + th2*C + th3*M + th4*R + th5*W + th6*S + th7*P
+ *   roofline: t = th0 + th1*D + max(th2*C, th3*M) + th4*R + th5*W + th6*S + th7*P
  * with D dispatches, C the ideal compute time of the busiest core, M the
- * ideal memory time, R the split-K traffic time, W the number of waves.
+ * ideal memory time, R the split-K traffic time, W the number of waves, S
+ * and P the busiest core's K steps and packed-row pieces.
  * The linear fit is robust (bisquare); the roofline alternates robust
  * linear fits over the rows' compute- or memory-bound sides until no row
  * changes side, then is polished by nonlinear least squares (trust region). Each fit carries its quality on
@@ -15,7 +16,7 @@
 
 #include "work_features.h"
 
-#define MQ_MODEL_NPARAM 6
+#define MQ_MODEL_NPARAM 8
 
 typedef enum { MQ_MODEL_LINEAR, MQ_MODEL_ROOFLINE } mq_model_kind;
 

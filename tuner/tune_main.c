@@ -28,9 +28,10 @@
 
 /* Documented defaults for a chip never measured: 10 us launch, 5 us per
  * extra dispatch, compute at 60% and memory at 80% of the chip's peaks,
- * split-K traffic at 80% of bandwidth, 2 us per wave of threadgroups. */
-static const double default_theta[MQ_MODEL_NPARAM] = {10e-6, 5e-6, 1 / 0.6, 1 / 0.8,
-                                                      1 / 0.8, 2e-6};
+ * split-K traffic at 80% of bandwidth, 2 us per wave of threadgroups, 20 ns
+ * per K step (a threadgroup barrier), nothing extra per packed-row piece. */
+static const double default_theta[MQ_MODEL_NPARAM] = {10e-6,   5e-6, 1 / 0.6, 1 / 0.8,
+                                                      1 / 0.8, 2e-6, 20e-9,   0.0};
 
 typedef struct {
     const char *chip, *chips, *suite, *m, *out_dir, *backend, *check;
@@ -644,12 +645,13 @@ int main(int argc, char **argv)
     FILE *mf = fopen(mpath, "w");
     if (mf) {
         fprintf(mf, "# mq cost model for %s: %s\nkind,th_launch,th_dispatch,th_compute,"
-                    "th_memory,th_splitk,th_wave,n_fit,n_holdout,mape,spearman\n",
+                    "th_memory,th_splitk,th_wave,th_kstep,th_row_piece,n_fit,n_holdout,mape,"
+                    "spearman\n",
                 chip.name, fit_note);
-        fprintf(mf, "%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%d,%.4f,%.4f\n",
-                mq_model_kind_name(fit.kind), fit.theta[0], fit.theta[1], fit.theta[2],
-                fit.theta[3], fit.theta[4], fit.theta[5], fit.n_fit, fit.n_holdout, fit.mape,
-                fit.spearman);
+        fprintf(mf, "%s", mq_model_kind_name(fit.kind));
+        for (int j = 0; j < MQ_MODEL_NPARAM; j++)
+            fprintf(mf, ",%.6g", fit.theta[j]);
+        fprintf(mf, ",%d,%d,%.4f,%.4f\n", fit.n_fit, fit.n_holdout, fit.mape, fit.spearman);
         fclose(mf);
     }
     /* the summary */

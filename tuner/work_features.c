@@ -44,6 +44,9 @@ mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const 
     f->total_bytes = units * f->bytes_per_unit;
     f->splitk_bytes = plan.k_slices > 1 ? 2.0 * plan.k_slices * p->M * (double)p->N * 4.0 : 0.0;
     f->dispatches = plan.dispatches;
+    double units_core = f->tgs_per_core * f->units_per_tg;
+    f->ksteps_core = units_core * ceil(k_len / c->p.tile_k);
+    f->row_pieces_core = units_core * k_len / 8.0;
     double core_flops = chip->v[MQ_CHIP_FP32_TFLOPS] * 1e12 / cores;
     double bw = chip->v[MQ_CHIP_MEM_BW_GBS] * 1e9;
     f->compute_s = f->tgs_per_core * f->units_per_tg * f->flops_per_unit / core_flops;

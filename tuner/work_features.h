@@ -21,6 +21,10 @@ typedef struct {
     double total_flops, total_bytes;
     double splitk_bytes;      /* partials written, then read by the reduction pass */
     double dispatches;
+    /* per-step counts on the busiest core: K steps (a tile load and barrier
+     * each) and packed B row pieces (tile_n words each: shorter pieces cost
+     * more latency per byte) */
+    double ksteps_core, row_pieces_core;
     /* ideal times at the chip's peaks (seconds) */
     double compute_s;         /* the busiest core's flops at its share of the peak */
     double memory_s;          /* total bytes at the memory bandwidth */
