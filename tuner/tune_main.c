@@ -56,7 +56,7 @@ static void usage(FILE *f)
         "  --formats LIST     default fp4,u4\n"
         "  --group G          32, 64 or 128 (default 128)\n"
         "  --search KIND      guided (default) or exhaustive (host only)\n"
-        "  --evals N          guided: candidates timed per shape (default 32)\n"
+        "  --evals N          guided: candidates timed per shape (default 40)\n"
         "  --budget S         seconds of timing per candidate at most (default 0.3)\n"
         "  --out-dir DIR      default results/CHIP\n"
         "  --resume           reuse rows this build measured on this host (DIR/tune-results.csv)\n"
@@ -80,7 +80,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->suite = "default";
     o->backend = "auto";
     o->group = 128;
-    o->evals = 32;
+    o->evals = 40;
     o->init = 12;
     o->mo = mq_measure_defaults();
     o->mo.budget_s = 0.3;
