@@ -3,6 +3,7 @@
 #   make test       build and run the test suite
 #   make sanitize   the test suite under AddressSanitizer + UBSan
 #   make portable   the test suite without AVX-512 (the portable vector paths)
+#   make tune       the main job: tune --chip m4max (TUNE_ARGS='--chip host' etc.)
 #   make bench      the kernel benchmark on this machine (prints, writes results/)
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
 ifeq ($(origin CC),default)
@@ -28,7 +29,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
-.PHONY: all test sanitize portable bench deps clean FORCE
+.PHONY: all test sanitize portable bench tune deps clean FORCE
 all: $(LIB) $(TOOLS) $(TEST_BIN)
 
 $(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tuner/*.h tests/*.h)
@@ -69,6 +70,9 @@ portable:
 
 bench: deps $(BUILD)/kernel-bench
 	$(BUILD)/kernel-bench $(BENCH_ARGS)
+
+tune: deps $(BUILD)/tune
+	$(BUILD)/tune $(if $(TUNE_ARGS),$(TUNE_ARGS),--chip m4max)
 
 deps:
 	@scripts/install-deps.sh
