@@ -112,8 +112,10 @@ int main(void)
     return 0;
 }
 C
-${CC:-gcc} -std=c11 -Wall -Wextra -Werror -Ikernels -I"$dir" "$dir/use.c" "$B/libmq.a" -lcsv -lm -pthread \
-    -o "$dir/use" 2>"$dir/cc.err"; rc=$?
+san=""  # a sanitizer build's library needs the sanitizer runtimes to link
+nm "$B/libmq.a" 2>/dev/null | grep -q __asan && san="-fsanitize=address,undefined"
+${CC:-gcc} -std=c11 -Wall -Wextra -Werror $san -Ikernels -I"$dir" "$dir/use.c" "$B/libmq.a" \
+    -lcsv -lm -pthread -o "$dir/use" 2>"$dir/cc.err"; rc=$?
 check "the generated table.h compiles into a program (rc $rc: $(head -c 300 "$dir/cc.err"))" [ "$rc" -eq 0 ]
 check "and its compiled-in table answers a suite shape exactly" [ "$("$dir/use" 2>&1)" = "exact" ]
 rm -rf "$dir"
