@@ -263,7 +263,8 @@ typedef struct mq_table mq_table;
 
 typedef enum {
     MQ_LOOKUP_EXACT,   /* this (format, group, N, K) and M range */
-    MQ_LOOKUP_NEAREST, /* the nearest shape (log N, log K) of the format and group */
+    MQ_LOOKUP_NEAREST, /* the nearest shape (log N, log K) of the format and group,
+                          tile_n rescaled to keep its number of column tiles */
     MQ_LOOKUP_DEFAULT, /* the chip's default for the format */
     MQ_LOOKUP_BUILTIN  /* no table answer: the seed kernels' rule */
 } mq_lookup_level;

@@ -161,6 +161,27 @@ static const mq_table_row *covering(const mq_table *t, const mq_problem *p, int 
     return NULL;
 }
 
+/* A neighbour's candidate for another N keeps its decomposition rather than
+ * its tile: tile_n is rescaled so the asked N gets as many column tiles as
+ * the neighbour's N did (rounded up to the variant's quantum), when that is
+ * legal; otherwise the candidate is returned as it is. With 2 or 40 cores
+ * alike, the tile count is what sets the balance across cores. */
+static mq_candidate rescale_tile_n(const mq_table_row *r, const mq_problem *p,
+                                   const mq_limits *lim)
+{
+    mq_candidate c = r->c;
+    int tiles = (r->N + c.p.tile_n - 1) / c.p.tile_n;
+    int q = mq_variant_get(c.variant)->tile_quantum;
+    int tn = ((p->N + tiles - 1) / tiles + q - 1) / q * q;
+    if (tn == c.p.tile_n)
+        return c;
+    mq_candidate a = c;
+    a.p.tile_n = tn;
+    if (a.p.num_threadgroups) /* striped: keep threadgroups per work unit */
+        a.p.num_threadgroups = 0;
+    return legal_for(p, &a, lim) ? a : c;
+}
+
 mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_limits *lim,
                              mq_lookup_level *level)
 {
@@ -182,8 +203,13 @@ mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_li
                 r = hit;
             }
         }
-        if (r)
+        if (r) {
             lv = MQ_LOOKUP_NEAREST;
+            mq_candidate adapted = rescale_tile_n(r, p, lim);
+            if (level)
+                *level = lv;
+            return adapted;
+        }
         else if ((r = covering(t, p, 0, 0, 0, lim)) != NULL ||
                  (r = covering(t, p, 0, 0, 1, lim)) != NULL)
             lv = MQ_LOOKUP_DEFAULT;

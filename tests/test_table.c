@@ -94,9 +94,15 @@ static void test_round_trip(void)
     CHECK(same(&got, &big) && lv == MQ_LOOKUP_EXACT, "M=2000 falls in the last range");
     q = (mq_problem){MQ_FMT_FP4, 1, 12288, 4096, 128}; /* nearest: 14336x4096 */
     got = mq_table_lookup(t, &q, NULL, &lv);
-    CHECK(same(&got, &small) && lv == MQ_LOOKUP_NEAREST,
-          "an unseen 12288x4096 takes the nearest shape 14336x4096 (level %s)",
-          mq_lookup_level_name(lv));
+    mq_candidate rescaled = small; /* 14 column tiles of 1024 -> 14 of 880 for 12288 */
+    rescaled.p.tile_n = 880;
+    CHECK(same(&got, &rescaled) && lv == MQ_LOOKUP_NEAREST,
+          "an unseen 12288x4096 takes the nearest shape 14336x4096's candidate with tile_n "
+          "880 (its 14 column tiles), level nearest; got tile_n %d, level %s",
+          got.p.tile_n, mq_lookup_level_name(lv));
+    q.N = 14336 - 8; /* 14 tiles of 1024 still fit: the candidate is kept as it is */
+    got = mq_table_lookup(t, &q, NULL, &lv);
+    CHECK(same(&got, &small) && lv == MQ_LOOKUP_NEAREST, "N=14328 keeps tile_n 1024");
     q = (mq_problem){MQ_FMT_FP4, 1, 4096, 4096, 64}; /* no group-64 shapes: default */
     got = mq_table_lookup(t, &q, NULL, &lv);
     CHECK(same(&got, &small) && lv == MQ_LOOKUP_DEFAULT,
