@@ -194,6 +194,6 @@ int mq_chip_find(const mq_chip_db *db, const char *name, int threads, mq_chip *o
 mq_limits mq_chip_limits(const mq_chip *c)
 {
     mq_limits l = {(int)c->v[MQ_CHIP_TG_MEM_BYTES], (int)c->v[MQ_CHIP_MAX_THREADS_PER_TG],
-                   (int)c->v[MQ_CHIP_SIMD_WIDTH]};
+                   (int)c->v[MQ_CHIP_SIMD_WIDTH], (int)c->v[MQ_CHIP_GPU_CORES]};
     return l;
 }

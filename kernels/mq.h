@@ -189,6 +189,7 @@ typedef struct {
     int tg_mem_bytes;         /* threadgroup memory per threadgroup */
     int max_threads_per_tg;
     int simd_width;
+    int cores;                /* GPU cores (0: unknown); only the lookup uses it */
 } mq_limits;
 
 mq_limits mq_limits_default(void); /* Apple GPUs: 32 KiB, 1024, 32 */
@@ -263,8 +264,9 @@ typedef struct mq_table mq_table;
 
 typedef enum {
     MQ_LOOKUP_EXACT,   /* this (format, group, N, K) and M range */
-    MQ_LOOKUP_NEAREST, /* the nearest shape (log N, log K) of the format and group,
-                          tile_n rescaled to keep its number of column tiles */
+    MQ_LOOKUP_NEAREST, /* the nearest shape (log N, log K) of the format and group;
+                          with lim->cores known, tile_n rescaled to keep its number
+                          of column tiles when that fills the cores more evenly */
     MQ_LOOKUP_DEFAULT, /* the chip's default for the format */
     MQ_LOOKUP_BUILTIN  /* no table answer: the seed kernels' rule */
 } mq_lookup_level;

@@ -1,8 +1,8 @@
 /* table.c - dispatch tables: loading the CSV that tune writes (libcsv, via
  * csvfile.c), tables from compiled-in rows, and the lookup with its
  * fallbacks: exact shape -> nearest shape (distance in log N, log K, within
- * the M range) -> the chip's default for the format -> the seed rule. A
- * candidate that is not legal for the asked problem is skipped. */
+ * the M range; see adapt_to_n) -> the chip's default for the format -> the
+ * seed rule. A candidate that is not legal for the asked problem is skipped. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,25 +161,34 @@ static const mq_table_row *covering(const mq_table *t, const mq_problem *p, int 
     return NULL;
 }
 
-/* A neighbour's candidate for another N keeps its decomposition rather than
- * its tile: tile_n is rescaled so the asked N gets as many column tiles as
- * the neighbour's N did (rounded up to the variant's quantum), when that is
- * legal; otherwise the candidate is returned as it is. With 2 or 40 cores
- * alike, the tile count is what sets the balance across cores. */
-static mq_candidate rescale_tile_n(const mq_table_row *r, const mq_problem *p,
-                                   const mq_limits *lim)
+/* How evenly a candidate's threadgroups fill the cores: tgs over the next
+ * multiple of the core count (1 = no core idles in the last round). */
+static double core_fill(const mq_problem *p, const mq_candidate *c, const mq_limits *lim)
+{
+    mq_plan plan;
+    if (mq_plan_candidate(p, c, lim, &plan, NULL) != MQ_OK)
+        return -1;
+    int cores = lim->cores, tgs = plan.threadgroups;
+    return (double)tgs / (double)(((tgs + cores - 1) / cores) * cores);
+}
+
+/* A neighbour's candidate for another N: when the chip's core count is
+ * known, tile_n may be rescaled so the asked N gets as many column tiles as
+ * the neighbour's N did (rounded up to the variant's quantum) - taken only
+ * when that fills the cores more evenly than the candidate as it is. */
+static mq_candidate adapt_to_n(const mq_table_row *r, const mq_problem *p,
+                               const mq_limits *lim)
 {
     mq_candidate c = r->c;
+    if (!lim || lim->cores <= 0)
+        return c;
     int tiles = (r->N + c.p.tile_n - 1) / c.p.tile_n;
     int q = mq_variant_get(c.variant)->tile_quantum;
-    int tn = ((p->N + tiles - 1) / tiles + q - 1) / q * q;
-    if (tn == c.p.tile_n)
-        return c;
     mq_candidate a = c;
-    a.p.tile_n = tn;
-    if (a.p.num_threadgroups) /* striped: keep threadgroups per work unit */
+    a.p.tile_n = ((p->N + tiles - 1) / tiles + q - 1) / q * q;
+    if (a.p.num_threadgroups) /* striped: one threadgroup per work unit */
         a.p.num_threadgroups = 0;
-    return legal_for(p, &a, lim) ? a : c;
+    return core_fill(p, &a, lim) > core_fill(p, &c, lim) + 1e-9 ? a : c;
 }
 
 mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_limits *lim,
@@ -205,7 +214,7 @@ mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_li
         }
         if (r) {
             lv = MQ_LOOKUP_NEAREST;
-            mq_candidate adapted = rescale_tile_n(r, p, lim);
+            mq_candidate adapted = adapt_to_n(r, p, lim);
             if (level)
                 *level = lv;
             return adapted;

@@ -68,7 +68,7 @@ int mq_variant_serves(mq_variant v, mq_format f)
 
 mq_limits mq_limits_default(void)
 {
-    mq_limits l = {32768, 1024, 32};
+    mq_limits l = {32768, 1024, 32, 0};
     return l;
 }
 

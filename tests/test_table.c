@@ -94,15 +94,24 @@ static void test_round_trip(void)
     CHECK(same(&got, &big) && lv == MQ_LOOKUP_EXACT, "M=2000 falls in the last range");
     q = (mq_problem){MQ_FMT_FP4, 1, 12288, 4096, 128}; /* nearest: 14336x4096 */
     got = mq_table_lookup(t, &q, NULL, &lv);
-    mq_candidate rescaled = small; /* 14 column tiles of 1024 -> 14 of 880 for 12288 */
+    CHECK(same(&got, &small) && lv == MQ_LOOKUP_NEAREST,
+          "an unseen 12288x4096 takes the nearest shape 14336x4096's candidate (level %s)",
+          mq_lookup_level_name(lv));
+    /* with 4 cores known: 1024-wide tiles give 12 threadgroups (3 full rounds),
+     * as good as the neighbour's 14 tiles rescaled: kept as it is */
+    mq_limits four = mq_limits_default();
+    four.cores = 4;
+    got = mq_table_lookup(t, &q, &four, &lv);
+    CHECK(same(&got, &small), "12 tiles on 4 cores fill them: tile_n stays 1024");
+    /* 5 cores: 12 threadgroups fill 12/15; 14 tiles of 880 fill 14/15: rescaled */
+    mq_limits five = four;
+    five.cores = 5;
+    mq_candidate rescaled = small;
     rescaled.p.tile_n = 880;
+    got = mq_table_lookup(t, &q, &five, &lv);
     CHECK(same(&got, &rescaled) && lv == MQ_LOOKUP_NEAREST,
-          "an unseen 12288x4096 takes the nearest shape 14336x4096's candidate with tile_n "
-          "880 (its 14 column tiles), level nearest; got tile_n %d, level %s",
-          got.p.tile_n, mq_lookup_level_name(lv));
-    q.N = 14336 - 8; /* 14 tiles of 1024 still fit: the candidate is kept as it is */
-    got = mq_table_lookup(t, &q, NULL, &lv);
-    CHECK(same(&got, &small) && lv == MQ_LOOKUP_NEAREST, "N=14328 keeps tile_n 1024");
+          "on 5 cores the neighbour's 14 column tiles (tile_n 880) fill them better; got "
+          "tile_n %d", got.p.tile_n);
     q = (mq_problem){MQ_FMT_FP4, 1, 4096, 4096, 64}; /* no group-64 shapes: default */
     got = mq_table_lookup(t, &q, NULL, &lv);
     CHECK(same(&got, &small) && lv == MQ_LOOKUP_DEFAULT,
