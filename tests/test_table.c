@@ -4,6 +4,8 @@
  * chip and a malformed row are refused; mq_gemm asks the context's table;
  * and a tune killed while it runs leaves the previous table intact. */
 #include <libgen.h>
+#include <math.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +15,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "chips.h"
+#include "model.h"
 #include "mq.h"
+#include "results.h"
+#include "space.h"
 #include "table_write.h"
 #include "testdata.h"
+#include "work_features.h"
 
 static char dir[] = "/tmp/mq-test-table-XXXXXX";
 
@@ -254,6 +261,80 @@ static void test_killed_tune(const char *tune)
           "the table is the previous one or a complete new one, never a half table");
 }
 
+/* A predicted chip with stored measurements of its own (here: synthetic
+ * "metal" rows from a known model) gets its coefficients from them. */
+static void test_stored_measurements(const char *tune)
+{
+    char err[512], out[600], path[700];
+    snprintf(out, sizeof out, "%s/stored", dir);
+    snprintf(path, sizeof path, "%s/measured.csv", out);
+    mkdir(out, 0755);
+    mq_chip_db db;
+    mq_chip chip;
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) ||
+        mq_chip_find(&db, "m4max", 0, &chip, err, sizeof err)) {
+        CHECK(0, "chips: %s", err);
+        return;
+    }
+    mq_chips_free(&db);
+    mq_model truth = {MQ_MODEL_ROOFLINE, {8e-6, 4e-6, 1.5, 1.2, 1.3, 1e-6, 10e-9, 1e-9}, 0, 0, 0, 0};
+    mq_results_writer w;
+    CHECK(mq_results_open(path, &w, err, sizeof err) == 0, "measured.csv: %s", err);
+    int rows = 0;
+    static const int Ms[] = {1, 16, 128};
+    for (int i = 0; i < 3; i++) {
+        mq_problem p = {MQ_FMT_FP4, Ms[i], 4096, 4096, 128};
+        mq_space sp;
+        mq_space_enumerate(&p, &chip, MQ_SPACE_FULL, &sp);
+        for (int j = 0; j < sp.n; j += 3) { /* every third legal point */
+            mq_features f;
+            if (!sp.e[j].legal || mq_features_compute(&p, &sp.e[j].c, &chip, &f, NULL))
+                continue;
+            mq_result r;
+            memset(&r, 0, sizeof r);
+            mq_result_stamp(&r);
+            snprintf(r.chip, sizeof r.chip, "m4max");
+            snprintf(r.backend, sizeof r.backend, "metal");
+            r.p = p;
+            r.c = sp.e[j].c;
+            snprintf(r.status, sizeof r.status, "ok");
+            r.st.median = mq_model_predict(&truth, &f);
+            mq_results_append(&w, &r, err, sizeof err);
+            rows++;
+        }
+        mq_space_free(&sp);
+    }
+    mq_results_close(&w);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+            _exit(127);
+        execl(tune, tune, "--chip", "m4max", "--suite", "smoke", "--m", "1", "--out-dir", out,
+              "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tune with stored measurements exits 0");
+    snprintf(path, sizeof path, "%s/model.csv", out);
+    FILE *f = fopen(path, "r");
+    char line1[8192] = "", line2[512] = "", line3[512] = "";
+    if (f) {
+        if (!fgets(line1, sizeof line1, f) || !fgets(line2, sizeof line2, f) ||
+            !fgets(line3, sizeof line3, f))
+            line3[0] = '\0';
+        fclose(f);
+    }
+    CHECK(strstr(line1, "measured on m4max") != NULL,
+          "the model says it was fitted on m4max's own %d rows: '%.120s'", rows, line1);
+    double th[8];
+    int got = sscanf(line3, "roofline,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &th[0], &th[1], &th[2],
+                     &th[3], &th[4], &th[5], &th[6], &th[7]);
+    CHECK(got == 8 && fabs(th[2] - 1.5) < 0.05 * 1.5 && fabs(th[3] - 1.2) < 0.05 * 1.2,
+          "its compute and memory slopes are the stored rows' (1.5, 1.2), got %.3g, %.3g",
+          got == 8 ? th[2] : 0, got == 8 ? th[3] : 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -265,6 +346,7 @@ int main(int argc, char **argv)
     test_round_trip();
     test_refusals();
     test_killed_tune(tune);
+    test_stored_measurements(tune);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -332,6 +332,43 @@ static void search_guided(tuner *T, const mq_problem *p, cand *cs, int n, const 
     }
 }
 
+/* Fit the model on DIR/measured.csv: a results file of rows measured on a
+ * backend that is the chip itself (any backend but the CPU model), e.g.
+ * copied from a Mac's bench run. Returns the rows fitted (0: no such file or
+ * too few rows, pred untouched) or -1 on a broken file. */
+static int stored_model(const char *path, const mq_chip *chip, mq_model *pred, char *err,
+                        size_t errlen)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    mq_results rs;
+    if (mq_results_load(path, &rs, err, errlen))
+        return -1;
+    rowset rows = {0};
+    for (int i = 0; i < rs.n; i++) {
+        const mq_result *r = &rs.r[i];
+        mq_features f;
+        if (strcmp(r->status, "ok") || strcmp(r->chip, chip->name) || !strcmp(r->backend, "cpu") ||
+            mq_features_compute(&r->p, &r->c, chip, &f, NULL) != MQ_OK)
+            continue;
+        rows_add(&rows, &f, r->st.median);
+    }
+    mq_results_free(&rs);
+    int n = 0;
+    mq_model m;
+    char why[256];
+    if (rows.n >= 4 * MQ_MODEL_NPARAM &&
+        mq_model_fit_holdout(MQ_MODEL_ROOFLINE, rows.f, rows.t, rows.n, 0.2, &m, why,
+                             sizeof why) == 0) {
+        *pred = m;
+        n = m.n_fit;
+    }
+    free(rows.f);
+    free(rows.t);
+    return n;
+}
+
 /* --check: a table on shapes it was not tuned on. Every candidate of each
  * shape is timed (the exhaustive best), as are the baselines and the
  * table's pick (found by lookup, with its level). */
@@ -498,11 +535,26 @@ int main(int argc, char **argv)
     }
     mq_model pred = {MQ_MODEL_ROOFLINE, {0}, 0, 0, NAN, NAN};
     memcpy(pred.theta, default_theta, sizeof default_theta);
-    if (!measured)
-        fprintf(stderr, "tune: %s is predicted: cost model with the documented default "
-                        "coefficients (no measurements of %s stored); chosen candidates are "
-                        "verified on the CPU model\n",
-                chip.name, chip.name);
+    char pred_note[4608] = "documented defaults (no measurements of this chip)";
+    if (!measured) {
+        /* the chip's own stored measurements (a backend that is the chip,
+         * e.g. Metal on a Mac: not the CPU model) set the coefficients */
+        char mpath[4300];
+        snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
+        int nfit = stored_model(mpath, &chip, &pred, err, sizeof err);
+        if (nfit < 0) {
+            fprintf(stderr, "tune: %s\n", err);
+            return 1;
+        }
+        if (nfit > 0)
+            snprintf(pred_note, sizeof pred_note,
+                     "fitted on %d rows measured on %s (%s); held-out MAPE %.1f%%, Spearman "
+                     "%.3f",
+                     nfit, chip.name, mpath, 100 * pred.mape, pred.spearman);
+        fprintf(stderr, "tune: %s is predicted: cost model %s; chosen candidates are verified "
+                        "on the CPU model\n",
+                chip.name, pred_note);
+    }
     int nprob = 0;
     for (int f = 0; f < MQ_FMT_COUNT; f++)
         nprob += (o.formats >> f & 1u) ? suite.n : 0;
@@ -623,7 +675,8 @@ int main(int argc, char **argv)
     mq_bench_problem_free(&T.bp);
     /* the model and its quality on held-out rows */
     mq_model fit = pred;
-    char fit_note[256] = "documented defaults (no measurements of this chip)";
+    char fit_note[4608];
+    snprintf(fit_note, sizeof fit_note, "%s", pred_note);
     if (measured && T.rows.n >= 4 * MQ_MODEL_NPARAM &&
         mq_model_fit_holdout(MQ_MODEL_ROOFLINE, T.rows.f, T.rows.t, T.rows.n, 0.2, &fit, err,
                              sizeof err) == 0)
