@@ -191,6 +191,17 @@ int mq_chip_find(const mq_chip_db *db, const char *name, int threads, mq_chip *o
     return -1;
 }
 
+int mq_chip_load_named(const char *path, const char *name, mq_chip *out, char *err,
+                       size_t errlen)
+{
+    mq_chip_db db;
+    if (mq_chips_load(path, &db, err, errlen))
+        return -1;
+    int rc = mq_chip_find(&db, name, 0, out, err, errlen);
+    mq_chips_free(&db);
+    return rc;
+}
+
 mq_limits mq_chip_limits(const mq_chip *c)
 {
     mq_limits l = {(int)c->v[MQ_CHIP_TG_MEM_BYTES], (int)c->v[MQ_CHIP_MAX_THREADS_PER_TG],

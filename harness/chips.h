@@ -53,6 +53,10 @@ int mq_chip_find(const mq_chip_db *db, const char *name, int threads, mq_chip *o
  * bandwidth and FP32 peak from the probes. */
 int mq_chip_host(int threads, mq_chip *out);
 
+/* Load a chips file and take one described chip from it (not host). */
+int mq_chip_load_named(const char *path, const char *name, mq_chip *out, char *err,
+                       size_t errlen);
+
 mq_limits mq_chip_limits(const mq_chip *c);
 
 #endif

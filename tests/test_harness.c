@@ -15,6 +15,7 @@
 #include "results.h"
 #include "space.h"
 #include "stats.h"
+#include "testdata.h"
 
 static char tmpdir[] = "/tmp/mq-test-harness-XXXXXX";
 
@@ -100,17 +101,6 @@ static void test_chips(void)
           "a missing chips file is refused: '%s'", err);
 }
 
-/* A toy chip: 5 cores, 8 KiB of threadgroup memory, 256 threads. */
-static mq_chip toy_chip(void)
-{
-    mq_chip c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "toy5");
-    double v[MQ_CHIP_NFIELDS] = {5, 8192, 256, 32, 4, 100, 1, 1, 0, 0};
-    memcpy(c.v, v, sizeof v);
-    return c;
-}
-
 static int count_reason(const mq_space *s, mq_variant v, const char *needle)
 {
     int n = 0;
@@ -122,14 +112,11 @@ static int count_reason(const mq_space *s, mq_variant v, const char *needle)
 static void test_space(void)
 {
     char err[1024];
-    mq_chip_db db;
-    mq_chip m4, toy = toy_chip();
-    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) ||
-        mq_chip_find(&db, "m4max", 0, &m4, err, sizeof err)) {
+    mq_chip m4, toy = td_toy_chip();
+    if (mq_chip_load_named(mq_chips_default_path(), "m4max", &m4, err, sizeof err)) {
         CHECK(0, "chips for the space test: %s", err);
         return;
     }
-    mq_chips_free(&db);
     /* fp4, M=1, N=32, K=64, group 32. By hand: tile_m 8 only (16/2 >= 1),
      * tile_n 32 only, tile_k 16/32/64 (128/2 >= 64). marlin and fused: 3
      * each. mlx: K slices start on max(tile_k, 32): tk16 and tk32 give 2

@@ -14,18 +14,6 @@
 #include "testdata.h"
 #include "work_features.h"
 
-/* 5 cores, 8 KiB threadgroup memory, 256 threads, 4 resident assumed,
- * 1 TFLOP/s, 100 GB/s. */
-static mq_chip toy_chip(void)
-{
-    mq_chip c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "toy5");
-    double v[MQ_CHIP_NFIELDS] = {5, 8192, 256, 32, 4, 100, 1, 1, 0, 0};
-    memcpy(c.v, v, sizeof v);
-    return c;
-}
-
 static void near(double got, double want, const char *what)
 {
     CHECK(fabs(got - want) <= 1e-9 * fabs(want) + 1e-15, "%s: expected %.10g, got %.10g", what,
@@ -34,7 +22,7 @@ static void near(double got, double want, const char *what)
 
 static void test_features(void)
 {
-    mq_chip toy = toy_chip();
+    mq_chip toy = td_toy_chip();
     mq_features f;
     mq_error e;
     /* marlin 16x32x16 on fp4 M=48 N=64 K=256 g=32: TG memory 2*(16*16 +
@@ -92,12 +80,9 @@ static void test_features(void)
 static int collect(mq_features **out)
 {
     char err[512];
-    mq_chip_db db;
     mq_chip chip;
-    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) ||
-        mq_chip_find(&db, "m4max", 0, &chip, err, sizeof err))
+    if (mq_chip_load_named(mq_chips_default_path(), "m4max", &chip, err, sizeof err))
         return 0;
-    mq_chips_free(&db);
     static const mq_problem probs[] = {
         {MQ_FMT_FP4, 1, 4096, 4096, 128}, {MQ_FMT_FP4, 16, 4096, 14336, 128},
         {MQ_FMT_U4, 128, 14336, 4096, 128}, {MQ_FMT_FP4, 512, 1024, 4096, 64},

@@ -1,5 +1,7 @@
 /* testdata.c - see testdata.h. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "testdata.h"
 
@@ -37,4 +39,14 @@ long td_count_outside_bound(const float *C, const double *ref, const double *abs
     }
     *worst_ratio = worst;
     return bad;
+}
+
+mq_chip td_toy_chip(void)
+{
+    mq_chip c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "toy5");
+    double v[MQ_CHIP_NFIELDS] = {5, 8192, 256, 32, 4, 100, 1, 1, 0, 0};
+    memcpy(c.v, v, sizeof v);
+    return c;
 }

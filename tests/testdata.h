@@ -6,7 +6,12 @@
 
 #include <stdint.h>
 
+#include "chips.h"
 #include "mq.h"
+
+/* A toy chip: 5 cores, 8 KiB threadgroup memory, 256 threads, 4 resident
+ * threadgroups assumed, 1 TFLOP/s, 100 GB/s: small enough to work by hand. */
+mq_chip td_toy_chip(void);
 
 /* uniform in [-1, 1) from a 32-bit LCG state */
 float td_uniform(uint32_t *state);

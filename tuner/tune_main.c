@@ -452,15 +452,8 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
     char err[1024];
-    mq_chip_db db;
-    if (mq_chips_load(o.chips, &db, err, sizeof err)) {
-        fprintf(stderr, "tune: %s\n", err);
-        return 2;
-    }
-    mq_chip chip;
-    int bad = strcmp(o.chip, "host") && mq_chip_find(&db, o.chip, 0, &chip, err, sizeof err);
-    mq_chips_free(&db);
-    if (bad) {
+    mq_chip chip; /* host is measured below; others come from the chips file */
+    if (strcmp(o.chip, "host") && mq_chip_load_named(o.chips, o.chip, &chip, err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         return 2;
     }
