@@ -173,22 +173,6 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* Create the directories of a path (results/CHIP/). */
-static int make_parent_dirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 /* The progress bar on a terminal, plain lines otherwise (see report). */
 static void progress(int done, int total, double elapsed, int tty)
 {
@@ -309,7 +293,7 @@ int main(int argc, char **argv)
         struct stat sb;
         if ((o.resume && stat(out_path, &sb) == 0 &&
              mq_results_load(out_path, &old, err, sizeof err)) ||
-            make_parent_dirs(out_path) || mq_results_open(out_path, &w, err, sizeof err)) {
+            mq_make_parent_dirs(out_path) || mq_results_open(out_path, &w, err, sizeof err)) {
             fprintf(stderr, "bench: %s\n", err[0] ? err : strerror(errno));
             mq_backend_destroy(be);
             mq_suite_free(&suite);

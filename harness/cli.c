@@ -1,5 +1,6 @@
 /* cli.c - see cli.h. */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,21 @@ int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen)
     if (mq_variant_from_name(name, &c->variant, &e)) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;
+    }
+    return 0;
+}
+
+int mq_make_parent_dirs(const char *path)
+{
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            return -1;
+        *p = '/';
     }
     return 0;
 }

@@ -19,4 +19,8 @@ int mq_cli_formats(const char *s, unsigned *mask, char *err, size_t errlen);
 /* "variant tm tn tk tg sk"; -1 and the message when malformed or unknown. */
 int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen);
 
+/* Create every directory on the way to path's last '/' (results/CHIP/x.csv
+ * makes results/ and results/CHIP/). 0, or -1 with errno. */
+int mq_make_parent_dirs(const char *path);
+
 #endif

@@ -175,21 +175,6 @@ typedef struct {
     int measured;
 } cand;
 
-static int make_dirs(const char *dir)
-{
-    char buf[4200];
-    snprintf(buf, sizeof buf, "%s/", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 typedef struct {
     options *o;
     mq_chip *chip;
@@ -508,7 +493,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/%s", dir, o.check ? "check-results.csv" : "tune-results.csv");
     struct stat sb;
     T.w.fd = -1;
-    if (make_dirs(dir) ||
+    if (mq_make_parent_dirs(path) ||
         (o.resume && stat(path, &sb) == 0 && mq_results_load(path, &T.own, err, sizeof err)) ||
         (measured && mq_results_open(path, &T.w, err, sizeof err))) {
         fprintf(stderr, "tune: %s\n", err[0] ? err : strerror(errno));
