@@ -30,6 +30,8 @@ TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
 .PHONY: all test sanitize portable bench tune deps clean FORCE
+# keep intermediate objects (no "rm" after the test summary)
+.SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
 
 $(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tuner/*.h tests/*.h)
