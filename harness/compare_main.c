@@ -1,0 +1,170 @@
+/* compare_main.c - the compare command: two results files (a baseline and
+ * a new run), each benchmark present in both judged by Mann-Whitney U on
+ * its raw samples plus a minimum effect size; a table, a geometric-mean
+ * summary and an optional Markdown report. Exit 1 when anything regressed,
+ * 0 otherwise, 2 on bad input. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "regress.h"
+#include "results.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: compare BASE.csv NEW.csv [options]\n"
+            "Compares every benchmark (chip, backend, problem, candidate) measured ok in both\n"
+            "results files: Mann-Whitney U on the raw samples and a minimum effect size.\n"
+            "Exit status: 1 when anything regressed, 0 otherwise, 2 on bad input.\n\n"
+            "  --alpha A          significance level (default 0.01)\n"
+            "  --min-effect E     smallest |new/base - 1| that counts (default 0.05)\n"
+            "  --min-samples N    fewer samples on a side: unreliable (default 5)\n"
+            "  --report FILE.md   also write a Markdown report (atomically)\n\n"
+            "example:\n"
+            "  compare results/nightly/2026-11-20.csv results/nightly/2026-11-21.csv "
+            "--report /tmp/r.md\n");
+}
+
+typedef struct {
+    const mq_result *b, *n;
+    mq_comparison c;
+} pair;
+
+static void name_of(const mq_result *r, char *buf, size_t n)
+{
+    char cand[128];
+    mq_candidate_str(&r->c, cand, sizeof cand);
+    snprintf(buf, n, "%s %s %s M=%d N=%d K=%d g=%d %s", r->chip, r->backend,
+             mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, r->p.group, cand);
+}
+
+int main(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL}, *report = NULL;
+    int nfiles = 0;
+    mq_regress_opts o = mq_regress_defaults();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (a[0] != '-' || !a[1]) {
+            if (nfiles == 2)
+                return mq_cli_fail("compare", "a third file", a);
+            files[nfiles++] = a;
+            continue;
+        }
+        if (strcmp(a, "--alpha") && strcmp(a, "--min-effect") && strcmp(a, "--min-samples") &&
+            strcmp(a, "--report"))
+            return mq_cli_fail("compare", "unknown option", a);
+        if (i + 1 >= argc)
+            return mq_cli_fail("compare", "missing value for", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--alpha") && mq_cli_double(v, 1e-12, 0.5, &o.alpha))
+            return mq_cli_fail("compare", "bad --alpha", v);
+        if (!strcmp(a, "--min-effect") && mq_cli_double(v, 0, 10, &o.min_effect))
+            return mq_cli_fail("compare", "bad --min-effect", v);
+        if (!strcmp(a, "--min-samples") && mq_cli_int(v, 2, 1000000, &o.min_samples))
+            return mq_cli_fail("compare", "bad --min-samples", v);
+        if (!strcmp(a, "--report"))
+            report = v;
+    }
+    if (nfiles != 2) {
+        fprintf(stderr, "compare: expected two results files, BASE.csv and NEW.csv (see --help)\n");
+        return 2;
+    }
+    mq_results base, cur;
+    char err[1024];
+    if (mq_results_load(files[0], &base, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        return 2;
+    }
+    if (mq_results_load(files[1], &cur, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        mq_results_free(&base);
+        return 2;
+    }
+    pair *pairs = calloc((size_t)(cur.n ? cur.n : 1), sizeof *pairs);
+    int np = 0, counts[4] = {0};
+    double lg = 0;
+    for (int i = 0; i < cur.n && pairs; i++) {
+        const mq_result *n = &cur.r[i];
+        if (strcmp(n->status, "ok"))
+            continue;
+        for (int j = 0; j < base.n; j++) { /* the latest matching baseline row */
+            const mq_result *b = &base.r[j];
+            if (!strcmp(b->status, "ok") && mq_result_same_key(b, n))
+                pairs[np].b = b;
+        }
+        if (!pairs[np].b)
+            continue;
+        pairs[np].n = n;
+        mq_compare_samples(pairs[np].b->samples, pairs[np].b->nsamples, n->samples, n->nsamples,
+                           &o, &pairs[np].c);
+        counts[pairs[np].c.verdict]++;
+        if (pairs[np].c.verdict != MQ_UNRELIABLE)
+            lg += log(pairs[np].c.ratio);
+        np++;
+    }
+    int judged = np - counts[MQ_UNRELIABLE];
+    double geo = judged ? exp(lg / judged) : 1.0;
+    for (int i = 0; i < np; i++) {
+        char name[256];
+        name_of(pairs[i].n, name, sizeof name);
+        printf("%-10s %+7.1f%%  p=%-9.2g %s\n", mq_verdict_name(pairs[i].c.verdict),
+               100 * (pairs[i].c.ratio - 1), pairs[i].c.p, name);
+    }
+    printf("\n%d benchmarks in both: %d regressed, %d improved, %d same, %d unreliable; "
+           "geometric mean new/base %.3f (alpha %g, minimum effect %.0f%%)\n",
+           np, counts[MQ_REGRESSED], counts[MQ_IMPROVED], counts[MQ_SAME], counts[MQ_UNRELIABLE],
+           geo, o.alpha, 100 * o.min_effect);
+    int rc = counts[MQ_REGRESSED] ? 1 : 0;
+    if (report) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", report, (int)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            fprintf(stderr, "compare: cannot write %s\n", report);
+            rc = 2;
+        } else {
+            fprintf(f, "# Regression report\n\nBaseline `%s`, new `%s`. Mann-Whitney U on the raw "
+                       "samples, alpha %g, minimum effect %.0f%%.\n\n",
+                    files[0], files[1], o.alpha, 100 * o.min_effect);
+            fprintf(f, "**%d regressed, %d improved, %d same, %d unreliable** of %d benchmarks; "
+                       "geometric mean new/base **%.3f**.\n\n",
+                    counts[MQ_REGRESSED], counts[MQ_IMPROVED], counts[MQ_SAME],
+                    counts[MQ_UNRELIABLE], np, geo);
+            fprintf(f, "| verdict | change | p | base median ms | new median ms | benchmark |\n"
+                       "| --- | --- | --- | --- | --- | --- |\n");
+            for (int v = MQ_REGRESSED; v >= 0; v = v == MQ_REGRESSED ? MQ_IMPROVED
+                                                  : v == MQ_IMPROVED  ? MQ_UNRELIABLE
+                                                  : v == MQ_UNRELIABLE ? MQ_SAME
+                                                                       : -1)
+                for (int i = 0; i < np; i++) {
+                    if ((int)pairs[i].c.verdict != v)
+                        continue;
+                    char name[256];
+                    name_of(pairs[i].n, name, sizeof name);
+                    fprintf(f, "| %s | %+.1f%% | %.2g | %.4f | %.4f | %s |\n",
+                            mq_verdict_name(pairs[i].c.verdict), 100 * (pairs[i].c.ratio - 1),
+                            pairs[i].c.p, pairs[i].b->st.median * 1e3,
+                            pairs[i].n->st.median * 1e3, name);
+                }
+            int bad = fclose(f) != 0;
+            if (bad || rename(tmp, report)) {
+                fprintf(stderr, "compare: cannot write %s\n", report);
+                unlink(tmp);
+                rc = 2;
+            }
+        }
+    }
+    free(pairs);
+    mq_results_free(&base);
+    mq_results_free(&cur);
+    return rc;
+}

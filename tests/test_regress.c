@@ -1,0 +1,200 @@
+/* test_regress.c - trust in the regression detector: A/A comparisons (the
+ * same distribution twice) report no regression in at least 19 of 20
+ * trials; a planted 10% slowdown is caught in at least 19 of 20; fewer than
+ * the minimum samples is "unreliable". The noise is this machine's: samples
+ * are drawn (with replacement) from timings recorded here by bench. */
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "regress.h"
+#include "results.h"
+#include "testdata.h"
+
+static double draw(const double *pool, int n, uint32_t *st)
+{
+    *st = *st * 1664525u + 1013904223u;
+    return pool[(*st >> 8) % (uint32_t)n];
+}
+
+static mq_result row(int M, const double *samples, int n)
+{
+    mq_result r;
+    memset(&r, 0, sizeof r);
+    mq_result_stamp(&r);
+    snprintf(r.chip, sizeof r.chip, "host");
+    snprintf(r.backend, sizeof r.backend, "cpu");
+    r.p = (mq_problem){MQ_FMT_FP4, M, 4096, 4096, 128};
+    r.c = (mq_candidate){MQ_VAR_FUSED_FP4, {8, 1024, 128, 0, 1}};
+    snprintf(r.status, sizeof r.status, "ok");
+    r.samples = (double *)samples;
+    r.nsamples = r.st.n = n;
+    double s[64];
+    memcpy(s, samples, sizeof(double) * (size_t)n);
+    for (int i = 1; i < n; i++) /* median for the row */
+        for (int j = i; j > 0 && s[j] < s[j - 1]; j--) {
+            double t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    r.st.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    return r;
+}
+
+static int run(const char *prog, const char *const *args)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+            _exit(127);
+        execv(prog, (char *const *)args);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* compare on a hand-made pair of files: one benchmark each of same,
+ * regressed (+20%), improved (-20%) and unreliable (3 samples). */
+static void test_compare_command(const char *compare)
+{
+    char dir[] = "/tmp/mq-test-regress-XXXXXX", err[512];
+    if (!mkdtemp(dir))
+        return;
+    char base[600], cur[600], rep[600];
+    snprintf(base, sizeof base, "%s/base.csv", dir);
+    snprintf(cur, sizeof cur, "%s/new.csv", dir);
+    snprintf(rep, sizeof rep, "%s/report.md", dir);
+    double a[20], same[20], slow[20], fast[20];
+    for (int i = 0; i < 20; i++) {
+        a[i] = 1e-3 * (1 + 0.01 * ((i * 7) % 20));
+        same[i] = 1e-3 * (1 + 0.01 * ((i * 3) % 20));
+        slow[i] = a[i] * 1.2;
+        fast[i] = a[i] * 0.8;
+    }
+    mq_results_writer w;
+    mq_results_open(base, &w, err, sizeof err);
+    for (int M = 1; M <= 4; M++) {
+        mq_result r = row(M, a, M == 4 ? 3 : 20);
+        mq_results_append(&w, &r, err, sizeof err);
+    }
+    mq_results_close(&w);
+    mq_results_open(cur, &w, err, sizeof err);
+    const double *news[4] = {same, slow, fast, slow};
+    for (int M = 1; M <= 4; M++) {
+        mq_result r = row(M, news[M - 1], M == 4 ? 3 : 20);
+        mq_results_append(&w, &r, err, sizeof err);
+    }
+    mq_results_close(&w);
+    const char *args[] = {compare, base, cur, "--report", rep, NULL};
+    CHECK(run(compare, args) == 1, "a regression makes compare exit 1");
+    FILE *f = fopen(rep, "r");
+    char text[8192] = "";
+    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[len] = '\0';
+    CHECK(strstr(text, "**1 regressed, 1 improved, 1 same, 1 unreliable** of 4") != NULL,
+          "the Markdown report counts one of each verdict");
+    CHECK(strstr(text, "| regressed | +20.0% |") != NULL, "the report lists the +20%% regression");
+    const char *same_args[] = {compare, base, base, NULL};
+    CHECK(run(compare, same_args) == 0, "a file against itself: exit 0");
+    const char *bad_args[] = {compare, base, "/nonexistent.csv", NULL};
+    CHECK(run(compare, bad_args) == 2, "a missing file: exit 2");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    char self[4096], compare[4200];
+    snprintf(self, sizeof self, "%s", argv[0]);
+    snprintf(compare, sizeof compare, "%s/../compare", dirname(self));
+    test_compare_command(compare);
+    char err[512];
+    mq_results rs;
+    const char *path = MQ_SOURCE_DIR "/results/host/bench-llama3-8b.csv";
+    if (mq_results_load(path, &rs, err, sizeof err)) {
+        CHECK(0, "recorded samples: %s", err);
+        return check_done("regress");
+    }
+    /* a typical recorded candidate: the median relative MAD of those with at
+     * least 30 samples */
+    const mq_result *cands[4096];
+    int nc = 0;
+    for (int i = 0; i < rs.n && nc < 4096; i++)
+        if (rs.r[i].nsamples >= 30)
+            cands[nc++] = &rs.r[i];
+    for (int i = 1; i < nc; i++) /* insertion sort by relative MAD */
+        for (int j = i; j > 0 && cands[j]->st.mad / cands[j]->st.median <
+                                     cands[j - 1]->st.mad / cands[j - 1]->st.median; j--) {
+            const mq_result *t = cands[j];
+            cands[j] = cands[j - 1];
+            cands[j - 1] = t;
+        }
+    const mq_result *pool = nc ? cands[nc / 2] : NULL;
+    CHECK(pool != NULL, "a recorded candidate with 30 or more samples");
+    if (pool)
+        printf("noise: MAD %.1f%% of the median, %d samples recorded by bench on this host\n",
+               100 * pool->st.mad / pool->st.median, pool->nsamples);
+    if (!pool) {
+        mq_results_free(&rs);
+        return check_done("regress");
+    }
+    mq_regress_opts o = mq_regress_defaults();
+    uint32_t st = 2026;
+    int n = 30, aa_regressed = 0, caught = 0;
+    double a[30], b[30];
+    for (int trial = 0; trial < 20; trial++) {
+        for (int i = 0; i < n; i++) {
+            a[i] = draw(pool->samples, pool->nsamples, &st);
+            b[i] = draw(pool->samples, pool->nsamples, &st);
+        }
+        mq_comparison c;
+        mq_compare_samples(a, n, b, n, &o, &c);
+        aa_regressed += c.verdict == MQ_REGRESSED;
+        for (int i = 0; i < n; i++)
+            b[i] *= 1.10;
+        mq_compare_samples(a, n, b, n, &o, &c);
+        caught += c.verdict == MQ_REGRESSED;
+    }
+    CHECK(aa_regressed <= 1, "A/A: at most 1 false regression in 20 trials, got %d (noise: MAD "
+                             "%.1f%% of the median over %d recorded samples)",
+          aa_regressed, 100 * pool->st.mad / pool->st.median, pool->nsamples);
+    CHECK(caught >= 19, "a planted 10%% slowdown is caught in at least 19 of 20 trials, got %d",
+          caught);
+
+    mq_comparison c;
+    double three[3] = {1, 1.1, 1.2}, slow[3] = {2, 2.1, 2.2};
+    mq_compare_samples(three, 3, slow, 3, &o, &c);
+    CHECK(c.verdict == MQ_UNRELIABLE, "3 samples each: unreliable, not a verdict (got %s)",
+          mq_verdict_name(c.verdict));
+    double x[10], y[10];
+    for (int i = 0; i < 10; i++) {
+        x[i] = 1.0 + 0.01 * i;
+        y[i] = x[i];
+    }
+    mq_compare_samples(x, 10, y, 10, &o, &c);
+    CHECK(c.verdict == MQ_SAME && c.p > 0.99 && c.ratio == 1, "identical samples: same, p = 1");
+    for (int i = 0; i < 10; i++)
+        y[i] = x[i] * 0.8;
+    mq_compare_samples(x, 10, y, 10, &o, &c);
+    CHECK(c.verdict == MQ_IMPROVED && c.p < 0.01, "20%% faster, no overlap: improved (p %.2g)",
+          c.p);
+    for (int i = 0; i < 10; i++)
+        y[i] = x[i] * 1.02;
+    mq_compare_samples(x, 10, y, 10, &o, &c);
+    CHECK(c.verdict == MQ_SAME, "2%% slower is below the 5%% minimum effect: same (got %s)",
+          mq_verdict_name(c.verdict));
+    mq_results_free(&rs);
+    return check_done("regress");
+}
