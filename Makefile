@@ -11,8 +11,10 @@ CC = gcc
 endif
 ARCH    ?= -march=native
 OPT     ?= -O3
-CFLAGS  ?= $(OPT) $(ARCH) -g
-CFLAGS  += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
+SAN     ?=
+CFLAGS  ?= $(OPT) $(ARCH) -g $(SAN)
+# required flags, kept even when CFLAGS is given on the command line
+override CFLAGS += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
 LDLIBS  += -lcsv -lm -pthread
 GSL_LIBS = -lgsl -lgslcblas
 CSV_LIBS = -lcsv
@@ -66,9 +68,8 @@ test: deps $(TEST_BIN) $(TOOLS)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)"
 
 sanitize:
-	$(MAKE) BUILD=build-san \
-	  CFLAGS="-O1 $(ARCH) -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  LDLIBS="-lcsv -lm -pthread -fsanitize=address,undefined" test
+	$(MAKE) BUILD=build-san OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
 portable:
 	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2 -Wno-psabi" test
