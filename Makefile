@@ -5,6 +5,7 @@
 #   make portable   the test suite without AVX-512 (the portable vector paths)
 #   make tune       the main job: tune --chip m4max (TUNE_ARGS='--chip host' etc.)
 #   make bench      the kernel benchmark on this machine (prints, writes results/)
+#   make nightly    the nightly regression run (make nightly-accept: new baseline)
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
 ifeq ($(origin CC),default)
 CC = gcc
@@ -31,7 +32,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
-.PHONY: all test sanitize portable bench tune deps clean FORCE
+.PHONY: all test sanitize portable bench tune nightly nightly-accept deps clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -65,7 +66,7 @@ $(BUILD)/tune: $(BUILD)/tuner/tune_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 test: deps $(TEST_BIN) $(TOOLS)
-	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)"
+	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
 sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 \
@@ -76,6 +77,12 @@ portable:
 
 bench: deps $(BUILD)/kernel-bench
 	$(BUILD)/kernel-bench $(BENCH_ARGS)
+
+nightly: deps
+	scripts/nightly.sh
+
+nightly-accept:
+	scripts/nightly.sh --accept
 
 tune: deps $(BUILD)/tune
 	$(BUILD)/tune $(if $(TUNE_ARGS),$(TUNE_ARGS),--chip m4max)

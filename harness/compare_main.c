@@ -3,10 +3,14 @@
  * its raw samples plus a minimum effect size; a table, a geometric-mean
  * summary and an optional Markdown report. Exit 1 when anything regressed,
  * 0 otherwise, 2 on bad input. */
+#include <csv.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -23,10 +27,50 @@ static void usage(FILE *f)
             "  --alpha A          significance level (default 0.01)\n"
             "  --min-effect E     smallest |new/base - 1| that counts (default 0.05)\n"
             "  --min-samples N    fewer samples on a side: unreliable (default 5)\n"
-            "  --report FILE.md   also write a Markdown report (atomically)\n\n"
+            "  --report FILE.md   also write a Markdown report (atomically)\n"
+            "  --history FILE     append a summary row (date, files, counts, geometric mean)\n\n"
             "example:\n"
             "  compare results/nightly/2026-11-20.csv results/nightly/2026-11-21.csv "
             "--report /tmp/r.md\n");
+}
+
+/* One summary row per comparison, for the nightly history (a header first
+ * when the file is new). One write, so rows never interleave or tear. */
+static int append_history(const char *path, const char *const files[2], int np,
+                          const int counts[4], double geo)
+{
+    char row[4096], date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const char *fields[9];
+    char nums[6][32];
+    snprintf(nums[0], 32, "%d", np);
+    for (int i = 0; i < 4; i++)
+        snprintf(nums[1 + i], 32, "%d",
+                 counts[i == 0 ? MQ_REGRESSED : i == 1 ? MQ_IMPROVED : i == 2 ? MQ_SAME
+                                                                             : MQ_UNRELIABLE]);
+    snprintf(nums[5], 32, "%.5f", geo);
+    fields[0] = date;
+    fields[1] = files[0];
+    fields[2] = files[1];
+    for (int i = 0; i < 6; i++)
+        fields[3 + i] = nums[i];
+    size_t len = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        len = (size_t)snprintf(row, sizeof row, "date,base,new,benchmarks,regressed,improved,"
+                                                "same,unreliable,geomean_new_over_base\n");
+    for (int i = 0; i < 9 && len + 512 < sizeof row; i++) {
+        len += csv_write(row + len, sizeof row - len - 2, fields[i], strlen(fields[i]));
+        row[len++] = i == 8 ? '\n' : ',';
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int bad = fd < 0 || write(fd, row, len) != (ssize_t)len;
+    if (fd >= 0)
+        bad |= close(fd) != 0;
+    if (bad)
+        fprintf(stderr, "compare: cannot append to %s\n", path);
+    return bad ? -1 : 0;
 }
 
 typedef struct {
@@ -44,7 +88,7 @@ static void name_of(const mq_result *r, char *buf, size_t n)
 
 int main(int argc, char **argv)
 {
-    const char *files[2] = {NULL, NULL}, *report = NULL;
+    const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL;
     int nfiles = 0;
     mq_regress_opts o = mq_regress_defaults();
     for (int i = 1; i < argc; i++) {
@@ -60,7 +104,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (strcmp(a, "--alpha") && strcmp(a, "--min-effect") && strcmp(a, "--min-samples") &&
-            strcmp(a, "--report"))
+            strcmp(a, "--report") && strcmp(a, "--history"))
             return mq_cli_fail("compare", "unknown option", a);
         if (i + 1 >= argc)
             return mq_cli_fail("compare", "missing value for", a);
@@ -73,6 +117,8 @@ int main(int argc, char **argv)
             return mq_cli_fail("compare", "bad --min-samples", v);
         if (!strcmp(a, "--report"))
             report = v;
+        if (!strcmp(a, "--history"))
+            history = v;
     }
     if (nfiles != 2) {
         fprintf(stderr, "compare: expected two results files, BASE.csv and NEW.csv (see --help)\n");
@@ -163,6 +209,8 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (history && append_history(history, files, np, counts, geo))
+        rc = 2;
     free(pairs);
     mq_results_free(&base);
     mq_results_free(&cur);
