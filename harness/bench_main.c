@@ -361,10 +361,8 @@ int main(int argc, char **argv)
                     continue;
                 }
                 if (!set_up) { /* weights and reference only when something runs */
-                    int ms[64], nms = 0; /* later Ms on the same weights share the pass */
-                    for (int t = s; t < nshapes && nms < 64; t++)
-                        if (shapes[t].N == p.N && shapes[t].K == p.K)
-                            ms[nms++] = shapes[t].M;
+                    int ms[64]; /* later Ms on the same weights share the pass */
+                    int nms = mq_shapes_ms_sharing(shapes, nshapes, s, p.N, p.K, ms, 64);
                     if (mq_bench_problem_setup(&bp, &p, o.warm, ms, nms, &e)) {
                         fprintf(stderr, "bench: %s\n", e.msg);
                         rc = 1;

@@ -18,11 +18,6 @@ static const char *const field_names[MQ_CHIP_NFIELDS] = {
     "mem_bw_gbs", "fp32_tflops", "fp16_tflops", "l2_bytes", "slc_bytes",
 };
 
-const char *mq_chip_field_name(int field)
-{
-    return field >= 0 && field < MQ_CHIP_NFIELDS ? field_names[field] : "?";
-}
-
 const char *mq_chips_default_path(void)
 {
     const char *env = getenv("MQ_CHIPS");

@@ -35,8 +35,6 @@ typedef struct {
     int n;
 } mq_chip_db;
 
-const char *mq_chip_field_name(int field);
-
 /* The default chips file: MQ_CHIPS if set, else the one in the source tree. */
 const char *mq_chips_default_path(void);
 /* Load a chips file; every chip must have every field. -1 and a message

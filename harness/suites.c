@@ -182,3 +182,13 @@ void mq_suite_free(mq_suite *s)
     free(s->s);
     memset(s, 0, sizeof *s);
 }
+
+int mq_shapes_ms_sharing(const mq_shape *shapes, int n, int from, int N, int K, int *ms,
+                         int cap)
+{
+    int k = 0;
+    for (int t = from; t < n && k < cap; t++)
+        if (shapes[t].N == N && shapes[t].K == K)
+            ms[k++] = shapes[t].M;
+    return k;
+}

@@ -30,6 +30,11 @@ int mq_suite_parse_ms(const char *spec, int *ms, int cap, char *err, size_t errl
 int mq_suite_load(const char *name_or_path, const int *ms, int nms, mq_suite *out, char *err,
                   size_t errlen);
 void mq_suite_free(mq_suite *s);
+/* The Ms of shapes[from..n) with this N and K: the token counts that will
+ * reuse one weight set (mq_bench_problem_setup computes their references in
+ * one pass). Returns how many were stored in ms (at most cap). */
+int mq_shapes_ms_sharing(const mq_shape *shapes, int n, int from, int N, int K, int *ms,
+                         int cap);
 const char *mq_suite_builtin_names(void);
 
 #endif

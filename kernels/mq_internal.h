@@ -18,7 +18,6 @@ typedef struct mq_pool mq_pool;
 typedef void (*mq_pool_fn)(void *arg, int tg, int worker);
 mq_status mq_pool_create(int threads, mq_pool **out, mq_error *err);
 void mq_pool_destroy(mq_pool *pool);
-int mq_pool_threads(const mq_pool *pool);
 /* Run a dispatch and wait for it: the caller is worker 0. */
 void mq_pool_run(mq_pool *pool, int count, mq_pool_fn fn, void *arg);
 

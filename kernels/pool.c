@@ -111,8 +111,6 @@ void mq_pool_destroy(mq_pool *p)
     free(p);
 }
 
-int mq_pool_threads(const mq_pool *p) { return p->threads; }
-
 void mq_pool_run(mq_pool *p, int count, mq_pool_fn fn, void *arg)
 {
     if (count <= 0)

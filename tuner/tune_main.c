@@ -386,10 +386,8 @@ static int run_check(tuner *T, const mq_suite *suite, const char *table_path)
                 cs[n].time = -1;
                 pick = n++;
             }
-            int msame[64], nsame = 0;
-            for (int t = s; t < suite->n && nsame < 64; t++)
-                if (suite->s[t].N == p.N && suite->s[t].K == p.K)
-                    msame[nsame++] = suite->s[t].M;
+            int msame[64];
+            int nsame = mq_shapes_ms_sharing(suite->s, suite->n, s, p.N, p.K, msame, 64);
             if (mq_bench_problem_setup(&T->bp, &p, 0, msame, nsame, &e)) {
                 fprintf(stderr, "tune: %s\n", e.msg);
                 free(cs);
@@ -557,10 +555,8 @@ int main(int argc, char **argv)
             int pick = -1;
             double btime[MQ_BASE_COUNT];
             if (measured) {
-                int msame[64], nsame = 0;
-                for (int t = s; t < suite.n && nsame < 64; t++)
-                    if (suite.s[t].N == p.N && suite.s[t].K == p.K)
-                        msame[nsame++] = suite.s[t].M;
+                int msame[64];
+                int nsame = mq_shapes_ms_sharing(suite.s, suite.n, s, p.N, p.K, msame, 64);
                 mq_error e;
                 if (mq_bench_problem_setup(&T.bp, &p, 0, msame, nsame, &e)) {
                     fprintf(stderr, "tune: %s\n", e.msg);
@@ -603,10 +599,8 @@ int main(int argc, char **argv)
                 for (int b = 0; b < MQ_BASE_COUNT; b++)
                     btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
                 mq_error e;
-                int msame[64], nsame = 0;
-                for (int t = s; t < suite.n && nsame < 64; t++)
-                    if (suite.s[t].N == p.N && suite.s[t].K == p.K)
-                        msame[nsame++] = suite.s[t].M;
+                int msame[64];
+                int nsame = mq_shapes_ms_sharing(suite.s, suite.n, s, p.N, p.K, msame, 64);
                 if (mq_bench_problem_setup(&T.bp, &p, 1, msame, nsame, &e)) {
                     fprintf(stderr, "tune: %s\n", e.msg);
                     return 1;
