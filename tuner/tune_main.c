@@ -531,10 +531,18 @@ int main(int argc, char **argv)
                         "on the CPU model\n",
                 chip.name, pred_note);
     }
-    int nprob = 0;
+    /* two layers of one shape are one problem */
+    char *repeat = calloc((size_t)(suite.n ? suite.n : 1), 1);
+    int distinct = 0, nprob = 0;
+    for (int s = 0; repeat && s < suite.n; s++) {
+        for (int t = 0; t < s && !repeat[s]; t++)
+            repeat[s] = suite.s[t].M == suite.s[s].M && suite.s[t].N == suite.s[s].N &&
+                        suite.s[t].K == suite.s[s].K;
+        distinct += !repeat[s];
+    }
     for (int f = 0; f < MQ_FMT_COUNT; f++)
-        nprob += (o.formats >> f & 1u) ? suite.n : 0;
-    mq_choice *choices = calloc((size_t)nprob, sizeof *choices);
+        nprob += (o.formats >> f & 1u) ? distinct : 0;
+    mq_choice *choices = calloc((size_t)(nprob ? nprob : 1), sizeof *choices);
     int nchoice = 0, tty = isatty(fileno(stderr)) && !o.quiet;
     double t0 = mq_now(), fraction_sum = 0;
     int gap_n = 0;
@@ -543,10 +551,7 @@ int main(int argc, char **argv)
     for (int f = 0; f < MQ_FMT_COUNT; f++)
         for (int s = 0; (o.formats & (1u << f)) && s < suite.n; s++) {
             mq_problem p = {(mq_format)f, suite.s[s].M, suite.s[s].N, suite.s[s].K, o.group};
-            int dup = 0; /* two layers of one shape are one problem */
-            for (int t = 0; t < s; t++)
-                dup |= suite.s[t].M == p.M && suite.s[t].N == p.N && suite.s[t].K == p.K;
-            if (dup)
+            if (repeat[s])
                 continue;
             int n, base[MQ_BASE_COUNT];
             cand *cs = build_cands(&p, &chip, &n, base);
@@ -727,6 +732,7 @@ int main(int argc, char **argv)
     mq_results_free(&T.own);
     free(ent);
     free(choices);
+    free(repeat);
     free(T.rows.f);
     free(T.rows.t);
     mq_suite_free(&suite);
