@@ -1,10 +1,12 @@
 /* chips.c - see chips.h. The file is long-form CSV (chip,field,value,source)
  * so a new field or chip needs no code change beyond the field list. */
+#include <csv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "chips.h"
 #include "csvfile.h"
 #include "probes.h"
@@ -40,7 +42,9 @@ static mq_chip *chip_named(mq_chip_db *db, const char *name)
     return &c[db->n++];
 }
 
-int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen)
+/* allow_host: a snapshot written by mq_chip_write may describe 'host' as
+ * it was measured; the chips file itself may not. */
+static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *err, size_t errlen)
 {
     memset(db, 0, sizeof *db);
     mq_csv_table t;
@@ -62,13 +66,16 @@ int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen)
             break;
         }
         const char *name = r->fields[0], *field = r->fields[1], *value = r->fields[2];
-        if (!*name || strlen(name) >= sizeof db->chips[0].name || !strcmp(name, "host")) {
+        if (!*name || strlen(name) >= sizeof db->chips[0].name ||
+            (!allow_host && !strcmp(name, "host"))) {
             snprintf(err, errlen, "%s:%d: bad chip name '%s'%s", path, r->line, name,
                      strcmp(name, "host") ? "" : " ('host' is measured, not described)");
             rc = -1;
             break;
         }
         mq_chip *c = chip_named(db, name);
+        if (c)
+            c->is_host = !strcmp(name, "host");
         if (!c) {
             snprintf(err, errlen, "%s: out of memory", path);
             rc = -1;
@@ -117,6 +124,50 @@ int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen)
     if (rc)
         mq_chips_free(db);
     return rc;
+}
+
+int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen)
+{
+    return chips_load(path, db, 0, err, errlen);
+}
+
+int mq_chip_snapshot_load(const char *path, mq_chip *out, char *err, size_t errlen)
+{
+    mq_chip_db db;
+    if (chips_load(path, &db, 1, err, errlen))
+        return -1;
+    int rc = 0;
+    if (db.n != 1) {
+        snprintf(err, errlen, "%s: expected one chip, found %d", path, db.n);
+        rc = -1;
+    } else {
+        *out = db.chips[0];
+    }
+    mq_chips_free(&db);
+    return rc;
+}
+
+int mq_chip_write(const char *path, const mq_chip *c, char *err, size_t errlen)
+{
+    char tmp[4200];
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
+        return -1;
+    fprintf(f, "# the chip %s as the tool saw it (the model's features depend on it)\n"
+               "chip,field,value,source\n",
+            c->name);
+    if (c->arch[0])
+        fprintf(f, "%s,arch,%s,chips file\n", c->name, c->arch);
+    for (int i = 0; i < MQ_CHIP_NFIELDS; i++) {
+        char v[64];
+        snprintf(v, sizeof v, "%.10g", c->v[i]);
+        const char *fields[4] = {c->name, field_names[i], v, c->source[i]};
+        for (int j = 0; j < 4; j++) {
+            csv_fwrite(f, fields[j], strlen(fields[j]));
+            fputc(j == 3 ? '\n' : ',', f);
+        }
+    }
+    return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
 void mq_chips_free(mq_chip_db *db)

@@ -55,6 +55,13 @@ int mq_chip_host(int threads, mq_chip *out);
 int mq_chip_load_named(const char *path, const char *name, mq_chip *out, char *err,
                        size_t errlen);
 
+/* A chip as a tool saw it, written atomically in the chips file's form
+ * (results/CHIP/chip.csv), so that predictions from a stored model can be
+ * redrawn later without measuring the host again. */
+int mq_chip_write(const char *path, const mq_chip *c, char *err, size_t errlen);
+/* Read such a snapshot back (it may be 'host'). */
+int mq_chip_snapshot_load(const char *path, mq_chip *out, char *err, size_t errlen);
+
 mq_limits mq_chip_limits(const mq_chip *c);
 
 #endif

@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "atomic_file.h"
 #include "regress.h"
 #include "results.h"
+#include "run_compare.h"
 
 static void usage(FILE *f)
 {
@@ -73,19 +75,6 @@ static int append_history(const char *path, const char *const files[2], int np,
     return bad ? -1 : 0;
 }
 
-typedef struct {
-    const mq_result *b, *n;
-    mq_comparison c;
-} pair;
-
-static void name_of(const mq_result *r, char *buf, size_t n)
-{
-    char cand[128];
-    mq_candidate_str(&r->c, cand, sizeof cand);
-    snprintf(buf, n, "%s %s %s M=%d N=%d K=%d g=%d %s", r->chip, r->backend,
-             mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, r->p.group, cand);
-}
-
 int main(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL;
@@ -135,33 +124,19 @@ int main(int argc, char **argv)
         mq_results_free(&base);
         return 2;
     }
-    pair *pairs = calloc((size_t)(cur.n ? cur.n : 1), sizeof *pairs);
-    int np = 0, counts[4] = {0};
-    double lg = 0;
-    for (int i = 0; i < cur.n && pairs; i++) {
-        const mq_result *n = &cur.r[i];
-        if (strcmp(n->status, "ok"))
-            continue;
-        for (int j = 0; j < base.n; j++) { /* the latest matching baseline row */
-            const mq_result *b = &base.r[j];
-            if (!strcmp(b->status, "ok") && mq_result_same_key(b, n))
-                pairs[np].b = b;
-        }
-        if (!pairs[np].b)
-            continue;
-        pairs[np].n = n;
-        mq_compare_samples(pairs[np].b->samples, pairs[np].b->nsamples, n->samples, n->nsamples,
-                           &o, &pairs[np].c);
-        counts[pairs[np].c.verdict]++;
-        if (pairs[np].c.verdict != MQ_UNRELIABLE)
-            lg += log(pairs[np].c.ratio);
-        np++;
+    mq_run_comparison cmp;
+    if (mq_compare_runs(&base, &cur, &o, &cmp)) {
+        fprintf(stderr, "compare: out of memory\n");
+        mq_results_free(&base);
+        mq_results_free(&cur);
+        return 2;
     }
-    int judged = np - counts[MQ_UNRELIABLE];
-    double geo = judged ? exp(lg / judged) : 1.0;
+    const mq_run_pair *pairs = cmp.pairs;
+    const int np = cmp.n, *counts = cmp.counts;
+    const double geo = cmp.geomean;
     for (int i = 0; i < np; i++) {
         char name[256];
-        name_of(pairs[i].n, name, sizeof name);
+        mq_result_name(pairs[i].n, name, sizeof name);
         printf("%-10s %+7.1f%%  p=%-9.2g %s\n", mq_verdict_name(pairs[i].c.verdict),
                100 * (pairs[i].c.ratio - 1), pairs[i].c.p, name);
     }
@@ -172,10 +147,9 @@ int main(int argc, char **argv)
     int rc = counts[MQ_REGRESSED] ? 1 : 0;
     if (report) {
         char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", report, (int)getpid());
-        FILE *f = fopen(tmp, "w");
+        FILE *f = mq_atomic_open(report, tmp, sizeof tmp, err, sizeof err);
         if (!f) {
-            fprintf(stderr, "compare: cannot write %s\n", report);
+            fprintf(stderr, "compare: %s\n", err);
             rc = 2;
         } else {
             fprintf(f, "# Regression report\n\nBaseline `%s`, new `%s`. Mann-Whitney U on the raw "
@@ -195,23 +169,21 @@ int main(int argc, char **argv)
                     if ((int)pairs[i].c.verdict != v)
                         continue;
                     char name[256];
-                    name_of(pairs[i].n, name, sizeof name);
+                    mq_result_name(pairs[i].n, name, sizeof name);
                     fprintf(f, "| %s | %+.1f%% | %.2g | %.4f | %.4f | %s |\n",
                             mq_verdict_name(pairs[i].c.verdict), 100 * (pairs[i].c.ratio - 1),
                             pairs[i].c.p, pairs[i].b->st.median * 1e3,
                             pairs[i].n->st.median * 1e3, name);
                 }
-            int bad = fclose(f) != 0;
-            if (bad || rename(tmp, report)) {
-                fprintf(stderr, "compare: cannot write %s\n", report);
-                unlink(tmp);
+            if (mq_atomic_commit(f, tmp, report, err, sizeof err)) {
+                fprintf(stderr, "compare: %s\n", err);
                 rc = 2;
             }
         }
     }
     if (history && append_history(history, files, np, counts, geo))
         rc = 2;
-    free(pairs);
+    mq_run_comparison_free(&cmp);
     mq_results_free(&base);
     mq_results_free(&cur);
     return rc;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mq.h"
+#include "atomic_file.h"
 #include "cli.h"
 #include "measure.h"
 #include "probes.h"
@@ -226,11 +227,10 @@ static void csv_field(FILE *f, const char *s, int last)
 
 static int write_csv(const char *path, const row *rows, int n, const mq_machine_probe *mp)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
+    char tmp[4096], err[4300];
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, sizeof err);
     if (!f) {
-        fprintf(stderr, "kernel-bench: cannot write %s: %s\n", tmp, strerror(errno));
+        fprintf(stderr, "kernel-bench: %s\n", err);
         return -1;
     }
     static const char *const head[] = {
@@ -267,9 +267,8 @@ static int write_csv(const char *path, const row *rows, int n, const mq_machine_
         for (int j = 0; j < 22; j++) /* the status may be longer than 64 */
             csv_field(f, j == 11 ? r->status : v[j], j == 21);
     }
-    if (fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, path)) {
-        fprintf(stderr, "kernel-bench: cannot write %s: %s\n", path, strerror(errno));
-        remove(tmp);
+    if (mq_atomic_commit(f, tmp, path, err, sizeof err)) {
+        fprintf(stderr, "kernel-bench: %s\n", err);
         return -1;
     }
     return 0;

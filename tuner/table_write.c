@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "table_write.h"
 #include "version.h"
 
@@ -93,29 +94,6 @@ int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out)
     return m;
 }
 
-static FILE *open_tmp(const char *path, char *tmp, size_t n, char *err, size_t errlen)
-{
-    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-    return f;
-}
-
-static int commit_tmp(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
-{
-    int bad = ferror(f) != 0;
-    bad |= fflush(f) != 0;
-    bad |= fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 static void field(FILE *f, const char *s, int last)
 {
     csv_fwrite(f, s, strlen(s));
@@ -127,7 +105,7 @@ int mq_table_write_csv(const char *path, const char *chip, const char *backend,
                        size_t errlen)
 {
     char tmp[4200];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, errlen);
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
     char date[32];
@@ -162,7 +140,7 @@ int mq_table_write_csv(const char *path, const char *chip, const char *backend,
         for (int j = 0; j < 17; j++)
             field(f, v[j], j == 16);
     }
-    return commit_tmp(f, tmp, path, err, errlen);
+    return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
 static const char *const fmt_enum[MQ_FMT_COUNT] = {"MQ_FMT_FP4", "MQ_FMT_U4", "MQ_FMT_TRELLIS2",
@@ -175,7 +153,7 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
                           const mq_table_entry *e, int n, char *err, size_t errlen)
 {
     char tmp[4200];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, errlen);
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
     fprintf(f,
@@ -196,5 +174,5 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
                 r->c.p.num_threadgroups, r->c.p.split_k, r->expected_s);
     }
     fprintf(f, "};\nstatic const int mq_table_%s_count = %d;\n\n#endif\n", chip, n);
-    return commit_tmp(f, tmp, path, err, errlen);
+    return mq_atomic_commit(f, tmp, path, err, errlen);
 }

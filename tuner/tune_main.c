@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "measure.h"
 #include "model.h"
+#include "model_store.h"
 #include "probes.h"
 #include "results.h"
 #include "space.h"
@@ -672,17 +673,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "tune: %s\n", nent < 0 ? "out of memory" : err);
         return 1;
     }
-    FILE *mf = fopen(mpath, "w");
-    if (mf) {
-        fprintf(mf, "# mq cost model for %s: %s\nkind,th_launch,th_dispatch,th_compute,"
-                    "th_memory,th_splitk,th_wave,th_kstep,th_row_piece,n_fit,n_holdout,mape,"
-                    "spearman\n",
-                chip.name, fit_note);
-        fprintf(mf, "%s", mq_model_kind_name(fit.kind));
-        for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-            fprintf(mf, ",%.6g", fit.theta[j]);
-        fprintf(mf, ",%d,%d,%.4f,%.4f\n", fit.n_fit, fit.n_holdout, fit.mape, fit.spearman);
-        fclose(mf);
+    char cpath[4200];
+    snprintf(cpath, sizeof cpath, "%s/chip.csv", dir);
+    if (mq_model_write(mpath, &fit, chip.name, fit_note, err, sizeof err) ||
+        mq_chip_write(cpath, &chip, err, sizeof err)) {
+        fprintf(stderr, "tune: %s\n", err);
+        return 1;
     }
     /* the summary */
     printf("%-7s %-5s %-6s %-6s %-54s %11s %7s %7s %7s  %s\n", "format", "M", "N", "K",

@@ -1,0 +1,34 @@
+/* run_compare.h - two results files (runs) side by side: every benchmark
+ * measured ok in both, judged by regress.h, and the summary counts and
+ * geometric mean that compare, the nightly report and the history plot all
+ * show. */
+#ifndef MQ_RUN_COMPARE_H
+#define MQ_RUN_COMPARE_H
+
+#include <stddef.h>
+
+#include "regress.h"
+#include "results.h"
+
+typedef struct {
+    const mq_result *b, *n; /* rows of the two runs (borrowed) */
+    mq_comparison c;
+} mq_run_pair;
+
+typedef struct {
+    mq_run_pair *pairs;
+    int n;
+    int counts[4];  /* indexed by mq_verdict */
+    double geomean; /* of new/base over the judged (reliable) pairs; 1 when none */
+} mq_run_comparison;
+
+/* Pair every ok row of cur with the latest ok row of base with the same key
+ * and judge it. -1 on out of memory. */
+int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regress_opts *o,
+                    mq_run_comparison *out);
+void mq_run_comparison_free(mq_run_comparison *rc);
+
+/* "chip backend format M=.. N=.. K=.. g=.. variant tm=.. ..." */
+void mq_result_name(const mq_result *r, char *buf, size_t n);
+
+#endif
