@@ -24,12 +24,12 @@ BUILD   ?= build
 LIB_SRC  = $(wildcard kernels/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      = $(BUILD)/libmq.a
-HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c harness/compare_main.c,$(wildcard harness/*.c)) \
+HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c harness/compare_main.c harness/plot_main.c,$(wildcard harness/*.c)) \
               $(filter-out tuner/tune_main.c,$(wildcard tuner/*.c))
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare
+TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
 .PHONY: all test sanitize portable bench tune nightly nightly-accept deps clean FORCE
@@ -62,11 +62,14 @@ $(BUILD)/bench: $(BUILD)/harness/bench_main.o $(HARNESS_OBJ) $(LIB)
 $(BUILD)/compare: $(BUILD)/harness/compare_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
+$(BUILD)/plot: $(BUILD)/harness/plot_main.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+
 $(BUILD)/tune: $(BUILD)/tuner/tune_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
 test: deps $(TEST_BIN) $(TOOLS)
-	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
+	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
 sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 \

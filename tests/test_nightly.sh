@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_nightly.sh - the nightly entry point end to end on a tiny suite: the
 # first run becomes the baseline, the second is compared with it (report and
-# history written), --accept makes the latest run the baseline.
+# history written, plots redrawn), --accept makes the latest run the baseline.
 # usage: test_nightly.sh BUILD_DIR   (the entry point builds with make: BUILD must be build)
 passed=0; failed=0
 check() {
@@ -10,18 +10,24 @@ check() {
 }
 dir=$(mktemp -d)
 export NIGHTLY_DIR="$dir"
-export NIGHTLY_BENCH_ARGS="--chip m4max --suite smoke --m 1 --formats u4 --budget 0.02 --warm"
+export NIGHTLY_CHIP=m4max
+export NIGHTLY_BENCH_ARGS="--suite smoke --m 1 --formats u4 --budget 0.02 --warm"
 out=$(scripts/nightly.sh 2>&1); rc=$?
 check "the first nightly run exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 check "and becomes the baseline" test -s "$dir/baseline.csv"
 out=$(scripts/nightly.sh 2>&1); rc=$?
 check "the second run compares: exit 0 or 1, not $rc" [ "$rc" -eq 0 -o "$rc" -eq 1 ]
 day=$(date -u +%Y-%m-%d)
-check "a Markdown report is written" grep -q "# Regression report" "$dir/$day-report.md"
+second=$(ls "$dir" | grep -E "^$day\.r[0-9]{6}\.csv\$")
+check "the second run of the day is $day.rHHMMSS.csv (got '$second')" [ -n "$second" ]
+check "its Markdown report is written" grep -q "# Regression report" "$dir/${second%.csv}-report.md"
 check "history.csv has its header and one row" [ "$(wc -l < "$dir/history.csv")" -eq 2 ]
+for f in history.png history.svg roofline-m4max.png roofline-m4max.svg; do
+    check "the plot $f is redrawn" test -s "$dir/plots/$f"
+done
 out=$(scripts/nightly.sh --accept 2>&1); rc=$?
 check "--accept exits 0 ($out)" [ "$rc" -eq 0 ]
-check "the baseline is the latest run" cmp -s "$dir/baseline.csv" "$dir/$day.csv"
+check "the baseline is the latest run" cmp -s "$dir/baseline.csv" "$dir/$second"
 rm -rf "$dir"
 echo "nightly: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

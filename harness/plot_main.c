@@ -1,0 +1,590 @@
+/* plot_main.c - the plot command: extracts a plot's data from results files
+ * (plot_data.c) into a temporary directory and runs the matching gnuplot
+ * script from plots/ twice, for a PNG and an SVG, each written to a
+ * temporary name and renamed into place. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chips.h"
+#include "cli.h"
+#include "model_store.h"
+#include "plot_data.h"
+#include "results.h"
+
+#ifndef MQ_SOURCE_DIR
+#define MQ_SOURCE_DIR "."
+#endif
+
+#define MAX_RESULTS 16
+
+typedef struct {
+    const char *kind, *chip, *chips, *chip_file, *model, *out, *nightly, *filter;
+    const char *results[MAX_RESULTS];
+    int nresults;
+    mq_problem p;
+    int max_m, width, height;
+    mq_regress_opts ro;
+} options;
+
+static const char *const kinds[] = {"occupancy", "splitk", "roofline", "model", "history"};
+enum { NKINDS = sizeof kinds / sizeof kinds[0] };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: plot KIND [options]\n"
+        "Draws a plot from results files with gnuplot (scripts in plots/), as PNG and SVG.\n"
+        "KIND:\n"
+        "  occupancy  latency against threadgroups per core for one shape, a line per split_k:\n"
+        "             the best measured candidate at each occupancy and the cost model's curve\n"
+        "  splitk     latency against split_k for the small-M shapes of one N x K, a line per M\n"
+        "  roofline   achieved GFLOP/s and GB/s against arithmetic intensity, the chip's ceilings\n"
+        "  model      the cost model's prediction against the measured latency, y = x, its quality\n"
+        "  history    the nightly runs against the baseline, one line per benchmark, regressions\n"
+        "             marked (from --nightly-dir)\n"
+        "  all        occupancy, splitk, roofline and model for the chip (those with data)\n\n"
+        "options:\n"
+        "  --chip CHIP         the chip (default host)\n"
+        "  --results FILE      a results file; repeat to merge several (default\n"
+        "                      results/CHIP/tune-results.csv)\n"
+        "  --shape MxNxK       the shape (default 1x4096x14336); splitk uses its N and K\n"
+        "  --format F          fp4, u4, trellis2, trellis3, trellis4 (default fp4)\n"
+        "  --group G           quantization group (default 128)\n"
+        "  --max-m M           splitk: the Ms drawn, up to M (default 16)\n"
+        "  --model FILE        the fitted model (default results/CHIP/model.csv; absent: no\n"
+        "                      model curve)\n"
+        "  --chip-file FILE    the chip as tune saw it (default results/CHIP/chip.csv when it\n"
+        "                      exists, else the chips file; host is measured if neither)\n"
+        "  --chips FILE        chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
+        "  --nightly-dir DIR   history: the runs and baseline.csv (default results/nightly)\n"
+        "  --bench TEXT        history: only benchmarks whose name contains TEXT\n"
+        "  --alpha A, --min-effect E, --min-samples N   history: the detector (as compare)\n"
+        "  --out DIR           where the images go (default results/CHIP/plots; history:\n"
+        "                      NIGHTLY_DIR/plots)\n"
+        "  --size WxH          image size in pixels (default 1000x650)\n\n"
+        "examples:\n"
+        "  plot occupancy --chip host --shape 1x4096x14336 --results results/host/examples/"
+        "sweep-4096x14336.csv\n"
+        "  plot splitk --chip m4max --shape 1x4096x14336   (the model only: no measurements)\n"
+        "  plot history --nightly-dir results/nightly\n");
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->chip = "host";
+    o->chips = mq_chips_default_path();
+    o->p = (mq_problem){MQ_FMT_FP4, 1, 4096, 14336, 128};
+    o->max_m = 16;
+    o->width = 1000;
+    o->height = 650;
+    o->nightly = "results/nightly";
+    o->ro = mq_regress_defaults();
+    if (argc < 2)
+        return mq_cli_fail("plot", "missing KIND", "");
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return -1;
+    }
+    o->kind = argv[1];
+    int ok = !strcmp(o->kind, "all");
+    for (int k = 0; k < NKINDS; k++)
+        ok |= !strcmp(o->kind, kinds[k]);
+    if (!ok)
+        return mq_cli_fail("plot", "unknown KIND (occupancy, splitk, roofline, model, history, "
+                                   "all)",
+                           o->kind);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        if (i + 1 >= argc || a[0] != '-')
+            return mq_cli_fail("plot", a[0] == '-' ? "missing value for" : "unexpected", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--chip"))
+            o->chip = v;
+        else if (!strcmp(a, "--chips"))
+            o->chips = v;
+        else if (!strcmp(a, "--chip-file"))
+            o->chip_file = v;
+        else if (!strcmp(a, "--model"))
+            o->model = v;
+        else if (!strcmp(a, "--out"))
+            o->out = v;
+        else if (!strcmp(a, "--nightly-dir"))
+            o->nightly = v;
+        else if (!strcmp(a, "--bench"))
+            o->filter = v;
+        else if (!strcmp(a, "--results")) {
+            if (o->nresults == MAX_RESULTS)
+                return mq_cli_fail("plot", "too many --results (at most 16)", v);
+            o->results[o->nresults++] = v;
+        } else if (!strcmp(a, "--shape")) {
+            if (mq_cli_shape(v, &o->p.M, &o->p.N, &o->p.K))
+                return mq_cli_fail("plot", "bad --shape (MxNxK, all positive)", v);
+        } else if (!strcmp(a, "--format")) {
+            unsigned mask;
+            char err[256];
+            if (mq_cli_formats(v, &mask, err, sizeof err) || (mask & (mask - 1)))
+                return mq_cli_fail("plot", "bad --format (one of fp4, u4, trellis2..4)", v);
+            for (int f = 0; f < MQ_FMT_COUNT; f++)
+                if (mask == 1u << f)
+                    o->p.format = (mq_format)f;
+        } else if (!strcmp(a, "--group")) {
+            if (mq_cli_int(v, 1, 1 << 20, &o->p.group))
+                return mq_cli_fail("plot", "bad --group", v);
+        } else if (!strcmp(a, "--max-m")) {
+            if (mq_cli_int(v, 1, 1 << 20, &o->max_m))
+                return mq_cli_fail("plot", "bad --max-m", v);
+        } else if (!strcmp(a, "--size")) {
+            char extra;
+            if (sscanf(v, "%dx%d%c", &o->width, &o->height, &extra) != 2 || o->width < 200 ||
+                o->height < 150 || o->width > 10000 || o->height > 10000)
+                return mq_cli_fail("plot", "bad --size (WxH, 200x150 to 10000x10000)", v);
+        } else if (!strcmp(a, "--alpha")) {
+            if (mq_cli_double(v, 1e-12, 0.5, &o->ro.alpha))
+                return mq_cli_fail("plot", "bad --alpha", v);
+        } else if (!strcmp(a, "--min-effect")) {
+            if (mq_cli_double(v, 0, 10, &o->ro.min_effect))
+                return mq_cli_fail("plot", "bad --min-effect", v);
+        } else if (!strcmp(a, "--min-samples")) {
+            if (mq_cli_int(v, 2, 1000000, &o->ro.min_samples))
+                return mq_cli_fail("plot", "bad --min-samples", v);
+        } else {
+            return mq_cli_fail("plot", "unknown option", a);
+        }
+    }
+    mq_error e;
+    if (strcmp(o->kind, "history") && mq_problem_check(&o->p, &e) != MQ_OK) {
+        fprintf(stderr, "plot: %s\n", e.msg);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- running gnuplot ---------------------------------------------------- */
+
+typedef struct {
+    char dir[256]; /* the temporary directory of this run */
+    char names[16][64];
+    int n;
+} scratch;
+
+static FILE *scratch_open(scratch *s, const char *name, char *path, size_t n)
+{
+    snprintf(path, n, "%s/%s", s->dir, name);
+    if (s->n < 16)
+        snprintf(s->names[s->n++], sizeof s->names[0], "%s", name);
+    return fopen(path, "w");
+}
+
+static void scratch_remove(scratch *s)
+{
+    char path[400];
+    for (int i = 0; i < s->n; i++) {
+        snprintf(path, sizeof path, "%s/%s", s->dir, s->names[i]);
+        unlink(path);
+    }
+    rmdir(s->dir);
+}
+
+/* A gnuplot string literal: double quotes, with \ and " escaped and
+ * newlines as \n. */
+static void gp_string(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, "%s = \"", name);
+    for (const char *c = value; *c; c++) {
+        if (*c == '\n')
+            fputs("\\n", f);
+        else if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else
+            fputc(*c, f);
+    }
+    fputs("\"\n", f);
+}
+
+/* Run `gnuplot VARS plots/SCRIPT.gp` for each image format, into
+ * OUT/BASE.{png,svg}. 0, or -1 with gnuplot's first complaint. */
+static int draw(scratch *s, const options *o, const char *script, const char *vars_text,
+                const char *outdir, const char *base, char *err, size_t errlen)
+{
+    static const char *const fmts[] = {"png", "svg"};
+    const char *gp = getenv("MQ_GNUPLOT");
+    if (!gp || !*gp)
+        gp = "gnuplot";
+    char script_path[4200];
+    snprintf(script_path, sizeof script_path, "%s/plots/%s.gp", MQ_SOURCE_DIR, script);
+    if (access(script_path, R_OK)) {
+        snprintf(err, errlen, "%s: cannot read the plot script: %s", script_path,
+                 strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        char out[4200], tmp[4300], vpath[400], logp[400];
+        snprintf(out, sizeof out, "%s/%s.%s", outdir, base, fmts[i]);
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+        FILE *v = scratch_open(s, fmts[i][0] == 'p' ? "vars-png.gp" : "vars-svg.gp", vpath,
+                               sizeof vpath);
+        if (!v) {
+            snprintf(err, errlen, "%s: cannot write: %s", vpath, strerror(errno));
+            return -1;
+        }
+        gp_string(v, "plotdir", MQ_SOURCE_DIR "/plots");
+        gp_string(v, "fmt", fmts[i]);
+        gp_string(v, "out", tmp);
+        fprintf(v, "width = %d\nheight = %d\n%s", o->width, o->height, vars_text);
+        fclose(v);
+        FILE *lg = scratch_open(s, "gnuplot.log", logp, sizeof logp);
+        if (lg)
+            fclose(lg);
+        pid_t pid = fork();
+        if (pid < 0) {
+            snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+            return -1;
+        }
+        if (pid == 0) {
+            int fd = open(logp, O_WRONLY | O_TRUNC);
+            if (fd >= 0) {
+                dup2(fd, 2);
+                dup2(fd, 1);
+                close(fd);
+            }
+            execlp(gp, gp, vpath, script_path, (char *)NULL);
+            _exit(127);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        struct stat sb;
+        int good = WIFEXITED(st) && WEXITSTATUS(st) == 0 && stat(tmp, &sb) == 0 && sb.st_size > 0;
+        if (!good) {
+            char line[512] = "";
+            FILE *l = fopen(logp, "r");
+            while (l && fgets(line, sizeof line, l)) /* gnuplot's last word */
+                if (strstr(line, "rror") || strstr(line, "line "))
+                    break;
+            if (l)
+                fclose(l);
+            line[strcspn(line, "\n")] = 0;
+            if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+                snprintf(err, errlen, "cannot run %s (install gnuplot: make deps)", gp);
+            else
+                snprintf(err, errlen, "gnuplot failed on %s: %s", script_path,
+                         *line ? line : "no image written");
+            unlink(tmp);
+            return -1;
+        }
+        if (rename(tmp, out)) {
+            snprintf(err, errlen, "%s: cannot write: %s", out, strerror(errno));
+            unlink(tmp);
+            return -1;
+        }
+        printf("wrote %s\n", out);
+    }
+    return 0;
+}
+
+/* ---- inputs ------------------------------------------------------------- */
+
+typedef struct {
+    mq_results files[MAX_RESULTS];
+    int nfiles;
+    const mq_result **rows;
+    mq_model model;
+    int have_model;
+    char model_note[200];
+    mq_plot_src src;
+} inputs;
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static int load_inputs(const options *o, inputs *in, char *err, size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    char path[4200];
+    /* the chip */
+    snprintf(path, sizeof path, "results/%s/chip.csv", o->chip);
+    const char *cf = o->chip_file ? o->chip_file : exists(path) ? path : NULL;
+    if (cf) {
+        if (mq_chip_snapshot_load(cf, &in->src.chip, err, errlen))
+            return -1;
+        if (strcmp(in->src.chip.name, o->chip)) {
+            snprintf(err, errlen, "%s describes chip '%s', not '%s'", cf, in->src.chip.name,
+                     o->chip);
+            return -1;
+        }
+    } else {
+        mq_chip_db db = {0};
+        if (strcmp(o->chip, "host") && mq_chips_load(o->chips, &db, err, errlen))
+            return -1;
+        int rc = mq_chip_find(&db, o->chip, (int)sysconf(_SC_NPROCESSORS_ONLN), &in->src.chip,
+                              err, errlen);
+        mq_chips_free(&db);
+        if (rc)
+            return -1;
+    }
+    /* the model: absent is fine (no curve), broken is an error */
+    snprintf(path, sizeof path, "results/%s/model.csv", o->chip);
+    const char *mf = o->model ? o->model : path;
+    if (o->model || exists(mf)) {
+        if (mq_model_read(mf, &in->model, err, errlen))
+            return -1;
+        in->have_model = 1;
+        in->src.model = &in->model;
+    }
+    /* the results: the chip's ok rows of every file */
+    snprintf(path, sizeof path, "results/%s/tune-results.csv", o->chip);
+    const char *deflt[1] = {path};
+    const char *const *files = o->nresults ? o->results : deflt;
+    int nf = o->nresults ? o->nresults : exists(path) ? 1 : 0;
+    size_t total = 0;
+    for (int i = 0; i < nf; i++) {
+        if (mq_results_load(files[i], &in->files[i], err, errlen))
+            return -1;
+        in->nfiles++;
+        total += (size_t)in->files[i].n;
+    }
+    in->rows = calloc(total ? total : 1, sizeof *in->rows);
+    if (!in->rows) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < in->nfiles; i++)
+        for (int j = 0; j < in->files[i].n; j++) {
+            const mq_result *r = &in->files[i].r[j];
+            if (!strcmp(r->status, "ok") && !strcmp(r->chip, o->chip) && r->st.median > 0)
+                in->rows[in->src.nrows++] = r;
+        }
+    in->src.rows = in->rows;
+    return 0;
+}
+
+static void free_inputs(inputs *in)
+{
+    for (int i = 0; i < in->nfiles; i++)
+        mq_results_free(&in->files[i]);
+    free(in->rows);
+}
+
+/* "CPU model: 2 cores, 34 GB/s, 0.2 FP16 TFLOP/s" or "40 GPU cores, ..." */
+static void chip_words(const mq_chip *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%.0f %s, %.0f GB/s, %.2g FP16 TFLOP/s", c->is_host ? "CPU model: " : "",
+             c->v[MQ_CHIP_GPU_CORES], c->is_host ? "cores" : "GPU cores",
+             c->v[MQ_CHIP_MEM_BW_GBS], c->v[MQ_CHIP_FP16_TFLOPS]);
+}
+
+/* What the solid and dashed lines are, given what there is to draw. */
+static void legend_words(const mq_plot_series_info *si, const char *at, const char *model,
+                         char *buf, size_t n)
+{
+    if (si->measured_points && si->model_points)
+        snprintf(buf, n, "solid: the best measured candidate at each %s; dashed: %s", at, model);
+    else if (si->measured_points)
+        snprintf(buf, n, "the best measured candidate at each %s (%s)", at, model);
+    else
+        snprintf(buf, n, "no measurements of this chip; dashed: the best at each %s by the %s",
+                 at, model);
+}
+
+static void model_words(const inputs *in, char *buf, size_t n)
+{
+    if (!in->have_model)
+        snprintf(buf, n, "no cost model");
+    else if (in->model.n_holdout)
+        snprintf(buf, n, "%s cost model (held-out MAPE %.0f%%, Spearman %.2f)",
+                 mq_model_kind_name(in->model.kind), 100 * in->model.mape, in->model.spearman);
+    else
+        snprintf(buf, n, "%s cost model (default coefficients)",
+                 mq_model_kind_name(in->model.kind));
+}
+
+/* One plot of the chip (not history). 0 drawn, -1 with err. */
+static int plot_chip(const options *o, inputs *in, const char *kind, const char *outdir,
+                     char *err, size_t errlen)
+{
+    scratch s = {.n = 0};
+    const char *tmpd = getenv("TMPDIR");
+    snprintf(s.dir, sizeof s.dir, "%s/mq-plot-XXXXXX", tmpd && *tmpd ? tmpd : "/tmp");
+    if (!mkdtemp(s.dir)) {
+        snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+        return -1;
+    }
+    char dpath[400], vars[4096], title[1024], cw[200], mw[200], lw[400], base[256];
+    FILE *f = scratch_open(&s, "data.txt", dpath, sizeof dpath);
+    int rc = f ? 0 : -1;
+    if (!f)
+        snprintf(err, errlen, "%s: cannot write: %s", dpath, strerror(errno));
+    const mq_problem *p = &o->p;
+    const char *fmt = mq_format_name(p->format);
+    mq_plot_series_info si = {0};
+    model_words(in, mw, sizeof mw);
+    chip_words(&in->src.chip, cw, sizeof cw);
+    size_t vl = 0;
+    if (rc == 0 && !strcmp(kind, "occupancy")) {
+        rc = mq_plot_occupancy_data(&in->src, p, f, &si, err, errlen);
+        legend_words(&si, "occupancy", mw, lw, sizeof lw);
+        snprintf(title, sizeof title,
+                 "%s: %s M=%d N=%d K=%d g=%d - latency vs threadgroups per core\n%s\n%s",
+                 in->src.chip.name, fmt, p->M, p->N, p->K, p->group, cw, lw);
+        snprintf(base, sizeof base, "occupancy-%s-%s-%dx%dx%d", in->src.chip.name, fmt, p->M,
+                 p->N, p->K);
+        vl = (size_t)snprintf(vars, sizeof vars, "cores = %g\n",
+                              in->src.chip.v[MQ_CHIP_GPU_CORES]);
+    } else if (rc == 0 && !strcmp(kind, "splitk")) {
+        rc = mq_plot_splitk_data(&in->src, p->format, p->N, p->K, p->group, o->max_m, f, &si, err,
+                                 errlen);
+        legend_words(&si, "split_k", mw, lw, sizeof lw);
+        snprintf(title, sizeof title, "%s: %s N=%d K=%d g=%d, M <= %d - latency vs split-K\n%s\n%s",
+                 in->src.chip.name, fmt, p->N, p->K, p->group, o->max_m, cw, lw);
+        snprintf(base, sizeof base, "splitk-%s-%s-%dx%d", in->src.chip.name, fmt, p->N, p->K);
+    } else if (rc == 0 && !strcmp(kind, "roofline")) {
+        int np = mq_plot_roofline_data(&in->src, f, err, errlen);
+        rc = np < 0 ? -1 : 0;
+        snprintf(title, sizeof title,
+                 "%s: roofline of %d measured candidates over %d shapes (all formats)\n%s",
+                 in->src.chip.name, in->src.nrows, np, cw);
+        snprintf(base, sizeof base, "roofline-%s", in->src.chip.name);
+        vl = (size_t)snprintf(vars, sizeof vars, "bw = %g\npeak = %g\n",
+                              in->src.chip.v[MQ_CHIP_MEM_BW_GBS],
+                              1e3 * in->src.chip.v[MQ_CHIP_FP16_TFLOPS]);
+    } else if (rc == 0) {
+        double mape = 0, rho = 0;
+        int n = mq_plot_model_data(&in->src, f, &si, &mape, &rho, err, errlen);
+        rc = n < 0 ? -1 : 0;
+        snprintf(title, sizeof title,
+                 "%s: %s vs measurement\n%s\non these %d rows: MAPE %.0f%%, Spearman %.3f",
+                 in->src.chip.name, mw, cw, n, 100 * mape, rho);
+        snprintf(base, sizeof base, "model-%s", in->src.chip.name);
+    }
+    if (f)
+        fclose(f);
+    if (rc == 0) {
+        FILE *v = fmemopen(vars + vl, sizeof vars - vl, "w");
+        if (v) {
+            gp_string(v, "data", dpath);
+            gp_string(v, "ttl", title);
+            gp_string(v, "labels", si.labels);
+            fprintf(v, "nseries = %d\nhas_meas = %d\nhas_model = %d\n", si.nseries,
+                    si.measured_points > 0, si.model_points > 0);
+            fclose(v);
+        }
+        rc = mq_make_parent_dirs(outdir) == 0 || errno == EEXIST ? 0 : -1;
+        if (rc == 0 && mkdir(outdir, 0755) && errno != EEXIST)
+            rc = -1;
+        if (rc)
+            snprintf(err, errlen, "%s: cannot create: %s", outdir, strerror(errno));
+        else
+            rc = draw(&s, o, kind, vars, outdir, base, err, errlen);
+    }
+    scratch_remove(&s);
+    return rc;
+}
+
+static int plot_history(const options *o, const char *outdir, char *err, size_t errlen)
+{
+    scratch s = {.n = 0};
+    const char *tmpd = getenv("TMPDIR");
+    snprintf(s.dir, sizeof s.dir, "%s/mq-plot-XXXXXX", tmpd && *tmpd ? tmpd : "/tmp");
+    if (!mkdtemp(s.dir)) {
+        snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+        return -1;
+    }
+    char lp[400], mp[400], gp[400];
+    FILE *l = scratch_open(&s, "lines.txt", lp, sizeof lp);
+    FILE *m = scratch_open(&s, "marks.txt", mp, sizeof mp);
+    FILE *g = scratch_open(&s, "geo.txt", gp, sizeof gp);
+    mq_plot_history_info hi;
+    int rc = -1;
+    if (!l || !m || !g)
+        snprintf(err, errlen, "%s: cannot write: %s", s.dir, strerror(errno));
+    else
+        rc = mq_plot_history_data(o->nightly, o->filter, &o->ro, l, m, g, &hi, err, errlen);
+    if (l)
+        fclose(l);
+    if (m)
+        fclose(m);
+    if (g)
+        fclose(g);
+    if (rc == 0) {
+        char vars[8192], title[1024];
+        snprintf(title, sizeof title,
+                 "nightly history of %s: %d benchmark%s%s%s, %d run%s from %.10s to %.10s\n"
+                 "grey: each benchmark's median / the baseline's; red, green: regressed, "
+                 "improved (Mann-Whitney U, alpha %g, >= %.0f%% change)",
+                 o->nightly, hi.nbench, hi.nbench == 1 ? "" : "s", o->filter ? " matching " : "",
+                 o->filter ? o->filter : "", hi.nruns, hi.nruns == 1 ? "" : "s", hi.first,
+                 hi.last, o->ro.alpha, 100 * o->ro.min_effect);
+        FILE *v = fmemopen(vars, sizeof vars, "w");
+        if (v) {
+            gp_string(v, "lines", lp);
+            gp_string(v, "marks", mp);
+            gp_string(v, "geo", gp);
+            gp_string(v, "ttl", title);
+            gp_string(v, "first", hi.first);
+            gp_string(v, "last", hi.last);
+            fprintf(v, "nbench = %d\nmin_effect = %g\n", hi.nbench, o->ro.min_effect);
+            fclose(v);
+        }
+        if (mq_make_parent_dirs(outdir) && errno != EEXIST)
+            rc = -1;
+        if (rc == 0 && mkdir(outdir, 0755) && errno != EEXIST)
+            rc = -1;
+        if (rc)
+            snprintf(err, errlen, "%s: cannot create: %s", outdir, strerror(errno));
+        else
+            rc = draw(&s, o, "history", vars, outdir, "history", err, errlen);
+    }
+    scratch_remove(&s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int prc = parse_args(argc, argv, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    char err[4600], outdir[4200];
+    if (!strcmp(o.kind, "history")) {
+        snprintf(outdir, sizeof outdir, "%s/plots", o.nightly);
+        if (plot_history(&o, o.out ? o.out : outdir, err, sizeof err)) {
+            fprintf(stderr, "plot: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
+    snprintf(outdir, sizeof outdir, "results/%s/plots", o.chip);
+    inputs in;
+    if (load_inputs(&o, &in, err, sizeof err)) {
+        fprintf(stderr, "plot: %s\n", err);
+        free_inputs(&in);
+        return 1;
+    }
+    int drawn = 0, failed = 0;
+    for (int k = 0; k < NKINDS - 1; k++) {
+        if (strcmp(o.kind, "all") && strcmp(o.kind, kinds[k]))
+            continue;
+        if (plot_chip(&o, &in, kinds[k], o.out ? o.out : outdir, err, sizeof err)) {
+            fprintf(stderr, "plot: %s%s\n", strcmp(o.kind, "all") ? "" : "skipped: ", err);
+            failed++;
+        } else {
+            drawn++;
+        }
+    }
+    free_inputs(&in);
+    return drawn && (!failed || !strcmp(o.kind, "all")) ? 0 : 1;
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# test_plot.sh - every plot drawn by the plot command from the committed
+# example results (results/host, results/nightly): gnuplot exits cleanly,
+# the PNG and SVG are non-empty and of the asked size; bad input gets a
+# one-line error and a non-zero exit, and a failed drawing leaves the
+# image already there untouched.
+# usage: test_plot.sh BUILD_DIR
+B=${1:-build}
+plot="$B/plot"
+passed=0; failed=0
+check() { # check "description" condition...
+    desc=$1; shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
+}
+png_size() { # "W H" from the PNG header (IHDR: width and height, big-endian, at byte 16)
+    od -An -tu1 -j16 -N8 "$1" | awk '{print $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'
+}
+svg_size() { # "W H" from the <svg width=".." height=".."> attributes
+    tr '\n' ' ' < "$1" | sed -n 's/.*<svg[^>]*width="\([0-9]*\)" height="\([0-9]*\)".*/\1 \2/p'
+}
+expect_images() { # expect_images NAME W H: NAME.png and NAME.svg exist, non-empty, W x H
+    for ext in png svg; do
+        f="$out/$1.$ext"
+        check "$f is written and non-empty" test -s "$f"
+        got=$([ "$ext" = png ] && png_size "$f" || svg_size "$f")
+        check "$f is $2x$3 (got '$got')" [ "$got" = "$2 $3" ]
+    done
+    check "no temporary image left in $out" [ -z "$(ls "$out" | grep '\.tmp\.')" ]
+}
+out=$(mktemp -d)
+sweep=results/host/examples/sweep-fp4-4096x14336.csv
+run() { # run DESCRIPTION ARGS...: expect exit 0
+    desc=$1; shift
+    msg=$("$plot" "$@" --out "$out" 2>&1); rc=$?
+    check "$desc: exit 0 (got $rc: $msg)" [ "$rc" -eq 0 ]
+}
+run "occupancy on the host sweep" occupancy --chip host --shape 1x4096x14336 --results "$sweep"
+expect_images occupancy-host-fp4-1x4096x14336 1000 650
+run "split-K on the host sweep" splitk --chip host --shape 1x4096x14336 --results "$sweep" --size 800x500
+expect_images splitk-host-fp4-4096x14336 800 500
+run "roofline of the host's tune" roofline --chip host
+expect_images roofline-host 1000 650
+run "model vs measured on the host" model --chip host
+expect_images model-host 1000 650
+run "history of the committed nightly runs" history --nightly-dir results/nightly
+expect_images history 1000 650
+run "occupancy predicted for m4max (model only)" occupancy --chip m4max --shape 16x4096x4096
+expect_images occupancy-m4max-fp4-16x4096x4096 1000 650
+
+expect_fail() { # expect_fail CODE "needle" args...: exit CODE, one line naming the problem
+    code=$1; needle=$2; shift 2
+    msg=$("$plot" "$@" 2>&1); rc=$?
+    lines=$(printf '%s\n' "$msg" | wc -l)
+    check "'$*' exits $code (got $rc)" [ "$rc" -eq "$code" ]
+    check "'$*' prints one line (got $lines: $msg)" [ "$lines" -eq 1 ]
+    case "$msg" in *"$needle"*) ok=1 ;; *) ok=0 ;; esac
+    check "'$*' names the problem: expected '$needle' in '$msg'" [ "$ok" -eq 1 ]
+}
+expect_fail 2 "unknown KIND" pie
+expect_fail 2 "missing KIND"
+expect_fail 2 "bad --shape" occupancy --shape 1x2
+expect_fail 2 "not a multiple of the group size" occupancy --shape 1x4096x100
+expect_fail 2 "unknown option" occupancy --colour red
+expect_fail 1 "unknown chip 'm9'" occupancy --chip m9 --out "$out"
+expect_fail 1 "no-such.csv" occupancy --results "$out/no-such.csv" --out "$out"
+printf 'not,a,results,file\n' > "$out/bad.csv"
+expect_fail 1 "bad.csv" occupancy --results "$out/bad.csv" --out "$out"
+printf 'kind,th_launch\nroofline,1\n' > "$out/model.csv"
+expect_fail 1 "model.csv:" occupancy --model "$out/model.csv" --out "$out"
+expect_fail 1 "nothing to draw" occupancy --chip m1 --shape 3x4096x14336 --results "$sweep" --out "$out"
+expect_fail 1 "baseline.csv" history --nightly-dir "$out"
+cp results/nightly/baseline.csv "$out/"
+expect_fail 1 "no nightly runs" history --nightly-dir "$out"
+# a drawing that fails leaves the image already there as it was
+cp "$out/roofline-host.png" "$out/before.png"
+MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out" >/dev/null 2>&1; rc=$?
+check "a failing gnuplot makes plot exit non-zero (got $rc)" [ "$rc" -ne 0 ]
+check "and the existing image is untouched" cmp -s "$out/roofline-host.png" "$out/before.png"
+msg=$(MQ_GNUPLOT=/nonexistent/gnuplot "$plot" roofline --chip host --out "$out" 2>&1)
+case "$msg" in *"cannot run /nonexistent/gnuplot"*) ok=1 ;; *) ok=0 ;; esac
+check "a missing gnuplot is named ($msg)" [ "$ok" -eq 1 ]
+rm -rf "$out"
+echo "plot: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
