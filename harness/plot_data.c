@@ -279,8 +279,10 @@ int mq_plot_roofline_data(const mq_plot_src *s, FILE *f, char *err, size_t errle
 }
 
 int mq_plot_model_data(const mq_plot_src *s, FILE *f, mq_plot_series_info *info, double *mape,
-                       double *spearman, char *err, size_t errlen)
+                       double *spearman, double *lo, double *hi, char *err, size_t errlen)
 {
+    *lo = INFINITY;
+    *hi = 0;
     memset(info, 0, sizeof *info);
     if (!s->model) {
         snprintf(err, errlen, "no cost model for %s (run tune --chip %s first)", s->chip.name,
@@ -313,8 +315,12 @@ int mq_plot_model_data(const mq_plot_src *s, FILE *f, mq_plot_series_info *info,
             int k = 0;
             for (int i = 0; i < n; i++)
                 if (fmt[i] == fm) {
-                    fprintf(f, "%.9g %.9g\n", mq_model_predict(s->model, &ft[i]) * 1e3,
-                            t[i] * 1e3);
+                    double pr = mq_model_predict(s->model, &ft[i]) * 1e3, me = t[i] * 1e3;
+                    fprintf(f, "%.9g %.9g\n", pr, me);
+                    if (pr > 0)
+                        *lo = fmin(*lo, pr);
+                    *lo = fmin(*lo, me);
+                    *hi = fmax(*hi, fmax(pr, me));
                     k++;
                 }
             if (!k)
@@ -357,10 +363,14 @@ typedef struct {
     int *verdict;
 } bench_series;
 
-static int bench_index(bench_series **bs, int *nb, const mq_result *r, int nruns)
+static int bench_index(bench_series **bs, int *nb, const mq_result *r, int repeat, int nruns)
 {
     char name[256];
     mq_result_name(r, name, sizeof name);
+    if (repeat > 1) {
+        size_t l = strlen(name);
+        snprintf(name + l, sizeof name - l, " (repeat %d)", repeat);
+    }
     for (int i = 0; i < *nb; i++)
         if (!strcmp((*bs)[i].name, name))
             return i;
@@ -370,8 +380,8 @@ static int bench_index(bench_series **bs, int *nb, const mq_result *r, int nruns
     *bs = n;
     bench_series *b = &n[*nb];
     snprintf(b->name, sizeof b->name, "%s", name);
-    snprintf(b->label, sizeof b->label, "%s M=%d %dx%d %s", mq_format_name(r->p.format), r->p.M,
-             r->p.N, r->p.K, mq_variant_get(r->c.variant)->name);
+    snprintf(b->label, sizeof b->label, "%s M=%d %dx%d %s%s", mq_format_name(r->p.format), r->p.M,
+             r->p.N, r->p.K, mq_variant_get(r->c.variant)->name, repeat > 1 ? " (repeat)" : "");
     b->ratio = malloc(sizeof *b->ratio * (size_t)nruns);
     b->verdict = calloc((size_t)nruns, sizeof *b->verdict);
     if (!b->ratio || !b->verdict) {
@@ -445,7 +455,10 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
             mq_result_name(cmp.pairs[i].n, name, sizeof name);
             if (filter && !strstr(name, filter))
                 continue;
-            int b = bench_index(&bs, &nb, cmp.pairs[i].n, nn);
+            int repeat = 1;
+            for (int j = 0; j < i; j++)
+                repeat += mq_result_same_key(cmp.pairs[j].n, cmp.pairs[i].n);
+            int b = bench_index(&bs, &nb, cmp.pairs[i].n, repeat, nn);
             if (b < 0) {
                 rc = -1;
                 break;
@@ -468,6 +481,26 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
         rc = -2;
     }
     if (rc == 0) {
+        /* the ratio above which the latest run's regressions are labelled:
+         * the fifth largest */
+        double cut = INFINITY, top[5] = {0};
+        int ntop = 0;
+        for (int b = 0; b < nb; b++) {
+            double r = bs[b].ratio[nn - 1];
+            if (bs[b].verdict[nn - 1] != MQ_REGRESSED || isnan(r))
+                continue;
+            int j = ntop < 5 ? ntop++ : 4;
+            if (j == 4 && ntop == 5 && r <= top[4])
+                continue;
+            top[j] = r;
+            for (; j > 0 && top[j] > top[j - 1]; j--) {
+                double t = top[j];
+                top[j] = top[j - 1];
+                top[j - 1] = t;
+            }
+        }
+        if (ntop)
+            cut = top[ntop - 1];
         for (int b = 0; b < nb; b++) {
             for (int k = 0; k < nn; k++)
                 if (!isnan(bs[b].ratio[k]))
@@ -477,7 +510,7 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
                 int v = bs[b].verdict[k];
                 if (isnan(bs[b].ratio[k]) || (v != MQ_REGRESSED && v != MQ_IMPROVED))
                     continue;
-                int show = k == nn - 1 && v == MQ_REGRESSED;
+                int show = k == nn - 1 && v == MQ_REGRESSED && bs[b].ratio[k] >= cut;
                 fprintf(marks, "%s %.6g %d \"%s\"\n", dates[k], bs[b].ratio[k],
                         v == MQ_REGRESSED ? 1 : 2, show ? bs[b].label : "");
                 info->regressed_latest += show;

@@ -47,16 +47,18 @@ int mq_plot_roofline_data(const mq_plot_src *s, FILE *f, char *err, size_t errle
 
 /* "predicted_ms measured_ms" of every row the model can describe, one block
  * per format present (labels as above); the model's MAPE and Spearman on
- * these rows come back too. */
+ * these rows come back too, and the range [lo, hi] (ms) of both columns so
+ * that the two axes can share it. */
 int mq_plot_model_data(const mq_plot_src *s, FILE *f, mq_plot_series_info *info, double *mape,
-                       double *spearman, char *err, size_t errlen);
+                       double *spearman, double *lo, double *hi, char *err, size_t errlen);
 
 /* The nightly history: every run DIR/YYYY-MM-DD*.csv compared with
  * DIR/baseline.csv. lines: one block per benchmark, "date ratio" (new
  * median / baseline median); marks: "date ratio verdict label" of every
- * regressed (verdict 1) or improved (2) point, labelled in the latest run
- * only; geo: "date geomean regressed". Only benchmarks whose name contains
- * filter (when not NULL). */
+ * regressed (verdict 1) or improved (2) point, the latest run's five worst
+ * regressions labelled; geo: "date geomean regressed". Only benchmarks whose
+ * name contains filter (when not NULL). A benchmark measured twice in a run
+ * (two layers of one shape) is two series, the second marked "(repeat 2)". */
 typedef struct {
     int nbench, nruns, regressed_latest;
     char first[32], last[32];

@@ -392,12 +392,12 @@ static void legend_words(const mq_plot_series_info *si, const char *at, const ch
                          char *buf, size_t n)
 {
     if (si->measured_points && si->model_points)
-        snprintf(buf, n, "solid: the best measured candidate at each %s; dashed: %s", at, model);
+        snprintf(buf, n, "solid: the best measured candidate at each %s\ndashed: %s", at, model);
     else if (si->measured_points)
         snprintf(buf, n, "the best measured candidate at each %s (%s)", at, model);
     else
-        snprintf(buf, n, "no measurements of this chip; dashed: the best at each %s by the %s",
-                 at, model);
+        snprintf(buf, n, "no measurements of this chip\ndashed: the best at each %s by the %s", at,
+                 model);
 }
 
 static void model_words(const inputs *in, char *buf, size_t n)
@@ -463,8 +463,10 @@ static int plot_chip(const options *o, inputs *in, const char *kind, const char 
                               1e3 * in->src.chip.v[MQ_CHIP_FP16_TFLOPS]);
     } else if (rc == 0) {
         double mape = 0, rho = 0;
-        int n = mq_plot_model_data(&in->src, f, &si, &mape, &rho, err, errlen);
+        double lo = 0, hi = 0;
+        int n = mq_plot_model_data(&in->src, f, &si, &mape, &rho, &lo, &hi, err, errlen);
         rc = n < 0 ? -1 : 0;
+        vl = (size_t)snprintf(vars, sizeof vars, "lo = %g\nhi = %g\n", lo, hi);
         snprintf(title, sizeof title,
                  "%s: %s vs measurement\n%s\non these %d rows: MAPE %.0f%%, Spearman %.3f",
                  in->src.chip.name, mw, cw, n, 100 * mape, rho);
@@ -523,8 +525,8 @@ static int plot_history(const options *o, const char *outdir, char *err, size_t 
         char vars[8192], title[1024];
         snprintf(title, sizeof title,
                  "nightly history of %s: %d benchmark%s%s%s, %d run%s from %.10s to %.10s\n"
-                 "grey: each benchmark's median / the baseline's; red, green: regressed, "
-                 "improved (Mann-Whitney U, alpha %g, >= %.0f%% change)",
+                 "grey: each benchmark's median / the baseline's median\nred, green: regressed, "
+                 "improved (Mann-Whitney U, alpha %g, change >= %.0f%%)",
                  o->nightly, hi.nbench, hi.nbench == 1 ? "" : "s", o->filter ? " matching " : "",
                  o->filter ? o->filter : "", hi.nruns, hi.nruns == 1 ? "" : "s", hi.first,
                  hi.last, o->ro.alpha, 100 * o->ro.min_effect);

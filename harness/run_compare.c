@@ -20,10 +20,18 @@ int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regr
         if (strcmp(n->status, "ok"))
             continue;
         mq_run_pair *pr = &out->pairs[out->n];
-        for (int j = 0; j < base->n; j++) { /* the latest matching baseline row */
+        /* a suite may measure one benchmark more than once (two layers of
+         * the same shape): the k-th occurrence pairs with the k-th in the
+         * baseline, or its last when the baseline has fewer */
+        int k = 0;
+        for (int j = 0; j < i; j++)
+            k += !strcmp(cur->r[j].status, "ok") && mq_result_same_key(&cur->r[j], n);
+        for (int j = 0, seen = 0; j < base->n && seen <= k; j++) {
             const mq_result *b = &base->r[j];
-            if (!strcmp(b->status, "ok") && mq_result_same_key(b, n))
+            if (!strcmp(b->status, "ok") && mq_result_same_key(b, n)) {
                 pr->b = b;
+                seen++;
+            }
         }
         if (!pr->b)
             continue;

@@ -22,8 +22,9 @@ typedef struct {
     double geomean; /* of new/base over the judged (reliable) pairs; 1 when none */
 } mq_run_comparison;
 
-/* Pair every ok row of cur with the latest ok row of base with the same key
- * and judge it. -1 on out of memory. */
+/* Pair every ok row of cur with the ok row of base with the same key (the
+ * k-th repeat of a key with the k-th, or the last) and judge it. -1 on out
+ * of memory. */
 int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regress_opts *o,
                     mq_run_comparison *out);
 void mq_run_comparison_free(mq_run_comparison *rc);

@@ -14,7 +14,7 @@ set ylabel "median latency / baseline median"
 # a day either side of a single run; otherwise room on the right for labels
 t0 = strptime("%Y-%m-%dT%H:%M:%SZ", first)
 t1 = strptime("%Y-%m-%dT%H:%M:%SZ", last)
-if (t1 - t0 < 3600) {
+if (t1 - t0 < 60) {
     set xrange [t0 - 43200 : t1 + 86400]
 } else {
     set xrange [t0 - 0.05 * (t1 - t0) : t1 + 0.35 * (t1 - t0)]

@@ -198,9 +198,9 @@ static void test_roofline_and_model(void)
     fclose(f);
 
     mq_plot_series_info si;
-    double mape, rho;
+    double mape, rho, lo, hi;
     f = tmpfile();
-    CHECK(mq_plot_model_data(&s, f, &si, &mape, &rho, err, sizeof err) == -1 &&
+    CHECK(mq_plot_model_data(&s, f, &si, &mape, &rho, &lo, &hi, err, sizeof err) == -1 &&
               strstr(err, "no cost model"),
           "expected the model plot to refuse without a model, got '%s'", err);
     fclose(f);
@@ -220,7 +220,7 @@ static void test_roofline_and_model(void)
     }
     mq_plot_src ms = {chip, &m, mp, 3};
     f = tmpfile();
-    CHECK(mq_plot_model_data(&ms, f, &si, &mape, &rho, err, sizeof err) == 3 && mape < 1e-12 &&
+    CHECK(mq_plot_model_data(&ms, f, &si, &mape, &rho, &lo, &hi, err, sizeof err) == 3 && mape < 1e-12 &&
               fabs(rho - 1) < 1e-12 && !strcmp(si.labels, "fp4"),
           "expected 3 rows, MAPE 0, Spearman 1, one series fp4; got MAPE %g rho %g '%s' (%s)",
           mape, rho, si.labels, err);
