@@ -46,7 +46,8 @@ static int point_cmp(const void *a, const void *b)
 /* Sort, then keep the lowest y of each (series, x). */
 static void points_lower_envelope(points *ps)
 {
-    qsort(ps->p, (size_t)ps->n, sizeof *ps->p, point_cmp);
+    if (ps->n > 1) /* qsort's pointer must not be NULL, even for no elements */
+        qsort(ps->p, (size_t)ps->n, sizeof *ps->p, point_cmp);
     int m = 0;
     for (int i = 0; i < ps->n; i++)
         if (m == 0 || ps->p[m - 1].series != ps->p[i].series || ps->p[m - 1].x != ps->p[i].x)
@@ -425,7 +426,7 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
         snprintf(err, errlen, "%s: no nightly runs (YYYY-MM-DD*.csv) to draw", dir);
         rc = -2;
     }
-    if (names)
+    if (nn > 1)
         qsort(names, (size_t)nn, sizeof *names, str_cmp);
     bench_series *bs = NULL;
     int nb = 0;
