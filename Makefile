@@ -16,7 +16,7 @@ SAN     ?=
 CFLAGS  ?= $(OPT) $(ARCH) -g $(SAN)
 # required flags, kept even when CFLAGS is given on the command line
 override CFLAGS += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
-LDLIBS  += -lcsv -lm -pthread
+LDLIBS  += -lcsv -lm -pthread -ldl
 GSL_LIBS = -lgsl -lgslcblas
 CSV_LIBS = -lcsv
 BUILD   ?= build

@@ -270,6 +270,18 @@ int main(int argc, char **argv)
         if (note[0])
             fprintf(stderr, "bench: %s\n", note);
     }
+    /* on Metal, the chip is the device's (read from its name and architecture) */
+    if (be && strcmp(be->name, "cpu") && !strcmp(o.chip, "host")) {
+        if (!be->chip[0] || mq_chip_load_named(o.chips, be->chip, &chip, err, sizeof err)) {
+            fprintf(stderr, "bench: %s device %s is not a chip of %s: name one with --chip\n",
+                    be->name, be->device, o.chips);
+            mq_backend_destroy(be);
+            mq_suite_free(&suite);
+            return 2;
+        }
+        o.chip = be->chip;
+        fprintf(stderr, "bench: %s on %s: chip %s\n", be->name, be->device, chip.name);
+    }
     int threads = be && !strcmp(be->name, "cpu") ? mq_backend_cpu_threads(be) : o.threads;
     if (!strcmp(o.chip, "host") && mq_chip_find(NULL, "host", threads ? threads : 1, &chip, err,
                                                 sizeof err)) {

@@ -248,6 +248,47 @@ int mq_chip_load_named(const char *path, const char *name, mq_chip *out, char *e
     return rc;
 }
 
+int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const char *arch,
+                        mq_chip *out, char *err, size_t errlen)
+{
+    /* "Apple M4 Max" -> "m4max": lower case, no "apple", no spaces */
+    char key[64] = "";
+    size_t k = 0;
+    const char *s = device_name ? device_name : "";
+    if (!strncmp(s, "Apple ", 6))
+        s += 6;
+    for (; *s && k + 1 < sizeof key; s++)
+        if (*s != ' ')
+            key[k++] = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+    key[k] = 0;
+    for (int i = 0; i < db->n; i++)
+        if (k && !strcmp(db->chips[i].name, key)) {
+            *out = db->chips[i];
+            return 0;
+        }
+    /* else the one chip with the device's architecture name */
+    int found = -1, count = 0;
+    char names[256] = "";
+    for (int i = 0; arch && *arch && i < db->n; i++)
+        if (!strcmp(db->chips[i].arch, arch)) {
+            found = i;
+            size_t l = strlen(names);
+            snprintf(names + l, sizeof names - l, "%s%s", count++ ? ", " : "", db->chips[i].name);
+        }
+    if (count == 1) {
+        *out = db->chips[found];
+        return 0;
+    }
+    if (count > 1)
+        snprintf(err, errlen, "device '%s' (%s) could be %s: name the chip with --chip",
+                 device_name ? device_name : "", arch, names);
+    else
+        snprintf(err, errlen, "device '%s' (%s) is not in the chips file: add it, or name a chip "
+                              "with --chip",
+                 device_name ? device_name : "", arch && *arch ? arch : "no architecture name");
+    return -1;
+}
+
 mq_limits mq_chip_limits(const mq_chip *c)
 {
     mq_limits l = {(int)c->v[MQ_CHIP_TG_MEM_BYTES], (int)c->v[MQ_CHIP_MAX_THREADS_PER_TG],

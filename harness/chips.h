@@ -62,6 +62,14 @@ int mq_chip_write(const char *path, const mq_chip *c, char *err, size_t errlen);
 /* Read such a snapshot back (it may be 'host'). */
 int mq_chip_snapshot_load(const char *path, mq_chip *out, char *err, size_t errlen);
 
+/* The chip a Metal device is: by its name ("Apple M4 Max" -> m4max) when
+ * the chips file has it, else the only chip whose arch is the device's
+ * architecture name (applegpu_g13g -> m1). -1 and a message naming the
+ * candidates when the architecture is shared (applegpu_g16s: m4pro or
+ * m4max) or unknown. */
+int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const char *arch,
+                        mq_chip *out, char *err, size_t errlen);
+
 mq_limits mq_chip_limits(const mq_chip *c);
 
 #endif

@@ -21,6 +21,12 @@ struct mq_backend {
                      mq_error *err);
     void (*destroy)(mq_backend *b);
     void *state;
+    /* set by run: the device's own time of the last run in seconds (Metal:
+     * the command buffer's GPU end - start), or < 0 to time it by the wall
+     * clock around run */
+    double last_device_s;
+    char chip[32]; /* the chip the backend runs on ("" for the CPU model) */
+    char device[128]; /* the device's name and architecture, for notes */
 };
 
 /* A backend by name: "cpu" (the CPU model), "metal" (Apple GPUs), or

@@ -293,7 +293,7 @@ static void test_wrong_kernel(void)
 {
     mq_error e;
     mq_backend *cpu = mq_backend_cpu_create(2, &e);
-    mq_backend wrong = {"wrong", cpu->available, wrong_run, NULL, cpu};
+    mq_backend wrong = {"wrong", cpu->available, wrong_run, NULL, cpu, -1, "", ""};
     mq_problem p = {MQ_FMT_U4, 4, 64, 256, 64};
     mq_bench_problem bp;
     memset(&bp, 0, sizeof bp);
