@@ -1,15 +1,18 @@
 #!/bin/sh
 # install-deps.sh - install the Debian packages the project needs, only when
 # missing: libgsl-dev (fits, statistics), libcsv-dev (results files), gnuplot
-# (plots). Uses sudo when not root.
+# (plots), clang (its clang++ checks the Metal kernels' syntax in make test).
+# Uses sudo when not root.
 set -eu
 need=""
-for pkg in libgsl-dev libcsv-dev gnuplot-nox; do
+for pkg in libgsl-dev libcsv-dev gnuplot-nox clang; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
         need="$need $pkg"
 done
 # gnuplot (any flavour) satisfies the plotting need
 if command -v gnuplot >/dev/null 2>&1; then need=$(echo "$need" | sed 's/gnuplot-nox//'); fi
+# any clang++ (clang-14, ...) serves the syntax check
+if command -v clang++ >/dev/null 2>&1; then need=$(echo "$need" | sed 's/clang//'); fi
 need=$(echo "$need" | xargs)
 [ -z "$need" ] && exit 0
 echo "install-deps: installing $need"
