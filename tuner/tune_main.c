@@ -17,6 +17,7 @@
 #include "chips.h"
 #include "cli.h"
 #include "measure.h"
+#include "metal_backend.h"
 #include "model.h"
 #include "model_store.h"
 #include "probes.h"
@@ -442,6 +443,20 @@ int main(int argc, char **argv)
         return 2;
     }
     int measured = !strcmp(o.chip, "host");
+    /* on a Mac whose GPU is the chip asked for, tune measures it on Metal */
+    char mwhy[512], backend_note[1024] = "";
+    mq_backend *metal = measured ? NULL : mq_backend_metal_create(mwhy, sizeof mwhy);
+    if (metal && !strcmp(metal->chip, o.chip)) {
+        measured = 1;
+        snprintf(backend_note, sizeof backend_note, "measuring %s on Metal (%s)", o.chip,
+                 metal->device);
+    } else if (!measured) {
+        if (metal)
+            snprintf(mwhy, sizeof mwhy, "the Metal device is %s, not %s", metal->device, o.chip);
+        snprintf(backend_note, sizeof backend_note, "%s is predicted (metal: %s)", o.chip, mwhy);
+        mq_backend_destroy(metal);
+        metal = NULL;
+    }
     if (o.exhaustive && !measured) {
         fprintf(stderr, "tune: --search exhaustive needs a backend that is the chip (--chip host "
                         "here); %s is predicted\n",
@@ -470,17 +485,20 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
+    if (backend_note[0]) /* the arguments are good: say how the chip is tuned */
+        fprintf(stderr, "tune: %s\n", backend_note);
     static tuner T;
     T.o = &o;
     char why[512], note[512];
-    /* every chosen candidate runs on the CPU model, measured or not */
-    T.be = mq_backend_open("cpu", o.threads, why, sizeof why, note, sizeof note);
+    /* every chosen candidate runs: on Metal when that is the chip, else on
+     * the CPU model, measured or not */
+    T.be = metal ? metal : mq_backend_open("cpu", o.threads, why, sizeof why, note, sizeof note);
     if (!T.be) {
         fprintf(stderr, "tune: %s\n", why);
         return 1;
     }
-    if (measured && mq_chip_find(NULL, "host", mq_backend_cpu_threads(T.be), &chip, err,
-                                 sizeof err)) {
+    if (!metal && measured && mq_chip_find(NULL, "host", mq_backend_cpu_threads(T.be), &chip,
+                                           err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         return 1;
     }
