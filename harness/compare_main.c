@@ -30,7 +30,9 @@ static void usage(FILE *f)
             "  --min-effect E     smallest |new/base - 1| that counts (default 0.05)\n"
             "  --min-samples N    fewer samples on a side: unreliable (default 5)\n"
             "  --report FILE.md   also write a Markdown report (atomically)\n"
-            "  --history FILE     append a summary row (date, files, counts, geometric mean)\n\n"
+            "  --history FILE     append a summary row (date, files, counts, geometric mean)\n"
+            "  --rerun-list FILE  write bench arguments that re-measure each regressed\n"
+            "                     benchmark, one line each (the nightly's confirmation pass)\n\n"
             "example:\n"
             "  compare results/nightly/2026-11-20.csv results/nightly/2026-11-21.csv "
             "--report /tmp/r.md\n");
@@ -75,9 +77,37 @@ static int append_history(const char *path, const char *const files[2], int np,
     return bad ? -1 : 0;
 }
 
+/* One line of bench arguments per regressed benchmark (each benchmark once),
+ * so that a confirmation pass can re-measure exactly those. */
+static int write_rerun_list(const char *path, const mq_run_pair *pairs, int np, char *err,
+                            size_t errlen)
+{
+    char tmp[4200];
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
+        return -1;
+    for (int i = 0; i < np; i++) {
+        if (pairs[i].c.verdict != MQ_REGRESSED)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= pairs[j].c.verdict == MQ_REGRESSED && mq_result_same_key(pairs[j].n, pairs[i].n);
+        if (seen)
+            continue;
+        const mq_result *r = pairs[i].n;
+        const mq_params *q = &r->c.p;
+        fprintf(f, "--chip %s --backend %s --shape %dx%dx%d --formats %s --group %d --candidate "
+                   "'%s %d %d %d %d %d'\n",
+                r->chip, r->backend, r->p.M, r->p.N, r->p.K, mq_format_name(r->p.format),
+                r->p.group, mq_variant_get(r->c.variant)->name, q->tile_m, q->tile_n, q->tile_k,
+                q->num_threadgroups, q->split_k);
+    }
+    return mq_atomic_commit(f, tmp, path, err, errlen);
+}
+
 int main(int argc, char **argv)
 {
-    const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL;
+    const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL, *rerun = NULL;
     int nfiles = 0;
     mq_regress_opts o = mq_regress_defaults();
     for (int i = 1; i < argc; i++) {
@@ -93,7 +123,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (strcmp(a, "--alpha") && strcmp(a, "--min-effect") && strcmp(a, "--min-samples") &&
-            strcmp(a, "--report") && strcmp(a, "--history"))
+            strcmp(a, "--report") && strcmp(a, "--history") && strcmp(a, "--rerun-list"))
             return mq_cli_fail("compare", "unknown option", a);
         if (i + 1 >= argc)
             return mq_cli_fail("compare", "missing value for", a);
@@ -108,6 +138,8 @@ int main(int argc, char **argv)
             report = v;
         if (!strcmp(a, "--history"))
             history = v;
+        if (!strcmp(a, "--rerun-list"))
+            rerun = v;
     }
     if (nfiles != 2) {
         fprintf(stderr, "compare: expected two results files, BASE.csv and NEW.csv (see --help)\n");
@@ -183,6 +215,10 @@ int main(int argc, char **argv)
     }
     if (history && append_history(history, files, np, counts, geo))
         rc = 2;
+    if (rerun && write_rerun_list(rerun, pairs, np, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        rc = 2;
+    }
     mq_run_comparison_free(&cmp);
     mq_results_free(&base);
     mq_results_free(&cur);

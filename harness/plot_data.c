@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plot_data.h"
 #include "run_compare.h"
@@ -357,6 +358,9 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A regression of a run that its night's confirmation pass did not repeat. */
+#define UNCONFIRMED 100
+
 /* A benchmark of the history: its name and its ratio/verdict per run. */
 typedef struct {
     char name[256], label[96];
@@ -449,6 +453,20 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
             rc = -1;
             break;
         }
+        /* the night's confirmation pass, when it ran: DIR/confirm/RUN.csv */
+        mq_results conf = {0};
+        mq_run_comparison ccmp = {0};
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/confirm/%s", dir, names[k]);
+        int have_conf = stat(path, &sb) == 0;
+        if (have_conf && (mq_results_load(path, &conf, err, errlen) ||
+                          mq_compare_runs(&base, &conf, o, &ccmp))) {
+            mq_results_free(&conf);
+            mq_run_comparison_free(&cmp);
+            mq_results_free(&cur);
+            rc = -2;
+            break;
+        }
         double lg = 0;
         int judged = 0;
         for (int i = 0; rc == 0 && i < cmp.n; i++) {
@@ -466,13 +484,23 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
             }
             bs[b].ratio[k] = cmp.pairs[i].c.ratio;
             bs[b].verdict[k] = (int)cmp.pairs[i].c.verdict;
-            greg[k] += cmp.pairs[i].c.verdict == MQ_REGRESSED;
+            if (have_conf && cmp.pairs[i].c.verdict == MQ_REGRESSED) {
+                int repeated = 0;
+                for (int j = 0; j < ccmp.n; j++)
+                    repeated |= mq_result_same_key(ccmp.pairs[j].n, cmp.pairs[i].n) &&
+                                ccmp.pairs[j].c.verdict == MQ_REGRESSED;
+                if (!repeated)
+                    bs[b].verdict[k] = UNCONFIRMED;
+            }
+            greg[k] += bs[b].verdict[k] == MQ_REGRESSED;
             if (cmp.pairs[i].c.verdict != MQ_UNRELIABLE) {
                 lg += log(cmp.pairs[i].c.ratio);
                 judged++;
             }
         }
         gm[k] = judged ? exp(lg / judged) : NAN;
+        mq_run_comparison_free(&ccmp);
+        mq_results_free(&conf);
         mq_run_comparison_free(&cmp);
         mq_results_free(&cur);
     }
@@ -509,11 +537,13 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
             fprintf(lines, "\n\n");
             for (int k = 0; k < nn; k++) {
                 int v = bs[b].verdict[k];
-                if (isnan(bs[b].ratio[k]) || (v != MQ_REGRESSED && v != MQ_IMPROVED))
+                if (isnan(bs[b].ratio[k]) ||
+                    (v != MQ_REGRESSED && v != MQ_IMPROVED && v != UNCONFIRMED))
                     continue;
                 int show = k == nn - 1 && v == MQ_REGRESSED && bs[b].ratio[k] >= cut;
                 fprintf(marks, "%s %.6g %d \"%s\"\n", dates[k], bs[b].ratio[k],
-                        v == MQ_REGRESSED ? 1 : 2, show ? bs[b].label : "");
+                        v == MQ_REGRESSED ? 1 : v == MQ_IMPROVED ? 2 : 3,
+                        show ? bs[b].label : "");
                 info->regressed_latest += show;
             }
         }

@@ -55,8 +55,10 @@ int mq_plot_model_data(const mq_plot_src *s, FILE *f, mq_plot_series_info *info,
 /* The nightly history: every run DIR/YYYY-MM-DD*.csv compared with
  * DIR/baseline.csv. lines: one block per benchmark, "date ratio" (new
  * median / baseline median); marks: "date ratio verdict label" of every
- * regressed (verdict 1) or improved (2) point, the latest run's five worst
- * regressions labelled; geo: "date geomean regressed". Only benchmarks whose
+ * regressed (verdict 1), improved (2) or regressed-but-not-confirmed (3:
+ * the night's confirmation pass, DIR/confirm/RUN.csv, did not repeat it)
+ * point, the latest run's five worst regressions labelled; geo: "date
+ * geomean regressed" (confirmed regressions where a pass ran). Only benchmarks whose
  * name contains filter (when not NULL). A benchmark measured twice in a run
  * (two layers of one shape) is two series, the second marked "(repeat 2)". */
 typedef struct {

@@ -1,7 +1,8 @@
 # history.gp - the nightly runs against the baseline: each benchmark's
 # median / baseline median (grey), their geometric mean (black), the
-# minimum-effect band, and the verdicts: regressed (red), improved (green),
-# the latest run's regressions labelled.
+# minimum-effect band, and the verdicts: regressed (red), regressed once but
+# not repeated by the night's confirmation pass (hollow red), improved
+# (green), the latest run's regressions labelled.
 # lines: a block per benchmark "date ratio"; marks: "date ratio verdict label";
 # geo: "date geomean regressed".
 load plotdir."/style.gp"
@@ -25,5 +26,6 @@ plot for [i=1:nbench] lines index (i-1) using 1:2 with linespoints lw 1 pt 7 ps 
      1 - min_effect with lines dt 2 lc rgb "#808080" notitle, \
      geo using 1:2 with linespoints lw 3 pt 7 ps 0.8 lc rgb "#000000" title "geometric mean", \
      marks using 1:($3 == 1 ? $2 : NaN) with points pt 9 ps 1.6 lc rgb "#d62728" title "regressed", \
+     marks using 1:($3 == 3 ? $2 : NaN) with points pt 8 ps 1.4 lc rgb "#d62728" title "regressed, not repeated when re-measured", \
      marks using 1:($3 == 2 ? $2 : NaN) with points pt 11 ps 1.6 lc rgb "#2ca02c" title "improved", \
      marks using 1:2:4 with labels left offset char 1,0 font ",8" tc rgb "#d62728" notitle

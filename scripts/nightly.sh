@@ -2,15 +2,17 @@
 # nightly.sh - the nightly regression run: build, measure the nightly suite
 # into $NIGHTLY_DIR/DATE.csv (DATE.rHHMMSS.csv for another run that day),
 # compare it with the accepted baseline (Markdown report DATE-report.md, a
-# row appended to history.csv). Exit 1 when something regressed, 0
-# otherwise, 2 when the run itself failed. The first run becomes the baseline.
+# row appended to history.csv), re-measure what regressed in a confirmation
+# pass (confirm/DATE.csv, report DATE-confirm.md). Exit 1 when a regression
+# repeated, 0 otherwise, 2 when the run itself failed. The first run becomes
+# the baseline.
 #   scripts/nightly.sh            run, compare, record, draw
 #   scripts/nightly.sh --accept   make the latest run the baseline
 # Then it redraws the plots in $NIGHTLY_DIR/plots: the history of every run
 # against the baseline, and the roofline of this run.
 # Environment: NIGHTLY_DIR (default results/nightly), NIGHTLY_CHIP (default
 # host), NIGHTLY_BENCH_ARGS (default: the Llama-3-8B layers at M 1 and 16,
-# fp4 and u4, seed space).
+# fp4 and u4, seed space), NIGHTLY_CONFIRM (default 1; 0: no confirmation).
 set -eu
 dir=${NIGHTLY_DIR:-results/nightly}
 chip=${NIGHTLY_CHIP:-host}
@@ -36,8 +38,24 @@ if [ ! -f "$dir/baseline.csv" ]; then
     cp "$out" "$dir/baseline.csv"
     echo "nightly: no baseline yet: $out is the baseline"
 else
+    mkdir -p "$dir/confirm"
     build/compare "$dir/baseline.csv" "$out" --report "$dir/$stamp-report.md" \
-        --history "$dir/history.csv" || rc=$?
+        --history "$dir/history.csv" --rerun-list "$dir/confirm/$stamp.rerun" || rc=$?
+    # Confirmation pass: re-measure only what regressed, in fresh processes;
+    # only regressions that repeat fail the night (a one-off on a noisy host
+    # does not). NIGHTLY_CONFIRM=0 turns it off.
+    if [ "$rc" -eq 1 ] && [ "${NIGHTLY_CONFIRM:-1}" != 0 ]; then
+        conf="$dir/confirm/$stamp.csv"
+        rm -f "$conf"
+        while IFS= read -r line; do
+            eval "build/bench $line --quiet --out \"\$conf\"" >/dev/null || exit 2
+        done < "$dir/confirm/$stamp.rerun"
+        rc=0
+        build/compare "$dir/baseline.csv" "$conf" --report "$dir/$stamp-confirm.md" \
+            >/dev/null || rc=$?
+        echo "nightly: confirmation pass: $(grep -c '^| regressed' "$dir/$stamp-confirm.md" || true) of" \
+             "$(wc -l < "$dir/confirm/$stamp.rerun") regressions repeated ($dir/$stamp-confirm.md)"
+    fi
 fi
 [ "$rc" -le 1 ] || exit "$rc"
 # the pictures: every run against the baseline, and this run's roofline

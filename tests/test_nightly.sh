@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_nightly.sh - the nightly entry point end to end on a tiny suite: the
 # first run becomes the baseline, the second is compared with it (report and
-# history written, plots redrawn), --accept makes the latest run the baseline.
+# history written, plots redrawn), --accept makes the latest run the baseline,
+# and a planted regression fails the night after the confirmation pass.
 # usage: test_nightly.sh BUILD_DIR   (the entry point builds with make: BUILD must be build)
 passed=0; failed=0
 check() {
@@ -28,6 +29,23 @@ done
 out=$(scripts/nightly.sh --accept 2>&1); rc=$?
 check "--accept exits 0 ($out)" [ "$rc" -eq 0 ]
 check "the baseline is the latest run" cmp -s "$dir/baseline.csv" "$dir/$second"
+# a planted regression: the baseline's times divided by 100, so the next run is
+# far slower (more than these tiny shapes' noise); it is confirmed; the night fails
+awk 'BEGIN { FS = OFS = "\",\"" }
+     /^#/ || /^"schema"/ { print; next }
+     { for (i = 21; i <= 26; i++) $i = $i * 0.01
+       s = substr($30, 1, length($30) - 1); n = split(s, v, ";"); s = ""
+       for (j = 1; j <= n; j++) s = s (j > 1 ? ";" : "") sprintf("%.6e", v[j] * 0.01)
+       $30 = s "\""; print }' "$dir/baseline.csv" > "$dir/fast.csv" && mv "$dir/fast.csv" "$dir/baseline.csv"
+sleep 1
+out=$(scripts/nightly.sh 2>&1); rc=$?
+check "a run 100x slower than the baseline fails the night: exit 1 (got $rc: $out)" [ "$rc" -eq 1 ]
+case "$out" in *"confirmation pass: "*" regressions repeated"*) ok=1 ;; *) ok=0 ;; esac
+check "the confirmation pass re-measured the regressions and says so ($out)" [ "$ok" -eq 1 ]
+third=$(ls "$dir/confirm" | grep -E '\.csv$' | tail -n 1)
+check "the confirmation run is stored apart from the nightly runs (confirm/$third)" [ -n "$third" ]
+check "the confirmation report lists the repeated regressions" \
+    grep -q "^| regressed" "$dir/${third%.csv}-confirm.md"
 rm -rf "$dir"
 echo "nightly: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -289,6 +290,28 @@ static void test_history(void)
     fclose(l);
     fclose(m);
     fclose(g);
+    /* a confirmation pass that did not repeat the regression: hollow mark */
+    char cdir[200];
+    snprintf(cdir, sizeof cdir, "%s/confirm", dir);
+    mkdir(cdir, 0755);
+    snprintf(path, sizeof path, "%s/2026-11-21.csv", cdir);
+    write_run(path, "2026-11-21T02:05:00Z", same);
+    l = tmpfile(), m = tmpfile(), g = tmpfile();
+    CHECK(mq_plot_history_data(dir, NULL, &o, l, m, g, &hi, err, sizeof err) == 0,
+          "history with a confirmation pass: %s", err);
+    marks = capture(m);
+    geo = capture(g);
+    CHECK(strstr(marks, "2026-11-21T02:00:00Z 1.2 3 \"\"") && hi.regressed_latest == 0 &&
+              strstr(geo, "2026-11-21T02:00:00Z 1.09545 0"),
+          "expected the unrepeated regression marked 3, unlabelled, not counted; got '%s' '%s'",
+          marks, geo);
+    free(marks);
+    free(geo);
+    fclose(l);
+    fclose(m);
+    fclose(g);
+    unlink(path);
+    rmdir(cdir);
     l = tmpfile(), m = tmpfile(), g = tmpfile();
     CHECK(mq_plot_history_data(dir, "trellis", &o, l, m, g, &hi, err, sizeof err) == -1 &&
               strstr(err, "matching 'trellis'"),
