@@ -4,6 +4,7 @@
  * summary and an optional Markdown report. Exit 1 when anything regressed,
  * 0 otherwise, 2 on bad input. */
 #include <csv.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: compare BASE.csv NEW.csv [options]\n"
+            "       compare --median-of OUT.csv RUN.csv...   (a baseline from several runs)\n"
             "Compares every benchmark (chip, backend, problem, candidate) measured ok in both\n"
             "results files: Mann-Whitney U on the raw samples and a minimum effect size.\n"
             "Exit status: 1 when anything regressed, 0 otherwise, 2 on bad input.\n\n"
@@ -33,6 +35,8 @@ static void usage(FILE *f)
             "  --history FILE     append a summary row (date, files, counts, geometric mean)\n"
             "  --rerun-list FILE  write bench arguments that re-measure each regressed\n"
             "                     benchmark, one line each (the nightly's confirmation pass)\n\n"
+            "--median-of writes OUT.csv with, for every benchmark ok in all the runs, the row\n"
+            "whose median is the median of the runs' (so no single run sets the bar).\n\n"
             "example:\n"
             "  compare results/nightly/2026-11-20.csv results/nightly/2026-11-21.csv "
             "--report /tmp/r.md\n");
@@ -105,8 +109,61 @@ static int write_rerun_list(const char *path, const mq_run_pair *pairs, int np, 
     return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
+/* compare --median-of OUT RUN...: write a baseline from several runs. */
+static int median_of(int argc, char **argv)
+{
+    if (argc < 4)
+        return mq_cli_fail("compare", "--median-of needs OUT.csv and at least one run", "");
+    const char *out = argv[2];
+    int nruns = argc - 3;
+    mq_results *runs = calloc((size_t)nruns, sizeof *runs);
+    char err[4400], tmp[4200];
+    int rc = runs ? 0 : 1, loaded = 0;
+    for (int i = 0; rc == 0 && i < nruns; i++, loaded++)
+        if (mq_results_load(argv[3 + i], &runs[i], err, sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            rc = 2;
+        }
+    const mq_result **rows = NULL;
+    int n = 0;
+    if (rc == 0 && mq_results_median_of(runs, nruns, &rows, &n)) {
+        fprintf(stderr, "compare: out of memory\n");
+        rc = 1;
+    }
+    if (rc == 0 && n == 0) {
+        fprintf(stderr, "compare: no benchmark is ok in all %d runs\n", nruns);
+        rc = 2;
+    }
+    if (rc == 0) { /* a new results file under a temporary name, then renamed */
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+        unlink(tmp);
+        mq_results_writer w = {-1};
+        rc = mq_results_open(tmp, &w, err, sizeof err) ? 1 : 0;
+        for (int i = 0; rc == 0 && i < n; i++)
+            rc = mq_results_append(&w, rows[i], err, sizeof err) ? 1 : 0;
+        mq_results_close(&w);
+        if (rc == 0 && rename(tmp, out)) {
+            snprintf(err, sizeof err, "%s: cannot write: %s", out, strerror(errno));
+            rc = 1;
+        }
+        if (rc) {
+            fprintf(stderr, "compare: %s\n", err);
+            unlink(tmp);
+        } else {
+            printf("compare: %s: %d benchmarks, each the median of %d runs\n", out, n, nruns);
+        }
+    }
+    free(rows);
+    for (int i = 0; i < loaded; i++)
+        mq_results_free(&runs[i]);
+    free(runs);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--median-of"))
+        return median_of(argc, argv);
     const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL, *rerun = NULL;
     int nfiles = 0;
     mq_regress_opts o = mq_regress_defaults();

@@ -48,6 +48,57 @@ int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regr
     return 0;
 }
 
+/* The k-th ok row (0-based) with r's key in rs, or NULL. */
+static const mq_result *kth_with_key(const mq_results *rs, const mq_result *r, int k)
+{
+    for (int j = 0; j < rs->n; j++)
+        if (!strcmp(rs->r[j].status, "ok") && mq_result_same_key(&rs->r[j], r) && k-- == 0)
+            return &rs->r[j];
+    return NULL;
+}
+
+int mq_results_median_of(const mq_results *runs, int nruns, const mq_result ***rows, int *n_out)
+{
+    *n_out = 0;
+    *rows = NULL;
+    if (nruns < 1)
+        return 0;
+    const mq_results *first = &runs[0];
+    const mq_result **out = calloc((size_t)(first->n ? first->n : 1), sizeof *out);
+    const mq_result **cand = calloc((size_t)nruns, sizeof *cand);
+    if (!out || !cand) {
+        free(out);
+        free(cand);
+        return -1;
+    }
+    for (int i = 0; i < first->n; i++) {
+        const mq_result *r = &first->r[i];
+        if (strcmp(r->status, "ok"))
+            continue;
+        int k = 0; /* r's occurrence among its key's ok rows */
+        for (int j = 0; j < i; j++)
+            k += !strcmp(first->r[j].status, "ok") && mq_result_same_key(&first->r[j], r);
+        int n = 0;
+        for (int q = 0; q < nruns; q++) {
+            const mq_result *x = kth_with_key(&runs[q], r, k);
+            if (x)
+                cand[n++] = x;
+        }
+        if (n < nruns)
+            continue; /* not measured ok in every run */
+        for (int a = 1; a < n; a++) /* a handful of runs: insertion sort by median */
+            for (int b = a; b > 0 && cand[b]->st.median < cand[b - 1]->st.median; b--) {
+                const mq_result *t = cand[b];
+                cand[b] = cand[b - 1];
+                cand[b - 1] = t;
+            }
+        out[(*n_out)++] = cand[(n - 1) / 2];
+    }
+    free(cand);
+    *rows = out;
+    return 0;
+}
+
 void mq_run_comparison_free(mq_run_comparison *rc)
 {
     free(rc->pairs);

@@ -29,6 +29,13 @@ int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regr
                     mq_run_comparison *out);
 void mq_run_comparison_free(mq_run_comparison *rc);
 
+/* A baseline from several runs: for every benchmark (key and occurrence)
+ * of the first run that is ok in all of them, the row whose median is the
+ * median of the runs' medians (the lower middle for an even count), so one
+ * unusually fast or slow run does not set the bar. rows gets n_out borrowed
+ * pointers (free() the array). -1 on out of memory. */
+int mq_results_median_of(const mq_results *runs, int nruns, const mq_result ***rows, int *n_out);
+
 /* "chip backend format M=.. N=.. K=.. g=.. variant tm=.. ..." */
 void mq_result_name(const mq_result *r, char *buf, size_t n);
 

@@ -7,7 +7,7 @@
 # repeated, 0 otherwise, 2 when the run itself failed. The first run becomes
 # the baseline.
 #   scripts/nightly.sh            run, compare, record, draw
-#   scripts/nightly.sh --accept   make the latest run the baseline
+#   scripts/nightly.sh --accept   a new baseline: the median of the latest runs
 # Then it redraws the plots in $NIGHTLY_DIR/plots: the history of every run
 # against the baseline, and the roofline of this run.
 # Environment: NIGHTLY_DIR (default results/nightly), NIGHTLY_CHIP (default
@@ -19,10 +19,15 @@ chip=${NIGHTLY_CHIP:-host}
 args="--chip $chip ${NIGHTLY_BENCH_ARGS:---suite llama3-8b --m 1,16 --formats fp4,u4}"
 mkdir -p "$dir"
 if [ "${1:-}" = "--accept" ]; then
-    latest=$(ls "$dir" | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}(\.r[0-9]{6})?\.csv$' | sort | tail -n 1)
-    [ -n "$latest" ] || { echo "nightly: no run in $dir to accept" >&2; exit 2; }
-    cp "$dir/$latest" "$dir/baseline.csv.tmp" && mv "$dir/baseline.csv.tmp" "$dir/baseline.csv"
-    echo "nightly: $dir/$latest is the baseline now"
+    # the baseline: per benchmark, the median of the last NIGHTLY_ACCEPT_RUNS
+    # runs (default 3), so that one fast or slow run does not set the bar
+    runs=$(ls "$dir" | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}(\.r[0-9]{6})?\.csv$' | sort |
+           tail -n "${NIGHTLY_ACCEPT_RUNS:-3}")
+    [ -n "$runs" ] || { echo "nightly: no run in $dir to accept" >&2; exit 2; }
+    make all >/dev/null
+    # shellcheck disable=SC2046 # one argument per run file
+    build/compare --median-of "$dir/baseline.csv" $(printf "$dir/%s " $runs) || exit 2
+    echo "nightly: the baseline is the median of" $runs
     exit 0
 fi
 make all >/dev/null

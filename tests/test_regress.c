@@ -14,6 +14,7 @@
 #include "check.h"
 #include "regress.h"
 #include "results.h"
+#include "run_compare.h"
 #include "testdata.h"
 
 static double draw(const double *pool, int n, uint32_t *st)
@@ -113,8 +114,38 @@ static void test_compare_command(const char *compare)
         fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* The baseline from several runs: per benchmark and occurrence, the row
+ * with the median of the runs' medians; one missing from a run is left out. */
+static void test_median_of(void)
+{
+    static const double med[3][3] = {{1.0, 5.0, 9.0}, {3.0, 4.0, 7.0}, {2.0, 6.0, 8.0}};
+    mq_result rows[3][3];
+    mq_results runs[3];
+    double smp[1] = {0};
+    for (int q = 0; q < 3; q++) {
+        for (int i = 0; i < 3; i++) {
+            /* rows 0 and 1 share a key (a layer repeated in a suite); row 2
+             * is another shape, missing from run 2 */
+            rows[q][i] = row(i == 2 ? 2 : 1, smp, 1);
+            rows[q][i].st.median = med[q][i];
+        }
+        runs[q].r = rows[q];
+        runs[q].n = q == 2 ? 2 : 3;
+    }
+    const mq_result **out;
+    int n;
+    CHECK(mq_results_median_of(runs, 3, &out, &n) == 0 && n == 2,
+          "expected two benchmarks ok in all three runs, got %d", n);
+    if (n == 2)
+        CHECK(out[0]->st.median == 2.0 && out[1]->st.median == 5.0,
+              "expected the medians 2 (of 1, 3, 2) and 5 (of 5, 4, 6) by occurrence, got %g %g",
+              out[0]->st.median, out[1]->st.median);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
+    test_median_of();
     (void)argc;
     char self[4096], compare[4200];
     snprintf(self, sizeof self, "%s", argv[0]);
