@@ -6,6 +6,7 @@
 #   make tune       the main job: tune --chip m4max (TUNE_ARGS='--chip host' etc.)
 #   make bench      the kernel benchmark on this machine (prints, writes results/)
 #   make nightly    the nightly regression run (make nightly-accept: new baseline)
+#   make plots      redraw the README's pictures from the committed example results
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
 ifeq ($(origin CC),default)
 CC = gcc
@@ -32,7 +33,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
-.PHONY: all test sanitize portable bench tune nightly nightly-accept deps clean FORCE
+.PHONY: all test sanitize portable bench tune plots nightly nightly-accept deps clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -80,6 +81,18 @@ portable:
 
 bench: deps $(BUILD)/kernel-bench
 	$(BUILD)/kernel-bench $(BENCH_ARGS)
+
+# the README's pictures, redrawn from the committed example results
+SWEEP = results/host/examples/sweep-fp4-4096x14336.csv
+plots: deps $(BUILD)/plot
+	$(BUILD)/plot occupancy --chip host --shape 1x4096x14336 --results $(SWEEP)
+	$(BUILD)/plot occupancy --chip host --shape 16x4096x14336 --results $(SWEEP)
+	$(BUILD)/plot splitk --chip host --shape 1x4096x14336 --results $(SWEEP)
+	$(BUILD)/plot roofline --chip host
+	$(BUILD)/plot model --chip host
+	$(BUILD)/plot occupancy --chip m4max --shape 1x4096x14336
+	$(BUILD)/plot splitk --chip m4max --shape 1x4096x14336
+	$(BUILD)/plot history --nightly-dir results/host/examples/nightly
 
 nightly: deps
 	scripts/nightly.sh

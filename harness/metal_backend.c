@@ -224,7 +224,8 @@ typedef struct {
 } pipeline_entry;
 
 typedef struct {
-    const mq_weights *w; /* identity of the CPU-side copy */
+    const mq_weights *w; /* identity of the CPU-side copy ... */
+    uint64_t print;      /* ... and of its contents (memory is reused across problems) */
     id buf[8];           /* packed/indices, scales/tscales, zeros, grid, su, sv */
 } weight_entry;
 
@@ -313,12 +314,46 @@ static id buffer_with(metal_state *s, const void *bytes, size_t n)
         s->device, s->rt.sel("newBufferWithBytes:length:options:"), bytes, n, 0);
 }
 
+/* FNV-1a over bytes sampled evenly from an array (n bytes): cheap enough
+ * for every run, and different for a new weight set that happens to be
+ * allocated where a freed one was. */
+static uint64_t sample_print(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; b && n && i < 512; i++) {
+        h ^= b[i * (n - 1) / 511];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t weights_print(const mq_weights *w)
+{
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
+    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)K << 8) ^
+                 ((uint64_t)N << 32) ^ ((uint64_t)w->group << 56);
+    if (mq_format_is_trellis(w->format)) {
+        h = sample_print(h, w->indices, ((K + 15) / 16) * ((N + 15) / 16) *
+                                            (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)));
+        h = sample_print(h, w->tscales, G * N * sizeof(float));
+        h = sample_print(h, w->su, K * sizeof(float));
+        h = sample_print(h, w->sv, N * sizeof(float));
+    } else {
+        h = sample_print(h, w->packed, K / 8 * N * sizeof(uint32_t));
+        h = sample_print(h, w->scales, G * N * sizeof(uint16_t));
+        if (w->format == MQ_FMT_U4)
+            h = sample_print(h, w->zeros, G * N);
+    }
+    return h;
+}
+
 /* The device buffers of a weight set, uploaded once per CPU-side copy (the
  * harness rotates a few copies; each stays resident). */
 static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *err)
 {
+    uint64_t print = weights_print(w);
     for (int i = 0; i < s->nweights; i++)
-        if (s->weights[i].w == w)
+        if (s->weights[i].w == w && s->weights[i].print == print)
             return &s->weights[i];
     weight_entry *e;
     if (s->nweights < MAX_WEIGHTS) {
@@ -331,6 +366,7 @@ static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *
     }
     memset(e, 0, sizeof *e);
     e->w = w;
+    e->print = print;
     size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
     if (mq_format_is_trellis(w->format)) {
         size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
