@@ -636,6 +636,7 @@ mq_backend *mq_backend_metal_create(char *why, size_t n)
     if (!s->device || !s->queue) {
         if (s->device)
             snprintf(why, n, "unavailable: the device gave no command queue");
+        release(rt, s->device);
         free(s);
         free(b);
         return NULL;

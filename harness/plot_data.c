@@ -247,19 +247,17 @@ int mq_plot_roofline_data(const mq_plot_src *s, FILE *f, char *err, size_t errle
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int b = 0; b < 2; b++) {
-        for (int i = 0; i < s->nrows; i++) {
-            const mq_result *r = s->rows[i];
-            if (b == 0) {
-                int j = 0;
-                while (j < nprob && !same_problem(&best[j]->p, &r->p))
-                    j++;
-                if (j == nprob)
-                    best[nprob++] = r;
-                else if (r->st.median < best[j]->st.median)
-                    best[j] = r;
-            }
-        }
+    for (int i = 0; i < s->nrows; i++) { /* the fastest row of each problem */
+        const mq_result *r = s->rows[i];
+        int j = 0;
+        while (j < nprob && !same_problem(&best[j]->p, &r->p))
+            j++;
+        if (j == nprob)
+            best[nprob++] = r;
+        else if (r->st.median < best[j]->st.median)
+            best[j] = r;
+    }
+    for (int b = 0; b < 2; b++) { /* block 0: every row; block 1: the fastest */
         const mq_result *const *set = b == 0 ? s->rows : best;
         int n = b == 0 ? s->nrows : nprob;
         for (int i = 0; i < n; i++) {

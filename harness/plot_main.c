@@ -178,6 +178,18 @@ typedef struct {
     int n;
 } scratch;
 
+/* A fresh temporary directory ($TMPDIR or /tmp) for one plot's files. */
+static int scratch_make(scratch *s, char *err, size_t errlen)
+{
+    const char *tmpd = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/mq-plot-XXXXXX", tmpd && *tmpd ? tmpd : "/tmp");
+    if (!mkdtemp(s->dir)) {
+        snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static FILE *scratch_open(scratch *s, const char *name, char *path, size_t n)
 {
     snprintf(path, n, "%s/%s", s->dir, name);
@@ -213,7 +225,8 @@ static void gp_string(FILE *f, const char *name, const char *value)
 }
 
 /* Run `gnuplot VARS plots/SCRIPT.gp` for each image format, into
- * OUT/BASE.{png,svg}. 0, or -1 with gnuplot's first complaint. */
+ * OUT/BASE.{png,svg} (OUT made when missing). 0, or -1 with gnuplot's first
+ * complaint. */
 static int draw(scratch *s, const options *o, const char *script, const char *vars_text,
                 const char *outdir, const char *base, char *err, size_t errlen)
 {
@@ -226,6 +239,11 @@ static int draw(scratch *s, const options *o, const char *script, const char *va
     if (access(script_path, R_OK)) {
         snprintf(err, errlen, "%s: cannot read the plot script: %s", script_path,
                  strerror(errno));
+        return -1;
+    }
+    if ((mq_make_parent_dirs(outdir) && errno != EEXIST) ||
+        (mkdir(outdir, 0755) && errno != EEXIST)) {
+        snprintf(err, errlen, "%s: cannot create: %s", outdir, strerror(errno));
         return -1;
     }
     for (int i = 0; i < 2; i++) {
@@ -417,12 +435,8 @@ static int plot_chip(const options *o, inputs *in, const char *kind, const char 
                      char *err, size_t errlen)
 {
     scratch s = {.n = 0};
-    const char *tmpd = getenv("TMPDIR");
-    snprintf(s.dir, sizeof s.dir, "%s/mq-plot-XXXXXX", tmpd && *tmpd ? tmpd : "/tmp");
-    if (!mkdtemp(s.dir)) {
-        snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+    if (scratch_make(&s, err, errlen))
         return -1;
-    }
     char dpath[400], vars[4096], title[1024], cw[200], mw[200], lw[400], base[256];
     FILE *f = scratch_open(&s, "data.txt", dpath, sizeof dpath);
     int rc = f ? 0 : -1;
@@ -484,13 +498,7 @@ static int plot_chip(const options *o, inputs *in, const char *kind, const char 
                     si.measured_points > 0, si.model_points > 0);
             fclose(v);
         }
-        rc = mq_make_parent_dirs(outdir) == 0 || errno == EEXIST ? 0 : -1;
-        if (rc == 0 && mkdir(outdir, 0755) && errno != EEXIST)
-            rc = -1;
-        if (rc)
-            snprintf(err, errlen, "%s: cannot create: %s", outdir, strerror(errno));
-        else
-            rc = draw(&s, o, kind, vars, outdir, base, err, errlen);
+        rc = draw(&s, o, kind, vars, outdir, base, err, errlen);
     }
     scratch_remove(&s);
     return rc;
@@ -499,12 +507,8 @@ static int plot_chip(const options *o, inputs *in, const char *kind, const char 
 static int plot_history(const options *o, const char *outdir, char *err, size_t errlen)
 {
     scratch s = {.n = 0};
-    const char *tmpd = getenv("TMPDIR");
-    snprintf(s.dir, sizeof s.dir, "%s/mq-plot-XXXXXX", tmpd && *tmpd ? tmpd : "/tmp");
-    if (!mkdtemp(s.dir)) {
-        snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+    if (scratch_make(&s, err, errlen))
         return -1;
-    }
     char lp[400], mp[400], gp[400];
     FILE *l = scratch_open(&s, "lines.txt", lp, sizeof lp);
     FILE *m = scratch_open(&s, "marks.txt", mp, sizeof mp);
@@ -541,14 +545,7 @@ static int plot_history(const options *o, const char *outdir, char *err, size_t 
             fprintf(v, "nbench = %d\nmin_effect = %g\n", hi.nbench, o->ro.min_effect);
             fclose(v);
         }
-        if (mq_make_parent_dirs(outdir) && errno != EEXIST)
-            rc = -1;
-        if (rc == 0 && mkdir(outdir, 0755) && errno != EEXIST)
-            rc = -1;
-        if (rc)
-            snprintf(err, errlen, "%s: cannot create: %s", outdir, strerror(errno));
-        else
-            rc = draw(&s, o, "history", vars, outdir, "history", err, errlen);
+        rc = draw(&s, o, "history", vars, outdir, "history", err, errlen);
     }
     scratch_remove(&s);
     return rc;
