@@ -1,12 +1,49 @@
 /* atomic_file.c - see atomic_file.h. */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
 
+int mq_clean_stale_tmp(const char *path)
+{
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t bl = strlen(base);
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, base, bl) || strncmp(e->d_name + bl, ".tmp.", 5))
+            continue;
+        char *end;
+        const char *digits = e->d_name + bl + 5;
+        long pid = strtol(digits, &end, 10);
+        if (end == digits || *end || pid <= 0 || pid == (long)getpid())
+            continue;
+        /* a live process may still be writing it; ESRCH: nobody will rename it */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char p[4500];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        removed += unlink(p) == 0;
+    }
+    closedir(d);
+    return removed;
+}
+
 FILE *mq_atomic_open(const char *path, char *tmp, size_t n, char *err, size_t errlen)
 {
+    mq_clean_stale_tmp(path);
     snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -16,12 +53,25 @@ FILE *mq_atomic_open(const char *path, char *tmp, size_t n, char *err, size_t er
 
 int mq_atomic_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
 {
-    int bad = ferror(f) != 0;
-    bad |= fflush(f) != 0;
-    bad |= fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+    int e = 0;
+    /* the first failure's errno: a full disk shows at fflush or fsync */
+    if (ferror(f))
+        e = EIO;
+    if (fflush(f) && !e)
+        e = errno;
+    if (fsync(fileno(f)) && !e)
+        e = errno;
+    if (fclose(f) && !e)
+        e = errno;
+    if (e) {
+        snprintf(err, errlen, "%s: cannot write: %s (the old file, if any, is kept)", path,
+                 strerror(e));
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path)) {
+        snprintf(err, errlen, "%s: cannot replace: %s (the old file, if any, is kept)", path,
+                 strerror(errno));
         unlink(tmp);
         return -1;
     }
@@ -33,4 +83,82 @@ void mq_atomic_abort(FILE *f, const char *tmp)
     if (f)
         fclose(f);
     unlink(tmp);
+}
+
+int mq_append_row(int fd, const char *path, const char *row, size_t len, char *err,
+                  size_t errlen)
+{
+    struct stat sb;
+    if (fstat(fd, &sb)) {
+        snprintf(err, errlen, "%s: cannot append a row: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t done = 0;
+    int e = 0;
+    /* one write(2) in the usual case, so rows are never interleaved; a short
+     * write is continued, and the next write reports why (ENOSPC, EFBIG...) */
+    while (done < len) {
+        ssize_t w = write(fd, row + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            e = w < 0 ? errno : ENOSPC;
+            break;
+        }
+        done += (size_t)w;
+    }
+    if (!e)
+        return 0;
+    if (done == 0) {
+        snprintf(err, errlen, "%s: cannot append a row: %s (the file is kept as it was)", path,
+                 strerror(e));
+    } else if (ftruncate(fd, sb.st_size) == 0) {
+        snprintf(err, errlen,
+                 "%s: cannot append a row: %s (the %zu bytes that went in were cut back off: "
+                 "the file is kept as it was)",
+                 path, strerror(e), done);
+    } else {
+        snprintf(err, errlen,
+                 "%s: cannot append a row: %s, and the partial row could not be cut off: %s "
+                 "(readers drop it as a torn last line)",
+                 path, strerror(e), strerror(errno));
+    }
+    return -1;
+}
+
+long mq_cut_torn_tail(int fd, const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (fstat(fd, &sb)) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    off_t end = sb.st_size, pos = end;
+    char buf[4096];
+    /* back from the end to the last newline */
+    while (pos > 0) {
+        off_t from = pos > (off_t)sizeof buf ? pos - (off_t)sizeof buf : 0;
+        ssize_t got = pread(fd, buf, (size_t)(pos - from), from);
+        if (got != pos - from) {
+            snprintf(err, errlen, "%s: cannot read: %s", path,
+                     got < 0 ? strerror(errno) : "short read");
+            return -1;
+        }
+        ssize_t i = got - 1;
+        while (i >= 0 && buf[i] != '\n')
+            i--;
+        if (i >= 0) {
+            pos = from + i + 1;
+            break;
+        }
+        pos = from;
+    }
+    if (pos == end)
+        return 0;
+    if (ftruncate(fd, pos)) {
+        snprintf(err, errlen, "%s: cannot cut off its torn last line: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    return (long)(end - pos);
 }

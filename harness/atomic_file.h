@@ -1,5 +1,12 @@
-/* atomic_file.h - writing a file so that readers see the old contents or
- * the new, never half of either: write to PATH.tmp.PID, fsync, rename. */
+/* atomic_file.h - writing files so that nothing already written is lost or
+ * half-overwritten:
+ *  - whole files: written to PATH.tmp.PID, fsynced, renamed over PATH, so
+ *    readers see the old contents or the new, never half of either; the
+ *    temporary files of processes that died before their rename are removed
+ *    by the next writer of the same file;
+ *  - files appended row by row (results, history): each row goes in whole or
+ *    not at all (a failed or short write is cut back off), and a torn last
+ *    row left by a crash is cut off before the next row is appended. */
 #ifndef MQ_ATOMIC_FILE_H
 #define MQ_ATOMIC_FILE_H
 
@@ -10,9 +17,26 @@
  * naming the file when it cannot be created. */
 FILE *mq_atomic_open(const char *path, char *tmp, size_t n, char *err, size_t errlen);
 /* Flush, fsync, close and rename over path. On any failure the temporary
- * file is removed, path is untouched, and -1 comes back with a message. */
+ * file is removed, path is untouched, and -1 comes back with a message
+ * naming the file and the OS error. */
 int mq_atomic_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen);
 /* Give up: close and remove the temporary file. */
 void mq_atomic_abort(FILE *f, const char *tmp);
+
+/* Remove PATH.tmp.PID files next to path whose process is gone (a writer
+ * killed between its write and its rename). Returns how many were removed. */
+int mq_clean_stale_tmp(const char *path);
+
+/* Append one row (len bytes, ending in '\n') to fd, opened with O_APPEND on
+ * path, by this process alone. All of it lands or none: after a failed or
+ * short write the file is truncated back to its size before the call. -1
+ * and "PATH: cannot append a row: OS ERROR (...)" on failure. */
+int mq_append_row(int fd, const char *path, const char *row, size_t len, char *err,
+                  size_t errlen);
+
+/* If the file ends in a row without its newline (a write cut short by a
+ * crash or a full disk), truncate it back to its last newline. Returns the
+ * bytes removed (0: the file was whole), or -1 with a message. */
+long mq_cut_torn_tail(int fd, const char *path, char *err, size_t errlen);
 
 #endif

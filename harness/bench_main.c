@@ -288,7 +288,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: %s\n", err);
         mq_backend_destroy(be);
         mq_suite_free(&suite);
-        return 1;
+        return 2;
     }
     if (!chip.is_host && be && !strcmp(be->name, "cpu"))
         fprintf(stderr, "bench: %s's candidate space timed on the CPU model: the times are the "
@@ -300,17 +300,28 @@ int main(int argc, char **argv)
     else
         snprintf(out_path, sizeof out_path, "results/%s/bench.csv", chip.name);
     mq_results old = {0};
-    mq_results_writer w = {-1};
+    mq_results_writer w = {.fd = -1};
     if (!o.explain) {
         struct stat sb;
+        char note[4400];
+        err[0] = '\0';
         if ((o.resume && stat(out_path, &sb) == 0 &&
              mq_results_load(out_path, &old, err, sizeof err)) ||
-            mq_make_parent_dirs(out_path) || mq_results_open(out_path, &w, err, sizeof err)) {
-            fprintf(stderr, "bench: %s\n", err[0] ? err : strerror(errno));
+            mq_make_parent_dirs(out_path, err, sizeof err) ||
+            mq_results_open(out_path, &w, err, sizeof err)) {
+            fprintf(stderr, "bench: %s\n", err);
+            mq_results_free(&old);
             mq_backend_destroy(be);
             mq_suite_free(&suite);
-            return 1;
+            return 2;
         }
+        /* what a torn last line cost: said once, never a hand edit */
+        if (mq_results_writer_note(&w, note, sizeof note))
+            fprintf(stderr, "bench: %s\n", note);
+        else if (mq_results_torn_note(&old, out_path, note, sizeof note))
+            fprintf(stderr, "bench: %s\n", note);
+        if (o.resume)
+            fprintf(stderr, "bench: resuming: %d rows in %s\n", old.n, out_path);
     }
     int tty = isatty(fileno(stderr)) && !o.quiet;
     double t_start = mq_now(), kernel_s = 0;
@@ -348,7 +359,7 @@ int main(int argc, char **argv)
                 }
             } else if (mq_space_enumerate(&p, &chip, o.space, &sp)) {
                 fprintf(stderr, "bench: out of memory enumerating candidates\n");
-                rc = 1;
+                rc = 2;
                 break;
             }
             if (o.explain) {
@@ -377,7 +388,7 @@ int main(int argc, char **argv)
                     int nms = mq_shapes_ms_sharing(shapes, nshapes, s, p.N, p.K, ms, 64);
                     if (mq_bench_problem_setup(&bp, &p, o.warm, ms, nms, &e)) {
                         fprintf(stderr, "bench: %s\n", e.msg);
-                        rc = 1;
+                        rc = 2;
                         break;
                     }
                     set_up = 1;
@@ -393,8 +404,9 @@ int main(int argc, char **argv)
                 r.samples = m.samples;
                 r.nsamples = m.nsamples;
                 if (mq_results_append(&w, &r, err, sizeof err)) {
-                    fprintf(stderr, "bench: %s: %s\n", out_path, err);
-                    rc = 1;
+                    /* the file keeps every row before this one, whole */
+                    fprintf(stderr, "%sbench: %s\n", tty ? "\r\033[K" : "", err);
+                    rc = 2;
                     break;
                 }
                 counts[!strcmp(m.status, "ok") ? 0 : !strcmp(m.status, "wrong") ? 1
@@ -438,5 +450,11 @@ int main(int argc, char **argv)
     mq_results_free(&old);
     mq_backend_destroy(be);
     mq_suite_free(&suite);
+    /* a kernel that computed a wrong answer is a finding */
+    if (rc == 0 && counts[1]) {
+        fprintf(stderr, "bench: %d candidate%s computed wrong results (status wrong in %s)\n",
+                counts[1], counts[1] == 1 ? "" : "s", out_path);
+        rc = 1;
+    }
     return rc;
 }

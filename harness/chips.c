@@ -1,6 +1,7 @@
 /* chips.c - see chips.h. The file is long-form CSV (chip,field,value,source)
  * so a new field or chip needs no code change beyond the field list. */
 #include <csv.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +10,32 @@
 #include "atomic_file.h"
 #include "chips.h"
 #include "csvfile.h"
+#include "numparse.h"
 #include "probes.h"
 
 #ifndef MQ_SOURCE_DIR
 #define MQ_SOURCE_DIR "."
 #endif
 
-static const char *const field_names[MQ_CHIP_NFIELDS] = {
-    "gpu_cores", "tg_mem_bytes", "max_threads_per_tg", "simd_width", "resident_tgs_per_core",
-    "mem_bw_gbs", "fp32_tflops", "fp16_tflops", "l2_bytes", "slc_bytes",
+/* Every field with the values it may take: limits that feed the planner
+ * are integers, rates are positive and finite, caches may be 0 (unknown).
+ * The bounds are wide (no chip is near them); they keep NaN, infinities and
+ * absurd figures out of the arithmetic that uses them. */
+static const struct {
+    const char *name;
+    double lo, hi;
+    int integral;
+} fields[MQ_CHIP_NFIELDS] = {
+    [MQ_CHIP_GPU_CORES] = {"gpu_cores", 1, 4096, 1},
+    [MQ_CHIP_TG_MEM_BYTES] = {"tg_mem_bytes", 1024, 1 << 20, 1},
+    [MQ_CHIP_MAX_THREADS_PER_TG] = {"max_threads_per_tg", 32, 4096, 1},
+    [MQ_CHIP_SIMD_WIDTH] = {"simd_width", 1, 128, 1},
+    [MQ_CHIP_RESIDENT_TGS_PER_CORE] = {"resident_tgs_per_core", 1, 1024, 1},
+    [MQ_CHIP_MEM_BW_GBS] = {"mem_bw_gbs", 0.001, 1e6, 0},
+    [MQ_CHIP_FP32_TFLOPS] = {"fp32_tflops", 1e-6, 1e5, 0},
+    [MQ_CHIP_FP16_TFLOPS] = {"fp16_tflops", 1e-6, 1e5, 0},
+    [MQ_CHIP_L2_BYTES] = {"l2_bytes", 0, 1e13, 1},
+    [MQ_CHIP_SLC_BYTES] = {"slc_bytes", 0, 1e13, 1},
 };
 
 const char *mq_chips_default_path(void)
@@ -82,23 +100,38 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
             break;
         }
         if (!strcmp(field, "arch")) {
+            if (strlen(value) >= sizeof c->arch) {
+                snprintf(err, errlen, "%s:%d: arch of %s is longer than %zu characters", path,
+                         r->line, name, sizeof c->arch - 1);
+                rc = -1;
+                break;
+            }
             snprintf(c->arch, sizeof c->arch, "%s", value);
             continue;
         }
         int f = 0;
-        while (f < MQ_CHIP_NFIELDS && strcmp(field, field_names[f]))
+        while (f < MQ_CHIP_NFIELDS && strcmp(field, fields[f].name))
             f++;
-        char *end;
-        double v = strtod(value, &end);
+        char why[160];
         if (f == MQ_CHIP_NFIELDS) {
-            snprintf(err, errlen, "%s:%d: unknown field '%s'", path, r->line, field);
+            snprintf(err, errlen, "%s:%d: unknown field '%.40s'", path, r->line, field);
             rc = -1;
-        } else if (end == value || *end || v < 0) {
-            snprintf(err, errlen, "%s:%d: %s of %s is '%s', not a non-negative number", path,
-                     r->line, field, name, value);
+        } else if (c->v[f] >= 0) {
+            snprintf(err, errlen, "%s:%d: %s of %s is given twice", path, r->line, field, name);
+            rc = -1;
+        } else if (mq_parse_double(value, fields[f].lo, fields[f].hi, &c->v[f], why,
+                                   sizeof why) ||
+                   (fields[f].integral && c->v[f] != floor(c->v[f]))) {
+            if (fields[f].integral && c->v[f] != floor(c->v[f]))
+                snprintf(why, sizeof why, "'%s' is not a whole number", value);
+            c->v[f] = -1;
+            snprintf(err, errlen, "%s:%d: %s of %s: %s", path, r->line, field, name, why);
+            rc = -1;
+        } else if (strlen(r->fields[3]) >= sizeof c->source[f]) {
+            snprintf(err, errlen, "%s:%d: the source of %s of %s is longer than %zu characters",
+                     path, r->line, field, name, sizeof c->source[f] - 1);
             rc = -1;
         } else {
-            c->v[f] = v;
             snprintf(c->source[f], sizeof c->source[f], "%s", r->fields[3]);
         }
     }
@@ -106,20 +139,10 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
         for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
             if (db->chips[i].v[f] < 0) {
                 snprintf(err, errlen, "%s: chip %s has no %s", path, db->chips[i].name,
-                         field_names[f]);
+                         fields[f].name);
                 rc = -1;
                 break;
             }
-    for (int i = 0; rc == 0 && i < db->n; i++) {
-        const double *v = db->chips[i].v;
-        if (v[MQ_CHIP_GPU_CORES] < 1 || v[MQ_CHIP_TG_MEM_BYTES] < 1024 ||
-            v[MQ_CHIP_MAX_THREADS_PER_TG] < 32 || v[MQ_CHIP_SIMD_WIDTH] < 1 ||
-            v[MQ_CHIP_RESIDENT_TGS_PER_CORE] < 1) {
-            snprintf(err, errlen, "%s: chip %s has an impossible core count or limit", path,
-                     db->chips[i].name);
-            rc = -1;
-        }
-    }
     mq_csv_free(&t);
     if (rc)
         mq_chips_free(db);
@@ -161,9 +184,9 @@ int mq_chip_write(const char *path, const mq_chip *c, char *err, size_t errlen)
     for (int i = 0; i < MQ_CHIP_NFIELDS; i++) {
         char v[64];
         snprintf(v, sizeof v, "%.10g", c->v[i]);
-        const char *fields[4] = {c->name, field_names[i], v, c->source[i]};
+        const char *cells[4] = {c->name, fields[i].name, v, c->source[i]};
         for (int j = 0; j < 4; j++) {
-            csv_fwrite(f, fields[j], strlen(fields[j]));
+            csv_fwrite(f, cells[j], strlen(cells[j]));
             fputc(j == 3 ? '\n' : ',', f);
         }
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "numparse.h"
 
 int mq_cli_fail(const char *tool, const char *msg, const char *arg)
 {
@@ -15,76 +16,105 @@ int mq_cli_fail(const char *tool, const char *msg, const char *arg)
 
 int mq_cli_int(const char *s, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
+    return mq_parse_int(s, lo, hi, out, NULL, 0);
 }
 
 int mq_cli_double(const char *s, double lo, double hi, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
+    return mq_parse_double(s, lo, hi, out, NULL, 0);
 }
 
 int mq_cli_shape(const char *s, int *M, int *N, int *K)
 {
-    char extra;
-    if (sscanf(s, "%dx%dx%d%c", M, N, K, &extra) != 3 || *M <= 0 || *N <= 0 || *K <= 0)
+    int d[3];
+    if (mq_parse_dims(s, 3, 1, MQ_CLI_MAX_DIM, d, NULL, 0))
         return -1;
+    *M = d[0];
+    *N = d[1];
+    *K = d[2];
     return 0;
 }
 
 int mq_cli_formats(const char *s, unsigned *mask, char *err, size_t errlen)
 {
     char buf[256];
+    if (strlen(s) >= sizeof buf) {
+        snprintf(err, errlen, "format list '%.40s...' is too long", s);
+        return -1;
+    }
     snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    unsigned m = 0;
+    /* every comma-separated name must be a format: '', ',' and 'fp4,' are refused */
+    for (char *t = buf, *next; t; t = next) {
+        next = strchr(t, ',');
+        if (next)
+            *next++ = '\0';
         mq_format f;
         mq_error e;
+        if (!*t) {
+            snprintf(err, errlen, "empty name in the format list '%s' (expected names like "
+                                  "fp4,u4)", s);
+            return -1;
+        }
         if (mq_format_from_name(t, &f, &e)) {
             snprintf(err, errlen, "%s", e.msg);
             return -1;
         }
-        *mask |= 1u << f;
+        m |= 1u << f;
     }
+    *mask |= m;
     return 0;
 }
 
 int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen)
 {
-    char name[64];
-    if (sscanf(s, "%63s %d %d %d %d %d", name, &c->p.tile_m, &c->p.tile_n, &c->p.tile_k,
-               &c->p.num_threadgroups, &c->p.split_k) != 6) {
+    char buf[256], *tok[7];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t && n < 7;
+         t = strtok_r(NULL, " \t", &save))
+        tok[n++] = t;
+    int *v[5] = {&c->p.tile_m, &c->p.tile_n, &c->p.tile_k, &c->p.num_threadgroups,
+                 &c->p.split_k};
+    static const char *const names[5] = {"tile_m", "tile_n", "tile_k", "num_threadgroups",
+                                         "split_k"};
+    if (n != 6 || strlen(s) >= sizeof buf) {
         snprintf(err, errlen, "bad candidate '%s' (expected 'variant tm tn tk tg sk')", s);
         return -1;
     }
+    for (int i = 0; i < 5; i++) {
+        char why[128];
+        if (mq_parse_int(tok[1 + i], 0, MQ_CLI_MAX_DIM, v[i], why, sizeof why)) {
+            snprintf(err, errlen, "bad candidate '%s': %s %s", s, names[i], why);
+            return -1;
+        }
+    }
     mq_error e;
-    if (mq_variant_from_name(name, &c->variant, &e)) {
+    if (mq_variant_from_name(tok[0], &c->variant, &e)) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;
     }
     return 0;
 }
 
-int mq_make_parent_dirs(const char *path)
+int mq_make_parent_dirs(const char *path, char *err, size_t errlen)
 {
     char buf[4200];
+    if (strlen(path) >= sizeof buf) {
+        snprintf(err, errlen, "%.60s...: path too long", path);
+        return -1;
+    }
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(buf, 0755) && errno != EEXIST)
+        struct stat sb;
+        if (mkdir(buf, 0755) && (errno != EEXIST || stat(buf, &sb) || !S_ISDIR(sb.st_mode))) {
+            snprintf(err, errlen, "%s: cannot create the directory: %s", buf,
+                     errno == EEXIST ? "a file of that name is in the way" : strerror(errno));
             return -1;
+        }
         *p = '/';
     }
     return 0;

@@ -12,15 +12,21 @@ int mq_cli_fail(const char *tool, const char *msg, const char *arg);
 /* 0 on success, -1 when s is not an integer/number within [lo, hi]. */
 int mq_cli_int(const char *s, int lo, int hi, int *out);
 int mq_cli_double(const char *s, double lo, double hi, double *out);
-/* "MxNxK", all positive. */
+/* The largest M, N, K or tile a flag or file may name (results files use
+ * the same bound): larger values are refused, never wrapped. */
+#define MQ_CLI_MAX_DIM (1 << 24)
+
+/* "MxNxK", each 1..MQ_CLI_MAX_DIM. */
 int mq_cli_shape(const char *s, int *M, int *N, int *K);
-/* "fp4,u4": sets bits (1u << format); -1 and the message on an unknown name. */
+/* "fp4,u4": sets bits (1u << format); -1 and the message on an unknown or
+ * empty name ('' and ',' are errors, not "the default"). */
 int mq_cli_formats(const char *s, unsigned *mask, char *err, size_t errlen);
 /* "variant tm tn tk tg sk"; -1 and the message when malformed or unknown. */
 int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen);
 
 /* Create every directory on the way to path's last '/' (results/CHIP/x.csv
- * makes results/ and results/CHIP/). 0, or -1 with errno. */
-int mq_make_parent_dirs(const char *path);
+ * makes results/ and results/CHIP/). 0, or -1 with a message naming the
+ * directory that could not be made. */
+int mq_make_parent_dirs(const char *path, char *err, size_t errlen);
 
 #endif

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "atomic_file.h"
+#include "cli.h"
 #include "regress.h"
 #include "results.h"
 #include "run_compare.h"
@@ -64,20 +64,33 @@ static int append_history(const char *path, const char *const files[2], int np,
     for (int i = 0; i < 6; i++)
         fields[3 + i] = nums[i];
     size_t len = 0;
+    char err[4400];
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "compare: %s: cannot open for appending: %s\n", path, strerror(errno));
+        return -1;
+    }
+    /* a torn last row (a crash or a full disk mid-append) is cut off first,
+     * so this row does not glue onto it */
     struct stat sb;
-    if (stat(path, &sb) != 0)
+    long cut = mq_cut_torn_tail(fd, path, err, sizeof err);
+    if (cut > 0)
+        fprintf(stderr, "compare: %s: cut off a torn last line (%ld bytes) before appending\n",
+                path, cut);
+    if (cut >= 0 && fstat(fd, &sb) == 0 && sb.st_size == 0)
         len = (size_t)snprintf(row, sizeof row, "date,base,new,benchmarks,regressed,improved,"
                                                 "same,unreliable,geomean_new_over_base\n");
     for (int i = 0; i < 9 && len + 512 < sizeof row; i++) {
         len += csv_write(row + len, sizeof row - len - 2, fields[i], strlen(fields[i]));
         row[len++] = i == 8 ? '\n' : ',';
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int bad = fd < 0 || write(fd, row, len) != (ssize_t)len;
-    if (fd >= 0)
-        bad |= close(fd) != 0;
+    int bad = cut < 0 || mq_append_row(fd, path, row, len, err, sizeof err);
+    if (close(fd) && !bad) {
+        snprintf(err, sizeof err, "%s: cannot append a row: %s", path, strerror(errno));
+        bad = 1;
+    }
     if (bad)
-        fprintf(stderr, "compare: cannot append to %s\n", path);
+        fprintf(stderr, "compare: %s\n", err);
     return bad ? -1 : 0;
 }
 
@@ -118,7 +131,7 @@ static int median_of(int argc, char **argv)
     int nruns = argc - 3;
     mq_results *runs = calloc((size_t)nruns, sizeof *runs);
     char err[4400], tmp[4200];
-    int rc = runs ? 0 : 1, loaded = 0;
+    int rc = runs ? 0 : 2, loaded = 0;
     for (int i = 0; rc == 0 && i < nruns; i++, loaded++)
         if (mq_results_load(argv[3 + i], &runs[i], err, sizeof err)) {
             fprintf(stderr, "compare: %s\n", err);
@@ -128,23 +141,28 @@ static int median_of(int argc, char **argv)
     int n = 0;
     if (rc == 0 && mq_results_median_of(runs, nruns, &rows, &n)) {
         fprintf(stderr, "compare: out of memory\n");
-        rc = 1;
+        rc = 2;
     }
     if (rc == 0 && n == 0) {
         fprintf(stderr, "compare: no benchmark is ok in all %d runs\n", nruns);
         rc = 2;
     }
     if (rc == 0) { /* a new results file under a temporary name, then renamed */
+        mq_clean_stale_tmp(out);
         snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
         unlink(tmp);
-        mq_results_writer w = {-1};
-        rc = mq_results_open(tmp, &w, err, sizeof err) ? 1 : 0;
+        mq_results_writer w = {.fd = -1};
+        rc = mq_results_open(tmp, &w, err, sizeof err) ? 2 : 0;
         for (int i = 0; rc == 0 && i < n; i++)
-            rc = mq_results_append(&w, rows[i], err, sizeof err) ? 1 : 0;
+            rc = mq_results_append(&w, rows[i], err, sizeof err) ? 2 : 0;
+        if (rc == 0 && fsync(w.fd)) {
+            snprintf(err, sizeof err, "%s: cannot write: %s", tmp, strerror(errno));
+            rc = 2;
+        }
         mq_results_close(&w);
         if (rc == 0 && rename(tmp, out)) {
             snprintf(err, sizeof err, "%s: cannot write: %s", out, strerror(errno));
-            rc = 1;
+            rc = 2;
         }
         if (rc) {
             fprintf(stderr, "compare: %s\n", err);
@@ -203,7 +221,7 @@ int main(int argc, char **argv)
         return 2;
     }
     mq_results base, cur;
-    char err[1024];
+    char err[1024], note[1024];
     if (mq_results_load(files[0], &base, err, sizeof err)) {
         fprintf(stderr, "compare: %s\n", err);
         return 2;
@@ -213,6 +231,11 @@ int main(int argc, char **argv)
         mq_results_free(&base);
         return 2;
     }
+    /* rows a crash tore off are dropped, and said to be */
+    if (mq_results_torn_note(&base, files[0], note, sizeof note))
+        fprintf(stderr, "compare: %s\n", note);
+    if (mq_results_torn_note(&cur, files[1], note, sizeof note))
+        fprintf(stderr, "compare: %s\n", note);
     mq_run_comparison cmp;
     if (mq_compare_runs(&base, &cur, &o, &cmp)) {
         fprintf(stderr, "compare: out of memory\n");

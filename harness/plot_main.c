@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,11 +242,20 @@ static int draw(scratch *s, const options *o, const char *script, const char *va
                  strerror(errno));
         return -1;
     }
-    if ((mq_make_parent_dirs(outdir) && errno != EEXIST) ||
-        (mkdir(outdir, 0755) && errno != EEXIST)) {
-        snprintf(err, errlen, "%s: cannot create: %s", outdir, strerror(errno));
+    char slash[4200];
+    snprintf(slash, sizeof slash, "%s/", outdir);
+    if (mq_make_parent_dirs(slash, err, errlen))
+        return -1;
+    /* the output directory must take a file before gnuplot is blamed */
+    char probe[4300];
+    snprintf(probe, sizeof probe, "%s/.plot-probe.%d", outdir, (int)getpid());
+    int pfd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (pfd < 0) {
+        snprintf(err, errlen, "%s: cannot write there: %s", outdir, strerror(errno));
         return -1;
     }
+    close(pfd);
+    unlink(probe);
     for (int i = 0; i < 2; i++) {
         char out[4200], tmp[4300], vpath[400], logp[400];
         snprintf(out, sizeof out, "%s/%s.%s", outdir, base, fmts[i]);
@@ -283,21 +293,43 @@ static int draw(scratch *s, const options *o, const char *script, const char *va
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
         struct stat sb;
-        int good = WIFEXITED(st) && WEXITSTATUS(st) == 0 && stat(tmp, &sb) == 0 && sb.st_size > 0;
+        int have = stat(tmp, &sb) == 0;
+        int good = WIFEXITED(st) && WEXITSTATUS(st) == 0 && have && sb.st_size > 0;
         if (!good) {
-            char line[512] = "";
+            /* gnuplot's own complaint: the last line that names an error,
+             * else its last line */
+            char line[512] = "", last[512] = "", said[512] = "";
             FILE *l = fopen(logp, "r");
-            while (l && fgets(line, sizeof line, l)) /* gnuplot's last word */
-                if (strstr(line, "rror") || strstr(line, "line "))
-                    break;
+            while (l && fgets(line, sizeof line, l)) {
+                line[strcspn(line, "\n")] = 0;
+                if (!line[0] || strspn(line, " ^") == strlen(line))
+                    continue;
+                snprintf(last, sizeof last, "%s", line);
+                if (strstr(line, "rror") || strstr(line, "annot"))
+                    snprintf(said, sizeof said, "%s", line);
+            }
             if (l)
                 fclose(l);
-            line[strcspn(line, "\n")] = 0;
+            if (!said[0])
+                snprintf(said, sizeof said, "%s", last);
+            struct statvfs vs;
+            int full = statvfs(outdir, &vs) == 0 &&
+                       (double)vs.f_bavail * (double)vs.f_frsize < 1024 * 1024;
+            char status[64];
+            if (WIFEXITED(st))
+                snprintf(status, sizeof status, "exit status %d", WEXITSTATUS(st));
+            else
+                snprintf(status, sizeof status, "killed by signal %d", WTERMSIG(st));
             if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
                 snprintf(err, errlen, "cannot run %s (install gnuplot: make deps)", gp);
+            else if (full)
+                snprintf(err, errlen, "%s: no image written: the disk is full (%s; gnuplot: "
+                                      "%s)",
+                         out, status, said[0] ? said : "no message");
             else
-                snprintf(err, errlen, "gnuplot failed on %s: %s", script_path,
-                         *line ? line : "no image written");
+                snprintf(err, errlen, "gnuplot failed on %s (%s; %s): %s", script_path, status,
+                         have ? "its image is empty" : "no image written",
+                         said[0] ? said : "no message");
             unlink(tmp);
             return -1;
         }
@@ -562,7 +594,7 @@ int main(int argc, char **argv)
         snprintf(outdir, sizeof outdir, "%s/plots", o.nightly);
         if (plot_history(&o, o.out ? o.out : outdir, err, sizeof err)) {
             fprintf(stderr, "plot: %s\n", err);
-            return 1;
+            return 2;
         }
         return 0;
     }
@@ -571,7 +603,7 @@ int main(int argc, char **argv)
     if (load_inputs(&o, &in, err, sizeof err)) {
         fprintf(stderr, "plot: %s\n", err);
         free_inputs(&in);
-        return 1;
+        return 2;
     }
     int drawn = 0, failed = 0;
     for (int k = 0; k < NKINDS - 1; k++) {
@@ -585,5 +617,7 @@ int main(int argc, char **argv)
         }
     }
     free_inputs(&in);
-    return drawn && (!failed || !strcmp(o.kind, "all")) ? 0 : 1;
+    /* a plot that could not be drawn is bad input (no data, a broken file)
+     * or the environment (gnuplot, the disk): 2 */
+    return drawn && (!failed || !strcmp(o.kind, "all")) ? 0 : 2;
 }

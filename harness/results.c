@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "csvfile.h"
+#include "numparse.h"
 #include "results.h"
 #include "version.h"
 
@@ -55,56 +57,54 @@ static void put_num(linebuf *b, const char *fmt, double v)
     put_field(b, s, 0);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    /* one write: appended rows are never interleaved or cut by a kill */
-    ssize_t w = write(fd, buf, len);
-    return w == (ssize_t)len ? 0 : -1;
-}
-
 static int write_header(const char *path, char *err, size_t errlen)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    char tmp[4200];
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
         return -1;
-    }
     linebuf b = {0};
-    char comment[128];
-    int cl = snprintf(comment, sizeof comment, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
     for (int i = 0; i < NCOL; i++)
         put_field(&b, columns[i], i == NCOL - 1);
-    int rc = b.oom || write_all(fd, comment, (size_t)cl) || write_all(fd, b.buf, b.len) ||
-             fsync(fd);
-    rc |= close(fd);
-    free(b.buf);
-    if (rc || rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
+    if (b.oom) {
+        mq_atomic_abort(f, tmp);
+        snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    return 0;
+    fprintf(f, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
+    fwrite(b.buf, 1, b.len, f);
+    free(b.buf);
+    return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
 int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t errlen)
 {
+    memset(w, 0, sizeof *w);
     w->fd = -1;
+    snprintf(w->path, sizeof w->path, "%s", path);
     struct stat sb;
-    if (stat(path, &sb) == 0) {
+    int fresh = stat(path, &sb) != 0 || sb.st_size == 0;
+    if (!fresh) {
         mq_results rs;
         if (mq_results_load(path, &rs, err, errlen))
             return -1;
+        w->kept_rows = rs.n;
         mq_results_free(&rs);
     } else if (write_header(path, err, errlen)) {
         return -1;
     }
-    w->fd = open(path, O_WRONLY | O_APPEND);
+    w->fd = open(path, O_RDWR | O_APPEND);
     if (w->fd < 0) {
         snprintf(err, errlen, "%s: cannot open for appending: %s", path, strerror(errno));
         return -1;
     }
+    /* a torn last row (a crash mid-write) goes before anything is appended */
+    long cut = mq_cut_torn_tail(w->fd, path, err, errlen);
+    if (cut < 0) {
+        mq_results_close(w);
+        return -1;
+    }
+    w->cut_bytes = cut;
     return 0;
 }
 
@@ -151,11 +151,14 @@ int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_
                                  r->samples[i]);
     put_field(&b, samples, 1);
     free(samples);
-    int rc = b.oom || write_all(w->fd, b.buf, b.len);
+    if (b.oom) {
+        free(b.buf);
+        snprintf(err, errlen, "%s: out of memory writing a result", w->path);
+        return -1;
+    }
+    int rc = mq_append_row(w->fd, w->path, b.buf, b.len, err, errlen);
     free(b.buf);
-    if (rc)
-        snprintf(err, errlen, "cannot append a result: %s", strerror(errno));
-    return rc ? -1 : 0;
+    return rc;
 }
 
 void mq_results_close(mq_results_writer *w)
@@ -167,87 +170,74 @@ void mq_results_close(mq_results_writer *w)
 
 /* ---- reading ---- */
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
+/* A string field into a fixed buffer: too long is an error, never cut. */
+#define COPY(dst, src, name)                                                                   \
+    do {                                                                                       \
+        if (strlen(src) >= sizeof(dst))                                                        \
+            return snprintf(why, n, "%s is longer than %zu characters", (name),               \
+                            sizeof(dst) - 1),                                                  \
+                   -1;                                                                         \
+        snprintf((dst), sizeof(dst), "%s", (src));                                             \
+    } while (0)
 
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno)
-        return -1;
-    *out = v;
-    return 0;
-}
+/* The bounds of every number in a row: sizes as the tools accept them,
+ * times and rates finite and not negative. */
+#define MAX_DIM (1 << 24)
+#define MAX_SECONDS 1e6
+#define MAX_RATE 1e12
 
-#define COPY(dst, src) snprintf((dst), sizeof(dst), "%s", (src))
-
-/* One data row into r; on error a message naming the column. */
+/* One data row into r; on error a message naming the column and value. */
 static int parse_row(char **f, mq_result *r, char *why, size_t n)
 {
-    long v;
+    char bad[160];
     mq_error e;
+    int v;
     memset(r, 0, sizeof *r);
-    if (parse_long(f[0], 1, 1000000, &v))
-        return snprintf(why, n, "schema '%s' is not a number", f[0]), -1;
+    if (mq_parse_int(f[0], 1, 1000000, &v, bad, sizeof bad))
+        return snprintf(why, n, "schema: %s", bad), -1;
     if (v > MQ_RESULTS_SCHEMA)
-        return snprintf(why, n, "schema %ld is newer than this tool's %d (upgrade the tool)", v,
+        return snprintf(why, n, "schema %d is newer than this tool's %d (upgrade the tool)", v,
                         MQ_RESULTS_SCHEMA),
                -1;
-    r->schema = (int)v;
-    COPY(r->tool_version, f[1]);
-    COPY(r->git_rev, f[2]);
-    COPY(r->host, f[3]);
-    COPY(r->date, f[4]);
-    COPY(r->chip, f[5]);
-    COPY(r->backend, f[6]);
+    r->schema = v;
+    COPY(r->tool_version, f[1], "tool_version");
+    COPY(r->git_rev, f[2], "git_rev");
+    COPY(r->host, f[3], "host");
+    COPY(r->date, f[4], "date");
+    COPY(r->chip, f[5], "chip");
+    COPY(r->backend, f[6], "backend");
     if (mq_format_from_name(f[7], &r->p.format, &e))
-        return snprintf(why, n, "%s", e.msg), -1;
+        return snprintf(why, n, "format: %.200s", e.msg), -1;
     int *dims[] = {&r->p.M, &r->p.N, &r->p.K, &r->p.group};
-    for (int i = 0; i < 4; i++) {
-        if (parse_long(f[8 + i], 1, 1 << 24, &v))
-            return snprintf(why, n, "%s '%s' is not a positive integer", columns[8 + i],
-                            f[8 + i]),
-                   -1;
-        *dims[i] = (int)v;
-    }
+    for (int i = 0; i < 4; i++)
+        if (mq_parse_int(f[8 + i], 1, MAX_DIM, dims[i], bad, sizeof bad))
+            return snprintf(why, n, "%s: %s", columns[8 + i], bad), -1;
     if (mq_variant_from_name(f[12], &r->c.variant, &e))
-        return snprintf(why, n, "%s", e.msg), -1;
+        return snprintf(why, n, "variant: %.200s", e.msg), -1;
     int *params[] = {&r->c.p.tile_m, &r->c.p.tile_n, &r->c.p.tile_k, &r->c.p.num_threadgroups,
                      &r->c.p.split_k};
-    for (int i = 0; i < 5; i++) {
-        if (parse_long(f[13 + i], 0, 1 << 24, &v))
-            return snprintf(why, n, "%s '%s' is not an integer", columns[13 + i], f[13 + i]),
-                   -1;
-        *params[i] = (int)v;
-    }
+    for (int i = 0; i < 5; i++)
+        if (mq_parse_int(f[13 + i], 0, MAX_DIM, params[i], bad, sizeof bad))
+            return snprintf(why, n, "%s: %s", columns[13 + i], bad), -1;
     static const char *const statuses[] = {"ok", "wrong", "error", "illegal"};
     int known = 0;
     for (int i = 0; i < 4; i++)
         known |= !strcmp(f[18], statuses[i]);
     if (!known)
-        return snprintf(why, n, "status '%s' is not ok, wrong, error or illegal", f[18]), -1;
-    COPY(r->status, f[18]);
-    COPY(r->error, f[19]);
+        return snprintf(why, n, "status '%.40s' is not ok, wrong, error or illegal", f[18]), -1;
+    COPY(r->status, f[18], "status");
+    COPY(r->error, f[19], "error");
     double *stats[] = {&r->st.median, &r->st.p10, &r->st.p90, &r->st.mad, &r->st.ci_lo,
                        &r->st.ci_hi};
     for (int i = 0; i < 6; i++)
-        if (parse_double(f[20 + i], stats[i]))
-            return snprintf(why, n, "%s '%s' is not a number", columns[20 + i], f[20 + i]), -1;
-    if (parse_long(f[26], 0, 1 << 24, &v))
-        return snprintf(why, n, "reps '%s' is not a count", f[26]), -1;
-    r->st.n = (int)v;
-    if (parse_double(f[27], &r->gflops) || parse_double(f[28], &r->weight_gbs))
-        return snprintf(why, n, "gflops or weight_gbs is not a number"), -1;
+        if (mq_parse_double(f[20 + i], 0, MAX_SECONDS, stats[i], bad, sizeof bad))
+            return snprintf(why, n, "%s: %s", columns[20 + i], bad), -1;
+    if (mq_parse_int(f[26], 0, MQ_RESULTS_MAX_SAMPLES, &r->st.n, bad, sizeof bad))
+        return snprintf(why, n, "reps: %s", bad), -1;
+    if (mq_parse_double(f[27], 0, MAX_RATE, &r->gflops, bad, sizeof bad))
+        return snprintf(why, n, "gflops: %s", bad), -1;
+    if (mq_parse_double(f[28], 0, MAX_RATE, &r->weight_gbs, bad, sizeof bad))
+        return snprintf(why, n, "weight_gbs: %s", bad), -1;
     const char *s = f[29];
     int count = *s ? 1 : 0;
     for (const char *c = s; *c; c++)
@@ -258,14 +248,17 @@ static int parse_row(char **f, mq_result *r, char *why, size_t n)
     if (count && !r->samples)
         return snprintf(why, n, "out of memory"), -1;
     for (int i = 0; i < count; i++) {
-        char *end;
-        r->samples[i] = strtod(s, &end);
-        if (end == s || (*end && *end != ';')) {
+        char tok[64];
+        size_t len = strcspn(s, ";");
+        snprintf(tok, sizeof tok, "%.*s", (int)(len < 63 ? len : 63), s);
+        if (len > 63 || mq_parse_double(tok, 0, MAX_SECONDS, &r->samples[i], bad, sizeof bad)) {
             free(r->samples);
             r->samples = NULL;
-            return snprintf(why, n, "sample %d is not a number", i + 1), -1;
+            return snprintf(why, n, "samples_s: sample %d: %s", i + 1,
+                            len > 63 ? "too long" : bad),
+                   -1;
         }
-        s = *end ? end + 1 : end;
+        s += len + (s[len] == ';');
     }
     r->nsamples = count;
     if (!strcmp(r->status, "ok") && !(r->st.median > 0)) {
@@ -280,8 +273,10 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     mq_csv_table t;
-    if (mq_csv_read(path, &t, err, errlen))
+    if (mq_csv_read_appended(path, &t, err, errlen))
         return -1;
+    out->torn_line = t.torn_line;
+    out->torn_bytes = t.torn_bytes;
     int rc = 0;
     if (t.nrows == 0 || t.rows[0].nfields < 1 || strcmp(t.rows[0].fields[0], "schema")) {
         snprintf(err, errlen, "%s:%d: not a results file (expected a header starting 'schema')",
@@ -318,6 +313,28 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
     return rc;
 }
 
+int mq_results_torn_note(const mq_results *rs, const char *path, char *buf, size_t n)
+{
+    if (!rs->torn_line)
+        return 0;
+    snprintf(buf, n,
+             "%s: kept %d row%s; dropped its torn last line %d (%zu bytes without a newline: "
+             "a write that was cut short)",
+             path, rs->n, rs->n == 1 ? "" : "s", rs->torn_line, rs->torn_bytes);
+    return 1;
+}
+
+int mq_results_writer_note(const mq_results_writer *w, char *buf, size_t n)
+{
+    if (w->cut_bytes <= 0)
+        return 0;
+    snprintf(buf, n,
+             "%s: cut off a torn last line (%ld bytes without a newline, from a write that was "
+             "cut short) before appending; its %d whole rows are kept",
+             w->path, w->cut_bytes, w->kept_rows);
+    return 1;
+}
+
 void mq_results_free(mq_results *rs)
 {
     for (int i = 0; i < rs->n; i++)
@@ -336,9 +353,9 @@ int mq_result_same_key(const mq_result *a, const mq_result *b)
 void mq_result_stamp(mq_result *r)
 {
     r->schema = MQ_RESULTS_SCHEMA;
-    COPY(r->tool_version, MQ_TOOL_VERSION);
-    COPY(r->git_rev, mq_git_rev());
-    COPY(r->host, mq_host_name());
+    snprintf(r->tool_version, sizeof r->tool_version, "%s", MQ_TOOL_VERSION);
+    snprintf(r->git_rev, sizeof r->git_rev, "%s", mq_git_rev());
+    snprintf(r->host, sizeof r->host, "%s", mq_host_name());
     time_t now = time(NULL);
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 }

@@ -32,20 +32,39 @@ typedef struct {
 typedef struct {
     mq_result *r;
     int n;
+    int torn_line;     /* a torn last line that was dropped (0: none) */
+    size_t torn_bytes;
 } mq_results;
 
-/* Read and validate a results file: a newer schema, a truncated last line,
- * a malformed row or a bad value is an error naming the file and line. */
+/* The most samples a row may carry. */
+#define MQ_RESULTS_MAX_SAMPLES 100000
+
+/* Read and validate a results file: a newer schema, a malformed row or a
+ * bad value (not finite, out of range, a string too long) is an error naming
+ * the file, line, column and value. A torn last line (an append cut short by
+ * a crash or a full disk) is dropped, every whole row before it kept, and
+ * torn_line says so. */
 int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen);
+/* "PATH: kept N rows; dropped its torn last line L (B bytes ...)" into buf
+ * and 1 when rs dropped a torn line, else 0. */
+int mq_results_torn_note(const mq_results *rs, const char *path, char *buf, size_t n);
 void mq_results_free(mq_results *rs);
 
 typedef struct {
     int fd;
+    char path[4096];
+    int kept_rows;  /* rows already in the file */
+    long cut_bytes; /* a torn last line cut off on opening (0: none) */
 } mq_results_writer;
 
 /* Open for appending; a new file gets its header (written to a temporary
- * name, then renamed). An existing file must load cleanly first. */
+ * name, then renamed). An existing file must load first; a torn last line
+ * is cut off (cut_bytes) so the next row starts on a line of its own.
+ * Appending writes each row whole or not at all (atomic_file.h). */
 int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t errlen);
+/* A note on what opening did to the file (a torn line cut off) into buf and
+ * 1, or 0 when there is nothing to say. */
+int mq_results_writer_note(const mq_results_writer *w, char *buf, size_t n);
 int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen);
 void mq_results_close(mq_results_writer *w);
 

@@ -81,7 +81,8 @@ static void free_fields(field_acc *a)
     free(a->fields);
 }
 
-int mq_csv_read(const char *path, mq_csv_table *out, char *err, size_t errlen)
+static int csv_read(const char *path, int torn_ok, mq_csv_table *out, char *err,
+                    size_t errlen)
 {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
@@ -123,12 +124,24 @@ int mq_csv_read(const char *path, mq_csv_table *out, char *err, size_t errlen)
         while (end < len && buf[end] != '\n')
             end++;
         if (end == len) {
+            if (torn_ok) { /* an append cut short: every whole line before it stands */
+                out->torn_line = line;
+                out->torn_bytes = len - pos;
+                break;
+            }
             snprintf(err, errlen, "%s:%d: truncated last line (no newline at the end)", path,
                      line);
             rc = -1;
             break;
         }
         size_t n = end - pos;
+        if (memchr(buf + pos, '\0', n)) {
+            /* a C string would end at it and cut the field short unseen */
+            snprintf(err, errlen, "%s:%d: a NUL byte in the line (not a text CSV file)", path,
+                     line);
+            rc = -1;
+            break;
+        }
         if (n && buf[pos + n - 1] == '\r')
             n--;
         if (n == 0) {
@@ -166,6 +179,16 @@ int mq_csv_read(const char *path, mq_csv_table *out, char *err, size_t errlen)
     if (rc)
         mq_csv_free(out);
     return rc;
+}
+
+int mq_csv_read(const char *path, mq_csv_table *out, char *err, size_t errlen)
+{
+    return csv_read(path, 0, out, err, errlen);
+}
+
+int mq_csv_read_appended(const char *path, mq_csv_table *out, char *err, size_t errlen)
+{
+    return csv_read(path, 1, out, err, errlen);
 }
 
 void mq_csv_free(mq_csv_table *t)

@@ -1,7 +1,8 @@
 /* csvfile.h - reading CSV files through libcsv, one physical line per
  * record, with the line number of every row kept for error messages.
- * Lines starting with '#' and blank lines are skipped. A file whose last
- * line has no newline is reported as truncated. */
+ * Lines starting with '#' and blank lines are skipped. A NUL byte in a line
+ * is an error. A file whose last line has no newline is truncated: an
+ * error for files written whole, a torn row to drop for appended ones. */
 #ifndef MQ_CSVFILE_H
 #define MQ_CSVFILE_H
 
@@ -18,10 +19,16 @@ typedef struct {
     int nrows;
     char **comments; /* the text after '#' of comment lines, in order */
     int ncomments;
+    int torn_line;     /* mq_csv_read_appended: the dropped last line, or 0 */
+    size_t torn_bytes; /* and its length */
 } mq_csv_table;
 
 /* 0 on success; -1 with a one-line message "PATH:LINE: problem" in err. */
 int mq_csv_read(const char *path, mq_csv_table *out, char *err, size_t errlen);
+/* For files appended row by row (results, history): a last line without its
+ * newline (a write cut short) is dropped and reported in torn_line and
+ * torn_bytes instead of failing the whole file. */
+int mq_csv_read_appended(const char *path, mq_csv_table *out, char *err, size_t errlen);
 void mq_csv_free(mq_csv_table *t);
 
 /* Index of a header name in row 0, or -1. */

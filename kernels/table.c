@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "csvfile.h"
+#include "numparse.h"
 #include "mq_internal.h"
 
 struct mq_table {
@@ -71,16 +72,6 @@ static int meta(const char *line, const char *key, char *out, size_t n)
     return 0;
 }
 
-static int to_int(const char *s, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > (1L << 30))
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_error *err)
 {
     char msg[512];
@@ -94,7 +85,7 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
     }
     mq_status st = MQ_OK;
     int sv = 0;
-    if (!schema[0] || to_int(schema, &sv) || sv < 1)
+    if (!schema[0] || mq_parse_int(schema, 1, 1 << 30, &sv, NULL, 0))
         st = mq_fail(err, MQ_E_ARG, "%s: not a dispatch table (no 'schema=' line)", path);
     else if (sv > MQ_TABLE_SCHEMA)
         st = mq_fail(err, MQ_E_ARG, "%s: table schema %d is newer than this library's %d", path,
@@ -120,18 +111,26 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
                        &r->c.p.tile_n, &r->c.p.tile_k, &r->c.p.num_threadgroups,
                        &r->c.p.split_k};
         int ji[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11};
-        int bad = t.rows[i].nfields != t.rows[0].nfields;
-        if (!bad && mq_format_from_name(f[idx[0]], &r->format, &e))
-            bad = 1;
-        if (!bad && mq_variant_from_name(f[idx[6]], &r->c.variant, &e))
-            bad = 1;
-        for (int j = 0; !bad && j < 10; j++)
-            bad = to_int(f[idx[ji[j]]], ints[j]) != 0;
-        char *end;
-        if (!bad)
-            r->expected_s = strtod(f[idx[12]], &end), bad = *end != '\0';
-        if (bad || r->m_lo > r->m_hi)
-            st = mq_fail(err, MQ_E_ARG, "%s:%d: malformed table row", path, t.rows[i].line);
+        char why[400] = "";
+        if (t.rows[i].nfields != t.rows[0].nfields)
+            snprintf(why, sizeof why, "%d fields, the header has %d", t.rows[i].nfields,
+                     t.rows[0].nfields);
+        else if (mq_format_from_name(f[idx[0]], &r->format, &e))
+            snprintf(why, sizeof why, "format: %s", e.msg);
+        else if (mq_variant_from_name(f[idx[6]], &r->c.variant, &e))
+            snprintf(why, sizeof why, "variant: %s", e.msg);
+        for (int j = 0; !why[0] && j < 10; j++) {
+            char b[160];
+            if (mq_parse_int(f[idx[ji[j]]], 0, 1 << 30, ints[j], b, sizeof b))
+                snprintf(why, sizeof why, "%s: %s", cols[ji[j]], b);
+        }
+        char b[160];
+        if (!why[0] && mq_parse_double(f[idx[12]], 0, 1e6, &r->expected_s, b, sizeof b))
+            snprintf(why, sizeof why, "expected_s: %s", b);
+        if (!why[0] && r->m_lo > r->m_hi)
+            snprintf(why, sizeof why, "m_lo %d is above m_hi %d", r->m_lo, r->m_hi);
+        if (why[0])
+            st = mq_fail(err, MQ_E_ARG, "%s:%d: %s", path, t.rows[i].line, why);
         else
             n++;
     }

@@ -37,7 +37,10 @@ stamp=$day
 [ ! -e "$dir/$day.csv" ] || stamp="$day.r$(date -u +%H%M%S)"
 out="$dir/$stamp.csv"
 # shellcheck disable=SC2086 # the arguments are meant to split
-build/bench $args --quiet --out "$out"
+bench_rc=0
+build/bench $args --quiet --out "$out" || bench_rc=$?
+# bench: 1 is a finding (a kernel computed a wrong result), 2 a failed run
+[ "$bench_rc" -le 1 ] || exit 2
 rc=0
 if [ ! -f "$dir/baseline.csv" ]; then
     cp "$out" "$dir/baseline.csv"
@@ -53,7 +56,7 @@ else
         conf="$dir/confirm/$stamp.csv"
         rm -f "$conf"
         while IFS= read -r line; do
-            eval "build/bench $line --quiet --out \"\$conf\"" >/dev/null || exit 2
+            eval "build/bench $line --quiet --out \"\$conf\"" >/dev/null || [ $? -eq 1 ] || exit 2
         done < "$dir/confirm/$stamp.rerun"
         rc=0
         build/compare "$dir/baseline.csv" "$conf" --report "$dir/$stamp-confirm.md" \
@@ -63,6 +66,10 @@ else
     fi
 fi
 [ "$rc" -le 1 ] || exit "$rc"
+if [ "$bench_rc" -eq 1 ]; then
+    echo "nightly: a kernel computed wrong results in $out (status wrong): the night fails" >&2
+    rc=1
+fi
 # the pictures: every run against the baseline, and this run's roofline
 build/plot history --nightly-dir "$dir" --out "$dir/plots" || exit 2
 build/plot roofline --chip "$chip" --results "$out" --out "$dir/plots" || exit 2

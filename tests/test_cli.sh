@@ -79,7 +79,7 @@ out=$("$bench" --chip m4max --shape 3x64x256 --formats u4 --budget 0.01 \
       --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out "$dir/r.csv" 2>&1); rc=$?
 case "$out" in *"r.csv:5: malformed CSV"*) ok=1 ;; *) ok=0 ;; esac
 check "a damaged results file is refused with its line, nothing appended (rc $rc)" [ "$ok" -eq 1 ] 
-check "and exits 1" [ "$rc" -eq 1 ]
+check "and exits 2 (bad input; got $rc)" [ "$rc" -eq 2 ]
 rm -rf "$dir"
 
 bench="$B/tune"

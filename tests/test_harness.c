@@ -254,9 +254,20 @@ static void test_results_store(void)
     memcpy(damaged, text, len - 5); /* cut the last line short, no newline */
     damaged[len - 5] = '\0';
     write_file(tmp_path("truncated.csv"), damaged);
-    CHECK(mq_results_load(tmp_path("truncated.csv"), &rs, err, sizeof err) != 0 &&
-              strstr(err, "truncated.csv:5: truncated last line"),
-          "a truncated last line is refused with its line: '%s'", err);
+    /* a torn last line (an append cut short) is dropped, the rows before it kept */
+    err[0] = '\0';
+    int torn_ok = mq_results_load(tmp_path("truncated.csv"), &rs, err, sizeof err) == 0;
+    CHECK(torn_ok && rs.n == 2 && rs.torn_line == 5 && rs.torn_bytes > 0,
+          "a torn last line is dropped and its 2 whole rows kept, line 5 reported: rc %d, %d "
+          "rows, torn line %d ('%s')",
+          torn_ok ? 0 : -1, torn_ok ? rs.n : -1, torn_ok ? rs.torn_line : -1, err);
+    if (torn_ok) {
+        char note[512];
+        CHECK(mq_results_torn_note(&rs, "truncated.csv", note, sizeof note) &&
+                  strstr(note, "kept 2 rows; dropped its torn last line 5"),
+              "the note says what was kept and dropped: '%s'", note);
+        mq_results_free(&rs);
+    }
     snprintf(damaged, sizeof damaged, "%s\"1\",\"0.2.0\",\"unterminated\n", text);
     write_file(tmp_path("malformed.csv"), damaged);
     CHECK(mq_results_load(tmp_path("malformed.csv"), &rs, err, sizeof err) != 0 &&
@@ -317,7 +328,7 @@ static void test_wrong_kernel(void)
                          sample_result(1, "ok", 4e-3)};
     rows[1].st.median = 1e-9;
     rows[2].c.p.tile_n = 32;
-    mq_results rs = {rows, 3};
+    mq_results rs = {.r = rows, .n = 3};
     const mq_result *best = mq_results_best(&rs, "host", "cpu", &rows[0].p);
     CHECK(best == &rows[2], "the best is the fastest ok row, never the wrong one");
 }

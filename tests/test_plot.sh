@@ -61,16 +61,16 @@ expect_fail 2 "missing KIND"
 expect_fail 2 "bad --shape" occupancy --shape 1x2
 expect_fail 2 "not a multiple of the group size" occupancy --shape 1x4096x100
 expect_fail 2 "unknown option" occupancy --colour red
-expect_fail 1 "unknown chip 'm9'" occupancy --chip m9 --out "$out"
-expect_fail 1 "no-such.csv" occupancy --results "$out/no-such.csv" --out "$out"
+expect_fail 2 "unknown chip 'm9'" occupancy --chip m9 --out "$out"
+expect_fail 2 "no-such.csv" occupancy --results "$out/no-such.csv" --out "$out"
 printf 'not,a,results,file\n' > "$out/bad.csv"
-expect_fail 1 "bad.csv" occupancy --results "$out/bad.csv" --out "$out"
+expect_fail 2 "bad.csv" occupancy --results "$out/bad.csv" --out "$out"
 printf 'kind,th_launch\nroofline,1\n' > "$out/model.csv"
-expect_fail 1 "model.csv:" occupancy --model "$out/model.csv" --out "$out"
-expect_fail 1 "nothing to draw" occupancy --chip m1 --shape 3x4096x14336 --results "$sweep" --out "$out"
-expect_fail 1 "baseline.csv" history --nightly-dir "$out"
+expect_fail 2 "model.csv:" occupancy --model "$out/model.csv" --out "$out"
+expect_fail 2 "nothing to draw" occupancy --chip m1 --shape 3x4096x14336 --results "$sweep" --out "$out"
+expect_fail 2 "baseline.csv" history --nightly-dir "$out"
 cp results/nightly/baseline.csv "$out/"
-expect_fail 1 "no nightly runs" history --nightly-dir "$out"
+expect_fail 2 "no nightly runs" history --nightly-dir "$out"
 # a drawing that fails leaves the image already there as it was
 cp "$out/roofline-host.png" "$out/before.png"
 MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out" >/dev/null 2>&1; rc=$?

@@ -6,6 +6,7 @@
 #include "atomic_file.h"
 #include "csvfile.h"
 #include "model_store.h"
+#include "numparse.h"
 
 static const char *const header[] = {
     "kind", "th_launch", "th_dispatch", "th_compute", "th_memory", "th_splitk", "th_wave",
@@ -57,24 +58,26 @@ int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
         snprintf(err, errlen, "%s:%d: unknown model kind '%s'", path, r->line, r->fields[0]);
         goto out;
     }
+    /* every number checked before use: coefficients finite, counts whole,
+     * quality figures in their ranges or nan (not computed) */
     for (int i = 1; i < NCOL; i++) {
-        char *end;
-        double v = strtod(r->fields[i], &end);
-        if (end == r->fields[i] || *end) {
-            snprintf(err, errlen, "%s:%d: %s is '%s', not a number", path, r->line, header[i],
-                     r->fields[i]);
+        const char *v = r->fields[i];
+        char why[160];
+        int bad;
+        if (i <= MQ_MODEL_NPARAM)
+            bad = mq_parse_double(v, -1e12, 1e12, &m->theta[i - 1], why, sizeof why);
+        else if (i == 9)
+            bad = mq_parse_int(v, 0, 1 << 30, &m->n_fit, why, sizeof why);
+        else if (i == 10)
+            bad = mq_parse_int(v, 0, 1 << 30, &m->n_holdout, why, sizeof why);
+        else if (i == 11)
+            bad = mq_parse_double_or_nan(v, 0, 1e9, &m->mape, why, sizeof why);
+        else
+            bad = mq_parse_double_or_nan(v, -1, 1, &m->spearman, why, sizeof why);
+        if (bad) {
+            snprintf(err, errlen, "%s:%d: %s: %s", path, r->line, header[i], why);
             goto out;
         }
-        if (i <= MQ_MODEL_NPARAM)
-            m->theta[i - 1] = v;
-        else if (i == 9)
-            m->n_fit = (int)v;
-        else if (i == 10)
-            m->n_holdout = (int)v;
-        else if (i == 11)
-            m->mape = v;
-        else
-            m->spearman = v;
     }
     rc = 0;
 out:

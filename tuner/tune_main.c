@@ -24,6 +24,7 @@
 #include "results.h"
 #include "space.h"
 #include "suites.h"
+#include "table_set.h"
 #include "table_write.h"
 #include "version.h"
 #include "work_features.h"
@@ -187,6 +188,7 @@ typedef struct {
     rowset rows;
     int timed, reused;
     double kernel_s;
+    int failed;              /* a row could not be stored: the run stops */
 } tuner;
 
 /* Time one candidate (or take this build's earlier row); -1 when not ok. */
@@ -217,9 +219,13 @@ static double measure(tuner *T, const mq_problem *p, cand *c)
         key.weight_gbs = m.weight_gbs;
         key.samples = m.samples;
         key.nsamples = m.nsamples;
-        char err[512];
-        if (mq_results_append(&T->w, &key, err, sizeof err))
+        char err[4400];
+        if (mq_results_append(&T->w, &key, err, sizeof err)) {
+            /* the file keeps every row before this one; a run whose rows
+             * cannot be stored stops rather than time on unrecorded */
             fprintf(stderr, "tune: %s\n", err);
+            T->failed = 1;
+        }
         c->time = strcmp(m.status, "ok") ? -1 : m.st.median;
     }
     if (c->time > 0)
@@ -277,13 +283,13 @@ static cand *build_cands(const mq_problem *p, const mq_chip *chip, int *n_out, i
 static void search_guided(tuner *T, const mq_problem *p, cand *cs, int n, const int *base)
 {
     int budget = T->o->evals < n ? T->o->evals : n, done = 0;
-    for (int b = 0; b < MQ_BASE_COUNT; b++)
+    for (int b = 0; b < MQ_BASE_COUNT && !T->failed; b++)
         if (base[b] >= 0 && !cs[base[b]].measured && done < budget) {
             measure(T, p, &cs[base[b]]);
             done++;
         }
     int init = T->o->init < budget - done ? T->o->init : budget - done;
-    for (int i = 0; i < init; i++) {
+    for (int i = 0; i < init && !T->failed; i++) {
         int k = (int)((long)i * n / init);
         while (k < n && cs[k].measured)
             k++;
@@ -292,14 +298,14 @@ static void search_guided(tuner *T, const mq_problem *p, cand *cs, int n, const 
             done++;
         }
     }
-    while (done < budget) {
+    while (done < budget && !T->failed) {
         mq_model m;
         char err[256];
         int have = T->rows.n >= 2 * MQ_MODEL_NPARAM &&
                    mq_model_fit(MQ_MODEL_ROOFLINE, T->rows.f, T->rows.t, T->rows.n, &m, err,
                                 sizeof err) == 0;
         int batch = 4;
-        for (int q = 0; q < batch && done < budget; q++) {
+        for (int q = 0; q < batch && done < budget && !T->failed; q++) {
             int best = -1;
             double bt = INFINITY;
             for (int i = 0; i < n; i++) {
@@ -359,14 +365,9 @@ static int stored_model(const char *path, const mq_chip *chip, mq_model *pred, c
 /* --check: a table on shapes it was not tuned on. Every candidate of each
  * shape is timed (the exhaustive best), as are the baselines and the
  * table's pick (found by lookup, with its level). */
-static int run_check(tuner *T, const mq_suite *suite, const char *table_path)
+static int run_check(tuner *T, const mq_suite *suite, const mq_table *table)
 {
-    mq_table *table;
     mq_error e;
-    if (mq_table_load(table_path, T->chip->name, &table, &e)) {
-        fprintf(stderr, "tune: %s\n", e.msg);
-        return 1;
-    }
     printf("%-7s %-5s %-6s %-6s %-54s %-8s %9s %9s %9s %8s %8s\n", "format", "M", "N", "K",
            "table pick", "level", "pick ms", "base ms", "best ms", "xbase", "vs best");
     double lg_base = 0, lg_best = 0, worst = 0;
@@ -393,11 +394,10 @@ static int run_check(tuner *T, const mq_suite *suite, const char *table_path)
             if (mq_bench_problem_setup(&T->bp, &p, 0, msame, nsame, &e)) {
                 fprintf(stderr, "tune: %s\n", e.msg);
                 free(cs);
-                mq_table_free(table);
-                return 1;
+                return 2;
             }
             double best = INFINITY, bbase = INFINITY;
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < n && !T->failed; i++) {
                 double t = measure(T, &p, &cs[i]);
                 if (t > 0)
                     best = fmin(best, t);
@@ -419,9 +419,12 @@ static int run_check(tuner *T, const mq_suite *suite, const char *table_path)
                 cnt++;
             }
             free(cs);
+            if (T->failed) {
+                mq_bench_problem_free(&T->bp);
+                return 2;
+            }
         }
     mq_bench_problem_free(&T->bp);
-    mq_table_free(table);
     if (cnt)
         printf("\n%d shapes not in the tuning suite: the table's picks are %.2fx the best "
                "baseline (geometric mean) and %.1f%% slower than the exhaustive best on "
@@ -429,6 +432,9 @@ static int run_check(tuner *T, const mq_suite *suite, const char *table_path)
                cnt, exp(lg_base / cnt), 100 * (exp(lg_best / cnt) - 1), 100 * worst);
     return 0;
 }
+
+static int tune_suite(tuner *T, const mq_suite *suite, int measured, const mq_model *pred,
+                      const char *pred_note, const char *dir, mq_table_set *ts);
 
 int main(int argc, char **argv)
 {
@@ -489,44 +495,88 @@ int main(int argc, char **argv)
         fprintf(stderr, "tune: %s\n", backend_note);
     static tuner T;
     T.o = &o;
-    char why[512], note[512];
-    /* every chosen candidate runs: on Metal when that is the chip, else on
-     * the CPU model, measured or not */
-    T.be = metal ? metal : mq_backend_open("cpu", o.threads, why, sizeof why, note, sizeof note);
-    if (!T.be) {
-        fprintf(stderr, "tune: %s\n", why);
-        return 1;
-    }
-    if (!metal && measured && mq_chip_find(NULL, "host", mq_backend_cpu_threads(T.be), &chip,
-                                           err, sizeof err)) {
-        fprintf(stderr, "tune: %s\n", err);
-        return 1;
-    }
-    T.chip = &chip;
-    char dir[4096], path[4200];
+    T.w.fd = -1;
+    char dir[4096], path[4200], chip_path[4200], why[512], note[4400];
     snprintf(dir, sizeof dir, "%s", o.out_dir ? o.out_dir : "");
     if (!o.out_dir)
-        snprintf(dir, sizeof dir, "results/%s", chip.name);
-    snprintf(path, sizeof path, "%s/%s", dir, o.check ? "check-results.csv" : "tune-results.csv");
+        snprintf(dir, sizeof dir, "results/%s", o.chip);
+    snprintf(chip_path, sizeof chip_path, "%s/tune-chip.csv", dir);
+    mq_table *check_table = NULL;
+    mq_table_set ts = {.lock_fd = -1};
+    int from_snapshot = 0, threads = o.threads;
     struct stat sb;
-    T.w.fd = -1;
-    if (mq_make_parent_dirs(path) ||
+    rc = 2; /* until the run gets going, a failure is the environment's or the input's */
+    if (o.check) { /* the table is read before anything is written */
+        char tp[4300];
+        mq_error e;
+        snprintf(tp, sizeof tp, "%s/table.csv", dir);
+        if (mq_table_load(tp, o.chip, &check_table, &e)) {
+            fprintf(stderr, "tune: %s\n", e.msg);
+            goto out;
+        }
+    } else if (mq_table_set_begin(dir, &ts, err, sizeof err)) {
+        fprintf(stderr, "tune: %s\n", err);
+        goto out;
+    }
+    /* a resumed host run takes the chip as the interrupted run measured it:
+     * the probes vary between runs, and the guided search's choices follow
+     * the chip's figures, so only the same figures replay the same run */
+    if (!metal && measured && !o.check && o.resume && stat(chip_path, &sb) == 0) {
+        if (mq_chip_snapshot_load(chip_path, &chip, err, sizeof err)) {
+            fprintf(stderr, "tune: %s\n", err);
+            goto out;
+        }
+        if (!chip.is_host) {
+            fprintf(stderr, "tune: %s describes chip %s, not host\n", chip_path, chip.name);
+            goto out;
+        }
+        int cores = (int)chip.v[MQ_CHIP_GPU_CORES];
+        if (threads && threads != cores) {
+            fprintf(stderr, "tune: --threads %d differs from the resumed run's %d workers (%s)\n",
+                    threads, cores, chip_path);
+            goto out;
+        }
+        threads = cores;
+        from_snapshot = 1;
+    }
+    /* every chosen candidate runs: on Metal when that is the chip, else on
+     * the CPU model, measured or not */
+    T.be = metal ? metal : mq_backend_open("cpu", threads, why, sizeof why, note, sizeof note);
+    metal = NULL;
+    if (!T.be) {
+        fprintf(stderr, "tune: %s\n", why);
+        goto out;
+    }
+    if (T.be->chip[0] == '\0' && measured && !from_snapshot) {
+        if (mq_chip_find(NULL, "host", mq_backend_cpu_threads(T.be), &chip, err, sizeof err)) {
+            fprintf(stderr, "tune: %s\n", err);
+            goto out;
+        }
+        if (!o.check && (mq_make_parent_dirs(chip_path, err, sizeof err) ||
+                         mq_chip_write(chip_path, &chip, err, sizeof err))) {
+            fprintf(stderr, "tune: %s\n", err);
+            goto out;
+        }
+    }
+    T.chip = &chip;
+    snprintf(path, sizeof path, "%s/%s", dir, o.check ? "check-results.csv" : "tune-results.csv");
+    err[0] = '\0';
+    if (mq_make_parent_dirs(path, err, sizeof err) ||
         (o.resume && stat(path, &sb) == 0 && mq_results_load(path, &T.own, err, sizeof err)) ||
         (measured && mq_results_open(path, &T.w, err, sizeof err))) {
-        fprintf(stderr, "tune: %s\n", err[0] ? err : strerror(errno));
-        return 1;
+        fprintf(stderr, "tune: %s\n", err);
+        goto out;
     }
+    if (mq_results_writer_note(&T.w, note, sizeof note) ||
+        mq_results_torn_note(&T.own, path, note, sizeof note))
+        fprintf(stderr, "tune: %s\n", note);
+    if (o.resume && measured)
+        fprintf(stderr, "tune: resuming: %d rows of %s can be reused%s\n", T.own.n, path,
+                from_snapshot ? "; the chip as the interrupted run measured it (tune-chip.csv)"
+                              : "");
     if (o.check) {
-        char tp[4200];
-        snprintf(tp, sizeof tp, "%s/table.csv", dir);
-        rc = run_check(&T, &suite, tp);
-        mq_results_close(&T.w);
-        mq_results_free(&T.own);
-        mq_suite_free(&suite);
-        mq_backend_destroy(T.be);
-        free(T.rows.f);
-        free(T.rows.t);
-        return rc;
+        rc = run_check(&T, &suite, check_table);
+        goto out;
     }
     mq_model pred = {MQ_MODEL_ROOFLINE, {0}, 0, 0, NAN, NAN};
     memcpy(pred.theta, default_theta, sizeof default_theta);
@@ -539,7 +589,7 @@ int main(int argc, char **argv)
         int nfit = stored_model(mpath, &chip, &pred, err, sizeof err);
         if (nfit < 0) {
             fprintf(stderr, "tune: %s\n", err);
-            return 1;
+            goto out;
         }
         if (nfit > 0)
             snprintf(pred_note, sizeof pred_note,
@@ -550,60 +600,89 @@ int main(int argc, char **argv)
                         "on the CPU model\n",
                 chip.name, pred_note);
     }
+    rc = tune_suite(&T, &suite, measured, &pred, pred_note, dir, &ts);
+out:
+    if (rc && ts.lock_fd >= 0)
+        mq_table_set_abort(&ts); /* the published set stays as it was */
+    mq_table_set_end(&ts);
+    mq_table_free(check_table);
+    mq_results_close(&T.w);
+    mq_results_free(&T.own);
+    mq_suite_free(&suite);
+    mq_backend_destroy(T.be);
+    mq_backend_destroy(metal);
+    free(T.rows.f);
+    free(T.rows.t);
+    return rc;
+}
+
+/* Tune every distinct shape of the suite, write the set into this run's
+ * generation and publish it. 0; 1 when a shape had no verified candidate
+ * (a finding: with none at all, nothing is published); 2 when the run could
+ * not go on (a row or a file could not be written). */
+static int tune_suite(tuner *T, const mq_suite *suite, int measured, const mq_model *pred,
+                      const char *pred_note, const char *dir, mq_table_set *ts)
+{
+    const options *o = T->o;
+    const mq_chip *chip = T->chip;
+    char err[4400];
+    int rc = 0;
     /* two layers of one shape are one problem */
-    char *repeat = calloc((size_t)(suite.n ? suite.n : 1), 1);
+    char *repeat = calloc((size_t)(suite->n ? suite->n : 1), 1);
     int distinct = 0, nprob = 0;
-    for (int s = 0; repeat && s < suite.n; s++) {
+    for (int s = 0; repeat && s < suite->n; s++) {
         for (int t = 0; t < s && !repeat[s]; t++)
-            repeat[s] = suite.s[t].M == suite.s[s].M && suite.s[t].N == suite.s[s].N &&
-                        suite.s[t].K == suite.s[s].K;
+            repeat[s] = suite->s[t].M == suite->s[s].M && suite->s[t].N == suite->s[s].N &&
+                        suite->s[t].K == suite->s[s].K;
         distinct += !repeat[s];
     }
     for (int f = 0; f < MQ_FMT_COUNT; f++)
-        nprob += (o.formats >> f & 1u) ? distinct : 0;
+        nprob += (o->formats >> f & 1u) ? distinct : 0;
     mq_choice *choices = calloc((size_t)(nprob ? nprob : 1), sizeof *choices);
-    int nchoice = 0, tty = isatty(fileno(stderr)) && !o.quiet;
+    int nchoice = 0, unverified = 0, tty = isatty(fileno(stderr)) && !o->quiet;
     double t0 = mq_now(), fraction_sum = 0;
     int gap_n = 0;
     double gap_sum = 0, gap_max = 0;
-    mq_limits lim = mq_chip_limits(&chip);
+    mq_limits lim = mq_chip_limits(chip);
     for (int f = 0; f < MQ_FMT_COUNT; f++)
-        for (int s = 0; (o.formats & (1u << f)) && s < suite.n; s++) {
-            mq_problem p = {(mq_format)f, suite.s[s].M, suite.s[s].N, suite.s[s].K, o.group};
+        for (int s = 0; (o->formats & (1u << f)) && s < suite->n; s++) {
+            mq_problem p = {(mq_format)f, suite->s[s].M, suite->s[s].N, suite->s[s].K, o->group};
             if (repeat[s])
                 continue;
             int n, base[MQ_BASE_COUNT];
-            cand *cs = build_cands(&p, &chip, &n, base);
+            cand *cs = build_cands(&p, chip, &n, base);
             if (!cs)
                 continue;
             int pick = -1;
             double btime[MQ_BASE_COUNT];
             if (measured) {
                 int msame[64];
-                int nsame = mq_shapes_ms_sharing(suite.s, suite.n, s, p.N, p.K, msame, 64);
+                int nsame = mq_shapes_ms_sharing(suite->s, suite->n, s, p.N, p.K, msame, 64);
                 mq_error e;
-                if (mq_bench_problem_setup(&T.bp, &p, 0, msame, nsame, &e)) {
+                if (mq_bench_problem_setup(&T->bp, &p, 0, msame, nsame, &e)) {
                     fprintf(stderr, "tune: %s\n", e.msg);
-                    return 1;
+                    free(cs);
+                    rc = 2;
+                    goto done;
                 }
-                int before = T.timed + T.reused;
-                if (o.exhaustive)
-                    for (int i = 0; i < n; i++)
-                        measure(&T, &p, &cs[i]);
+                int before = T->timed + T->reused;
+                if (o->exhaustive)
+                    for (int i = 0; i < n && !T->failed; i++)
+                        measure(T, &p, &cs[i]);
                 else
-                    search_guided(&T, &p, cs, n, base);
-                fraction_sum += (double)(T.timed + T.reused - before) / n;
+                    search_guided(T, &p, cs, n, base);
+                fraction_sum += (double)(T->timed + T->reused - before) / n;
                 for (int i = 0; i < n; i++)
                     if (cs[i].time > 0 && (pick < 0 || cs[i].time < cs[pick].time))
                         pick = i;
                 for (int b = 0; b < MQ_BASE_COUNT; b++)
                     btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
                 /* exhaustive data of this build for this problem: how far is the pick? */
-                if (!o.exhaustive && pick >= 0 && T.own.n) {
+                if (!o->exhaustive && pick >= 0 && T->own.n) {
                     double ex = INFINITY;
                     int have = 0;
-                    for (int i = 0; i < T.own.n; i++) {
-                        const mq_result *r = &T.own.r[i];
+                    for (int i = 0; i < T->own.n; i++) {
+                        const mq_result *r = &T->own.r[i];
                         if (!strcmp(r->status, "ok") && !memcmp(&r->p, &p, sizeof p)) {
                             have++;
                             ex = fmin(ex, r->st.median);
@@ -619,17 +698,19 @@ int main(int argc, char **argv)
             } else {
                 /* predicted: best first, the first that verifies on the CPU model wins */
                 for (int i = 0; i < n; i++)
-                    cs[i].time = mq_model_predict(&pred, &cs[i].f);
+                    cs[i].time = mq_model_predict(pred, &cs[i].f);
                 for (int b = 0; b < MQ_BASE_COUNT; b++)
                     btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
                 mq_error e;
                 int msame[64];
-                int nsame = mq_shapes_ms_sharing(suite.s, suite.n, s, p.N, p.K, msame, 64);
-                if (mq_bench_problem_setup(&T.bp, &p, 1, msame, nsame, &e)) {
+                int nsame = mq_shapes_ms_sharing(suite->s, suite->n, s, p.N, p.K, msame, 64);
+                if (mq_bench_problem_setup(&T->bp, &p, 1, msame, nsame, &e)) {
                     fprintf(stderr, "tune: %s\n", e.msg);
-                    return 1;
+                    free(cs);
+                    rc = 2;
+                    goto done;
                 }
-                mq_measure_opts vo = T.o->mo;
+                mq_measure_opts vo = T->o->mo;
                 vo.max_reps = 0;
                 for (int tries = 0; tries < n && pick < 0; tries++) {
                     int best = -1;
@@ -639,7 +720,7 @@ int main(int argc, char **argv)
                     if (best < 0)
                         break;
                     static mq_measurement m;
-                    mq_measure(T.be, &T.bp, &cs[best].c, &lim, &vo, &m);
+                    mq_measure(T->be, &T->bp, &cs[best].c, &lim, &vo, &m);
                     if (!strcmp(m.status, "ok"))
                         pick = best;
                     else
@@ -654,9 +735,10 @@ int main(int argc, char **argv)
                 c->measured = measured;
                 for (int b = 0; b < MQ_BASE_COUNT; b++)
                     c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
-            } else {
+            } else if (!T->failed) {
                 fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified\n",
                         mq_format_name(p.format), p.M, p.N, p.K);
+                unverified++;
             }
             if (tty) {
                 double el = mq_now() - t0;
@@ -665,39 +747,51 @@ int main(int argc, char **argv)
                         done ? (int)(el / done * (nprob - done)) : 0);
             }
             free(cs);
+            if (T->failed) {
+                rc = 2; /* a row could not be stored: said where by measure() */
+                goto done;
+            }
         }
     if (tty)
         fputc('\n', stderr);
-    mq_bench_problem_free(&T.bp);
+    mq_bench_problem_free(&T->bp);
+    if (nchoice == 0) {
+        fprintf(stderr, "tune: no shape has a verified candidate: nothing is written, the table "
+                        "in %s stays as it was\n",
+                dir);
+        rc = 1;
+        goto done;
+    }
     /* the model and its quality on held-out rows */
-    mq_model fit = pred;
+    mq_model fit = *pred;
     char fit_note[4608];
     snprintf(fit_note, sizeof fit_note, "%s", pred_note);
-    if (measured && T.rows.n >= 4 * MQ_MODEL_NPARAM &&
-        mq_model_fit_holdout(MQ_MODEL_ROOFLINE, T.rows.f, T.rows.t, T.rows.n, 0.2, &fit, err,
+    if (measured && T->rows.n >= 4 * MQ_MODEL_NPARAM &&
+        mq_model_fit_holdout(MQ_MODEL_ROOFLINE, T->rows.f, T->rows.t, T->rows.n, 0.2, &fit, err,
                              sizeof err) == 0)
         snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
-                 chip.name);
-    mq_table_entry *ent;
+                 chip->name);
+    mq_table_entry *ent = NULL;
     int nent = mq_table_build(choices, nchoice, &ent);
     const char *source = measured ? "measured" : "predicted";
-    char tpath[4200], hpath[4200], mpath[4200];
+    /* the set is written where nobody reads it, then published in one step */
+    char tpath[4400], hpath[4400], mpath[4400], cpath[4400];
+    mq_table_set_path(ts, "table.csv", tpath, sizeof tpath);
+    mq_table_set_path(ts, "table.h", hpath, sizeof hpath);
+    mq_table_set_path(ts, "model.csv", mpath, sizeof mpath);
+    mq_table_set_path(ts, "chip.csv", cpath, sizeof cpath);
+    if (nent < 0 || mq_table_write_csv(tpath, chip->name, T->be->name, source, ent, nent, err,
+                                       sizeof err) ||
+        mq_table_write_header(hpath, chip->name, source, ent, nent, err, sizeof err) ||
+        mq_model_write(mpath, &fit, chip->name, fit_note, err, sizeof err) ||
+        mq_chip_write(cpath, chip, err, sizeof err) || mq_table_set_commit(ts, err, sizeof err)) {
+        fprintf(stderr, "tune: %s; the table in %s stays as it was\n",
+                nent < 0 ? "out of memory" : err, dir);
+        rc = 2;
+        goto done;
+    }
     snprintf(tpath, sizeof tpath, "%s/table.csv", dir);
     snprintf(hpath, sizeof hpath, "%s/table.h", dir);
-    snprintf(mpath, sizeof mpath, "%s/model.csv", dir);
-    if (nent < 0 || mq_table_write_csv(tpath, chip.name, T.be->name, source, ent, nent, err,
-                                       sizeof err) ||
-        mq_table_write_header(hpath, chip.name, source, ent, nent, err, sizeof err)) {
-        fprintf(stderr, "tune: %s\n", nent < 0 ? "out of memory" : err);
-        return 1;
-    }
-    char cpath[4200];
-    snprintf(cpath, sizeof cpath, "%s/chip.csv", dir);
-    if (mq_model_write(mpath, &fit, chip.name, fit_note, err, sizeof err) ||
-        mq_chip_write(cpath, &chip, err, sizeof err)) {
-        fprintf(stderr, "tune: %s\n", err);
-        return 1;
-    }
     /* the summary */
     printf("%-7s %-5s %-6s %-6s %-54s %11s %7s %7s %7s  %s\n", "format", "M", "N", "K",
            "chosen candidate", "time ms", "xseed", "xstripe", "xmlx", "source");
@@ -720,7 +814,7 @@ int main(int argc, char **argv)
         }
         printf("  %s\n", source);
     }
-    printf("\n%s table for %s: %d shapes, %d rows -> %s, %s\n", source, chip.name, nchoice, nent,
+    printf("\n%s table for %s: %d shapes, %d rows -> %s, %s\n", source, chip->name, nchoice, nent,
            tpath, hpath);
     for (int b = 0; b < MQ_BASE_COUNT; b++)
         if (geon[b])
@@ -734,7 +828,7 @@ int main(int argc, char **argv)
     if (measured)
         printf("timed %d candidates (%d reused), %.0f%% of each shape's space on average, in "
                "%.1f s\n",
-               T.timed, T.reused, 100 * fraction_sum / (nchoice ? nchoice : 1),
+               T->timed, T->reused, 100 * fraction_sum / (nchoice ? nchoice : 1),
                mq_now() - t0);
     else
         printf("predicted in %.1f s\n", mq_now() - t0);
@@ -742,14 +836,16 @@ int main(int argc, char **argv)
         printf("against this build's exhaustive data on %d shapes: the guided pick is %.1f%% "
                "slower on average, %.1f%% at worst\n",
                gap_n, 100 * gap_sum / gap_n, 100 * gap_max);
-    mq_results_close(&T.w);
-    mq_results_free(&T.own);
+    if (unverified) {
+        fprintf(stderr, "tune: %d of %d shapes had no verified candidate (listed above): the "
+                        "table has the other %d\n",
+                unverified, nprob, nchoice);
+        rc = 1;
+    }
+done:
+    mq_bench_problem_free(&T->bp);
     free(ent);
     free(choices);
     free(repeat);
-    free(T.rows.f);
-    free(T.rows.t);
-    mq_suite_free(&suite);
-    mq_backend_destroy(T.be);
-    return 0;
+    return rc;
 }
