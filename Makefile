@@ -30,6 +30,8 @@ HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c harness/c
 HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# the fault tests' LD_PRELOAD library: never sanitized (it loads into any build)
+FAULT_LIB = $(BUILD)/tests/libfault_inject.so
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
@@ -69,8 +71,14 @@ $(BUILD)/plot: $(BUILD)/harness/plot_main.o $(HARNESS_OBJ) $(LIB)
 $(BUILD)/tune: $(BUILD)/tuner/tune_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
 
-test: deps $(TEST_BIN) $(TOOLS)
-	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
+$(FAULT_LIB): tests/fault_inject.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fPIC -shared -Wall -Wextra $(if $(WERROR),-Werror) $< -ldl -o $@
+
+test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB)
+	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
+	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
+	  "tests/test_tune_resume.sh $(BUILD)" $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
 sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 \

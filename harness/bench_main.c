@@ -260,6 +260,10 @@ int main(int argc, char **argv)
         }
     char why[512], note[512];
     mq_backend *be = NULL;
+    /* notes wait until the output is open: a run refused for bad input says
+     * one line */
+    char notes[2048] = "";
+    size_t nl = 0;
     if (!o.explain) {
         be = mq_backend_open(o.backend, o.threads, why, sizeof why, note, sizeof note);
         if (!be) {
@@ -268,7 +272,7 @@ int main(int argc, char **argv)
             return 2;
         }
         if (note[0])
-            fprintf(stderr, "bench: %s\n", note);
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "bench: %s\n", note);
     }
     /* on Metal, the chip is the device's (read from its name and architecture) */
     if (be && strcmp(be->name, "cpu") && !strcmp(o.chip, "host")) {
@@ -280,7 +284,9 @@ int main(int argc, char **argv)
             return 2;
         }
         o.chip = be->chip;
-        fprintf(stderr, "bench: %s on %s: chip %s\n", be->name, be->device, chip.name);
+        if (nl < sizeof notes)
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "bench: %s on %s: chip %s\n",
+                                   be->name, be->device, chip.name);
     }
     int threads = be && !strcmp(be->name, "cpu") ? mq_backend_cpu_threads(be) : o.threads;
     if (!strcmp(o.chip, "host") && mq_chip_find(NULL, "host", threads ? threads : 1, &chip, err,
@@ -290,10 +296,11 @@ int main(int argc, char **argv)
         mq_suite_free(&suite);
         return 2;
     }
-    if (!chip.is_host && be && !strcmp(be->name, "cpu"))
-        fprintf(stderr, "bench: %s's candidate space timed on the CPU model: the times are the "
-                        "CPU's, not %s's\n",
-                chip.name, chip.name);
+    if (!chip.is_host && be && !strcmp(be->name, "cpu") && nl < sizeof notes)
+        nl += (size_t)snprintf(notes + nl, sizeof notes - nl,
+                               "bench: %s's candidate space timed on the CPU model: the times "
+                               "are the CPU's, not %s's\n",
+                               chip.name, chip.name);
     char out_path[4096];
     if (o.out)
         snprintf(out_path, sizeof out_path, "%s", o.out);
@@ -315,6 +322,7 @@ int main(int argc, char **argv)
             mq_suite_free(&suite);
             return 2;
         }
+        fputs(notes, stderr);
         /* what a torn last line cost: said once, never a hand edit */
         if (mq_results_writer_note(&w, note, sizeof note))
             fprintf(stderr, "bench: %s\n", note);

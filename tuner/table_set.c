@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "table_set.h"
 
@@ -93,6 +94,14 @@ int mq_table_set_begin(const char *dir, mq_table_set *ts, char *err, size_t errl
     }
     if (d)
         closedir(d);
+    for (int i = 0; i < 4; i++) { /* a stable name's link made by a killed run */
+        char name[4400];
+        snprintf(name, sizeof name, "%s/%s", dir, mq_table_set_files[i]);
+        ts->cleaned += mq_clean_stale_tmp(name);
+    }
+    char cur_link[4300];
+    snprintf(cur_link, sizeof cur_link, "%scurrent", tables);
+    ts->cleaned += mq_clean_stale_tmp(cur_link);
     /* GEN: the start time and the process, unique on this host */
     time_t now = time(NULL);
     char stamp[32];
@@ -209,11 +218,8 @@ int mq_table_set_commit(mq_table_set *ts, char *err, size_t errlen)
     if (!prev[0] && adopt_plain_files(ts, prev, sizeof prev, err, errlen))
         return -1;
     snprintf(cur, sizeof cur, "%s/tables/current", ts->dir);
-    /* the commit: one rename */
-    if (link_into_place(ts->gen, cur, err, errlen))
-        return -1;
-    snprintf(p, sizeof p, "%s/tables", ts->dir);
-    fsync_path(p, O_RDONLY | O_DIRECTORY);
+    /* the stable names first: links through `current`, dangling until the
+     * first commit, so that the four files appear (or change) together */
     for (int i = 0; i < 4; i++) {
         char target[256], path[4400];
         snprintf(target, sizeof target, "tables/current/%s", mq_table_set_files[i]);
@@ -221,6 +227,11 @@ int mq_table_set_commit(mq_table_set *ts, char *err, size_t errlen)
         if (link_into_place(target, path, err, errlen))
             return -1;
     }
+    /* the commit: one rename */
+    if (link_into_place(ts->gen, cur, err, errlen))
+        return -1;
+    snprintf(p, sizeof p, "%s/tables", ts->dir);
+    fsync_path(p, O_RDONLY | O_DIRECTORY);
     if (prev[0] && strcmp(prev, ts->gen) && !strchr(prev, '/')) {
         snprintf(p, sizeof p, "%s/tables/%s", ts->dir, prev);
         remove_gen(p);

@@ -491,8 +491,6 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-    if (backend_note[0]) /* the arguments are good: say how the chip is tuned */
-        fprintf(stderr, "tune: %s\n", backend_note);
     static tuner T;
     T.o = &o;
     T.w.fd = -1;
@@ -567,6 +565,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tune: %s\n", err);
         goto out;
     }
+    if (backend_note[0]) /* inputs and outputs are good: say how the chip is tuned */
+        fprintf(stderr, "tune: %s\n", backend_note);
     if (mq_results_writer_note(&T.w, note, sizeof note) ||
         mq_results_torn_note(&T.own, path, note, sizeof note))
         fprintf(stderr, "tune: %s\n", note);
