@@ -44,7 +44,7 @@ static void usage(FILE *f)
 
 /* One summary row per comparison, for the nightly history (a header first
  * when the file is new). One write, so rows never interleave or tear. */
-static int append_history(const char *path, const char *const files[2], int np,
+static int append_history(int fd, const char *path, const char *const files[2], int np,
                           const int counts[4], double geo)
 {
     char row[4096], date[32];
@@ -65,11 +65,6 @@ static int append_history(const char *path, const char *const files[2], int np,
         fields[3 + i] = nums[i];
     size_t len = 0;
     char err[4400];
-    int fd = open(path, O_RDWR | O_CREAT | O_APPEND, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "compare: %s: cannot open for appending: %s\n", path, strerror(errno));
-        return -1;
-    }
     /* a torn last row (a crash or a full disk mid-append) is cut off first,
      * so this row does not glue onto it */
     struct stat sb;
@@ -96,13 +91,9 @@ static int append_history(const char *path, const char *const files[2], int np,
 
 /* One line of bench arguments per regressed benchmark (each benchmark once),
  * so that a confirmation pass can re-measure exactly those. */
-static int write_rerun_list(const char *path, const mq_run_pair *pairs, int np, char *err,
-                            size_t errlen)
+static int write_rerun_list(FILE *f, const char *tmp, const char *path,
+                            const mq_run_pair *pairs, int np, char *err, size_t errlen)
 {
-    char tmp[4200];
-    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
-    if (!f)
-        return -1;
     for (int i = 0; i < np; i++) {
         if (pairs[i].c.verdict != MQ_REGRESSED)
             continue;
@@ -231,6 +222,28 @@ int main(int argc, char **argv)
         mq_results_free(&base);
         return 2;
     }
+    /* every output is opened before anything is printed: a bad path is one
+     * line and exit 2, with nothing half done */
+    char rtmp[4300], ltmp[4300];
+    FILE *rf = NULL, *lf = NULL;
+    int hfd = -1;
+    if ((report && !(rf = mq_atomic_open(report, rtmp, sizeof rtmp, err, sizeof err))) ||
+        (rerun && !(lf = mq_atomic_open(rerun, ltmp, sizeof ltmp, err, sizeof err)))) {
+        fprintf(stderr, "compare: %s\n", err);
+        mq_atomic_abort(rf, rtmp);
+        mq_results_free(&base);
+        mq_results_free(&cur);
+        return 2;
+    }
+    if (history && (hfd = open(history, O_RDWR | O_CREAT | O_APPEND, 0644)) < 0) {
+        fprintf(stderr, "compare: %s: cannot open for appending: %s\n", history,
+                strerror(errno));
+        mq_atomic_abort(rf, rtmp);
+        mq_atomic_abort(lf, ltmp);
+        mq_results_free(&base);
+        mq_results_free(&cur);
+        return 2;
+    }
     /* rows a crash tore off are dropped, and said to be */
     if (mq_results_torn_note(&base, files[0], note, sizeof note))
         fprintf(stderr, "compare: %s\n", note);
@@ -257,13 +270,10 @@ int main(int argc, char **argv)
            np, counts[MQ_REGRESSED], counts[MQ_IMPROVED], counts[MQ_SAME], counts[MQ_UNRELIABLE],
            geo, o.alpha, 100 * o.min_effect);
     int rc = counts[MQ_REGRESSED] ? 1 : 0;
-    if (report) {
-        char tmp[4200];
-        FILE *f = mq_atomic_open(report, tmp, sizeof tmp, err, sizeof err);
-        if (!f) {
-            fprintf(stderr, "compare: %s\n", err);
-            rc = 2;
-        } else {
+    if (rf) {
+        const char *tmp = rtmp;
+        FILE *f = rf;
+        {
             fprintf(f, "# Regression report\n\nBaseline `%s`, new `%s`. Mann-Whitney U on the raw "
                        "samples, alpha %g, minimum effect %.0f%%.\n\n",
                     files[0], files[1], o.alpha, 100 * o.min_effect);
@@ -293,9 +303,9 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (history && append_history(history, files, np, counts, geo))
+    if (hfd >= 0 && append_history(hfd, history, files, np, counts, geo))
         rc = 2;
-    if (rerun && write_rerun_list(rerun, pairs, np, err, sizeof err)) {
+    if (lf && write_rerun_list(lf, ltmp, rerun, pairs, np, err, sizeof err)) {
         fprintf(stderr, "compare: %s\n", err);
         rc = 2;
     }

@@ -225,14 +225,12 @@ static void csv_field(FILE *f, const char *s, int last)
     fputc(last ? '\n' : ',', f);
 }
 
-static int write_csv(const char *path, const row *rows, int n, const mq_machine_probe *mp)
+/* The CSV goes to f, the temporary file opened before anything ran (so an
+ * unwritable path is refused at once), and is renamed over path at the end. */
+static int write_csv(FILE *f, const char *tmp, const char *path, const row *rows, int n,
+                     const mq_machine_probe *mp)
 {
-    char tmp[4096], err[4300];
-    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, sizeof err);
-    if (!f) {
-        fprintf(stderr, "kernel-bench: %s\n", err);
-        return -1;
-    }
+    char err[4300];
     static const char *const head[] = {
         "format", "M", "N", "K", "group", "variant", "tile_m", "tile_n", "tile_k",
         "num_threadgroups", "split_k", "status", "median_s", "p10_s", "p90_s", "mad_s", "reps",
@@ -305,16 +303,25 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
+    char csv_tmp[4300], why[4400];
+    FILE *csv = NULL;
+    if (o.csv_path && !(csv = mq_atomic_open(o.csv_path, csv_tmp, sizeof csv_tmp, why,
+                                             sizeof why))) {
+        fprintf(stderr, "kernel-bench: %s\n", why);
+        return 2;
+    }
     mq_backend *be = mq_backend_cpu_create(o.threads, &err);
     if (!be) {
         fprintf(stderr, "kernel-bench: %s\n", err.msg);
-        return 1;
+        mq_atomic_abort(csv, csv_tmp);
+        return 2;
     }
     int threads = mq_backend_cpu_threads(be);
     mq_machine_probe mp;
     if (mq_probe_machine(threads, 0, o.probe_trials, &mp)) {
         fprintf(stderr, "kernel-bench: the machine probes failed (out of memory?)\n");
-        return 1;
+        mq_atomic_abort(csv, csv_tmp);
+        return 2;
     }
     time_t now = time(NULL);
     char date[64];
@@ -338,7 +345,8 @@ int main(int argc, char **argv)
                 mq_bench_problem_free(&bp);
                 mq_backend_destroy(be);
                 free(rows);
-                return 1;
+                mq_atomic_abort(csv, csv_tmp);
+                return 2;
             }
             mq_candidate cands[MAX_CANDS];
             int nc = o.ncands;
@@ -371,8 +379,8 @@ int main(int argc, char **argv)
         }
     }
     rc = 0;
-    if (o.csv_path && write_csv(o.csv_path, rows, nrows, &mp))
-        rc = 1;
+    if (csv && write_csv(csv, csv_tmp, o.csv_path, rows, nrows, &mp))
+        rc = 2;
     free(rows);
     mq_backend_destroy(be);
     return rc;

@@ -15,6 +15,7 @@
 #include "chips.h"
 #include "cli.h"
 #include "model_store.h"
+#include "numparse.h"
 #include "plot_data.h"
 #include "results.h"
 
@@ -146,10 +147,11 @@ static int parse_args(int argc, char **argv, options *o)
             if (mq_cli_int(v, 1, 1 << 20, &o->max_m))
                 return mq_cli_fail("plot", "bad --max-m", v);
         } else if (!strcmp(a, "--size")) {
-            char extra;
-            if (sscanf(v, "%dx%d%c", &o->width, &o->height, &extra) != 2 || o->width < 200 ||
-                o->height < 150 || o->width > 10000 || o->height > 10000)
+            int wh[2];
+            if (mq_parse_dims(v, 2, 150, 10000, wh, NULL, 0) || wh[0] < 200)
                 return mq_cli_fail("plot", "bad --size (WxH, 200x150 to 10000x10000)", v);
+            o->width = wh[0];
+            o->height = wh[1];
         } else if (!strcmp(a, "--alpha")) {
             if (mq_cli_double(v, 1e-12, 0.5, &o->ro.alpha))
                 return mq_cli_fail("plot", "bad --alpha", v);

@@ -43,7 +43,7 @@ check "the CSV's rows say ok twice" [ "$(grep -c '"ok"' "$dir/r.csv")" -eq 2 ]
 check "no temporary file is left" [ "$(ls "$dir" | wc -l)" -eq 1 ]
 "$bench" --shape 1x32x64 --group 32 --formats fp4 --min-time 0.01 --probe-trials 1 \
     --candidate "marlin_gemm_fused_fp4 8 32 32 0 1" --csv "$dir/missing/r.csv" >/dev/null 2>"$dir/err"; rc=$?
-check "an unwritable CSV path exits 1 (got $rc)" [ "$rc" -eq 1 ]
+check "an unwritable CSV path exits 2 (got $rc)" [ "$rc" -eq 2 ]
 check "and says which file" grep -q "missing/r.csv" "$dir/err"
 rm -rf "$dir"
 

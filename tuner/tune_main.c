@@ -504,6 +504,25 @@ int main(int argc, char **argv)
     int from_snapshot = 0, threads = o.threads;
     struct stat sb;
     rc = 2; /* until the run gets going, a failure is the environment's or the input's */
+    mq_model pred = {MQ_MODEL_ROOFLINE, {0}, 0, 0, NAN, NAN};
+    memcpy(pred.theta, default_theta, sizeof default_theta);
+    char pred_note[4608] = "documented defaults (no measurements of this chip)";
+    if (!measured) {
+        /* the chip's own stored measurements (a backend that is the chip,
+         * e.g. Metal on a Mac: not the CPU model) set the coefficients */
+        char mpath[4300];
+        snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
+        int nfit = stored_model(mpath, &chip, &pred, err, sizeof err);
+        if (nfit < 0) {
+            fprintf(stderr, "tune: %s\n", err);
+            goto out;
+        }
+        if (nfit > 0)
+            snprintf(pred_note, sizeof pred_note,
+                     "fitted on %d rows measured on %s (%s); held-out MAPE %.1f%%, Spearman "
+                     "%.3f",
+                     nfit, chip.name, mpath, 100 * pred.mape, pred.spearman);
+    }
     if (o.check) { /* the table is read before anything is written */
         char tp[4300];
         mq_error e;
@@ -578,28 +597,10 @@ int main(int argc, char **argv)
         rc = run_check(&T, &suite, check_table);
         goto out;
     }
-    mq_model pred = {MQ_MODEL_ROOFLINE, {0}, 0, 0, NAN, NAN};
-    memcpy(pred.theta, default_theta, sizeof default_theta);
-    char pred_note[4608] = "documented defaults (no measurements of this chip)";
-    if (!measured) {
-        /* the chip's own stored measurements (a backend that is the chip,
-         * e.g. Metal on a Mac: not the CPU model) set the coefficients */
-        char mpath[4300];
-        snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
-        int nfit = stored_model(mpath, &chip, &pred, err, sizeof err);
-        if (nfit < 0) {
-            fprintf(stderr, "tune: %s\n", err);
-            goto out;
-        }
-        if (nfit > 0)
-            snprintf(pred_note, sizeof pred_note,
-                     "fitted on %d rows measured on %s (%s); held-out MAPE %.1f%%, Spearman "
-                     "%.3f",
-                     nfit, chip.name, mpath, 100 * pred.mape, pred.spearman);
+    if (!measured)
         fprintf(stderr, "tune: %s is predicted: cost model %s; chosen candidates are verified "
                         "on the CPU model\n",
                 chip.name, pred_note);
-    }
     rc = tune_suite(&T, &suite, measured, &pred, pred_note, dir, &ts);
 out:
     if (rc && ts.lock_fd >= 0)
