@@ -7,6 +7,7 @@
 #   make bench      the kernel benchmark on this machine (prints, writes results/)
 #   make nightly    the nightly regression run (make nightly-accept: new baseline)
 #   make plots      redraw the README's pictures from the committed example results
+#   make fuzz-run   the parsers' libFuzzer targets, a few seconds each (make fuzz: build)
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
 ifeq ($(origin CC),default)
 CC = gcc
@@ -35,7 +36,7 @@ FAULT_LIB = $(BUILD)/tests/libfault_inject.so
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
-.PHONY: all test sanitize portable bench tune plots nightly nightly-accept deps clean FORCE
+.PHONY: all test sanitize portable fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -87,6 +88,25 @@ sanitize:
 portable:
 	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2 -Wno-psabi" test
 
+# libFuzzer targets, one per parser (tests/fuzz/), under ASan + UBSan with
+# clang; `make fuzz-run` runs each FUZZ_SECONDS seconds from seed corpora of
+# the committed files (scripts/fuzz.sh)
+FUZZ_TARGETS = results table chips suite model compare cli
+FUZZ_SECONDS ?= 5
+fuzz: deps
+	$(MAKE) BUILD=build-fuzz CC=clang OPT=-O1 \
+	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  fuzz-targets
+
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/fuzz_common.o $(HARNESS_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+
+fuzz-run: fuzz
+	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
 bench: deps $(BUILD)/kernel-bench
 	$(BUILD)/kernel-bench $(BENCH_ARGS)
 
@@ -115,4 +135,4 @@ deps:
 	@scripts/install-deps.sh
 
 clean:
-	rm -rf build build-san build-portable build-clang
+	rm -rf build build-san build-portable build-clang build-fuzz
