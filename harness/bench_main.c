@@ -61,6 +61,8 @@ static void usage(FILE *f)
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            no per-candidate lines, only the summary\n"
         "  --help             this text\n\n"
+        "Exit status: 0 done, 1 a candidate computed a wrong result, 2 bad input or an\n"
+        "environment error (the results file keeps every row written before it).\n\n"
         "examples:\n"
         "  bench                                  # smoke suite, seed space, on this machine\n"
         "  bench --suite llama3-8b --m 1,16 --formats fp4,u4 --out /tmp/8b.csv\n"

@@ -31,16 +31,21 @@ printf '1x4096x14336' > "$corpus/cli/shape"
 printf 'fp4,u4,trellis3' > "$corpus/cli/formats"
 printf 'marlin_gemm_fp4 64 64 32 0 1' > "$corpus/cli/candidate"
 status=0
+ok=0
+bad=0
 for t in results table chips suite model compare cli; do
     printf 'fuzz_%s: ' "$t"
     if TMPDIR="$scratch" "$B/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=16384 \
         -artifact_prefix="$B/" -print_final_stats=1 "$corpus/$t" > "$B/fuzz_$t.log" 2>&1; then
         grep -E '^stat::number_of_executed_units' "$B/fuzz_$t.log" | sed 's/.*: */executions: /'
+        ok=$((ok + 1))
     else
+        bad=$((bad + 1))
         echo "FAILED (see $B/fuzz_$t.log)"
         tail -n 30 "$B/fuzz_$t.log"
         status=1
     fi
     rm -f "$scratch"/mq-fuzz-*
 done
+echo "fuzz: $ok passed, $bad failed"
 exit $status
