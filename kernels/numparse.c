@@ -22,20 +22,25 @@ static const char *quoted(const char *s, char *buf, size_t n)
     return buf;
 }
 
-int mq_parse_long(const char *s, long lo, long hi, long *out, char *why, size_t whylen)
+/* 0 when strto* consumed all of s (and s did not start with a blank, which
+ * strto* would skip); else -1 with "'S' is not WHAT". */
+static int whole(const char *s, const char *end, const char *what, char *why, size_t whylen)
 {
     char q[48];
-    if (!s || !*s || isspace((unsigned char)*s)) {
-        WHY("'%s' is not an integer", s ? quoted(s, q, sizeof q) : "");
+    if (!s || !*s || isspace((unsigned char)*s) || end == s || *end) {
+        WHY("'%s' is not %s", s ? quoted(s, q, sizeof q) : "", what);
         return -1;
     }
-    char *end;
+    return 0;
+}
+
+int mq_parse_long(const char *s, long lo, long hi, long *out, char *why, size_t whylen)
+{
+    char q[48], *end = NULL;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end) {
-        WHY("'%s' is not an integer", quoted(s, q, sizeof q));
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (whole(s, end, "an integer", why, whylen))
         return -1;
-    }
     if (errno == ERANGE || v < lo || v > hi) {
         WHY("'%s' is out of range (%ld to %ld)", quoted(s, q, sizeof q), lo, hi);
         return -1;
@@ -56,18 +61,11 @@ int mq_parse_int(const char *s, int lo, int hi, int *out, char *why, size_t whyl
 static int parse_real(const char *s, double lo, double hi, int nan_ok, double *out, char *why,
                       size_t whylen)
 {
-    char q[48];
-    if (!s || !*s || isspace((unsigned char)*s)) {
-        WHY("'%s' is not a number", s ? quoted(s, q, sizeof q) : "");
-        return -1;
-    }
-    char *end;
+    char q[48], *end = NULL;
     errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end) {
-        WHY("'%s' is not a number", quoted(s, q, sizeof q));
+    double v = s ? strtod(s, &end) : 0;
+    if (whole(s, end, "a number", why, whylen))
         return -1;
-    }
     if (isnan(v) && nan_ok) {
         *out = v;
         return 0;
