@@ -633,6 +633,7 @@ static int tune_suite(tuner *T, const mq_suite *suite, int measured, const mq_mo
     const mq_chip *chip = T->chip;
     char err[4400];
     int rc = 0;
+    mq_table_entry *ent = NULL;
     /* two layers of one shape are one problem */
     char *repeat = calloc((size_t)(suite->n ? suite->n : 1), 1);
     int distinct = 0, nprob = 0;
@@ -777,7 +778,6 @@ static int tune_suite(tuner *T, const mq_suite *suite, int measured, const mq_mo
                              sizeof err) == 0)
         snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
                  chip->name);
-    mq_table_entry *ent = NULL;
     int nent = mq_table_build(choices, nchoice, &ent);
     const char *source = measured ? "measured" : "predicted";
     /* the set is written where nobody reads it, then published in one step */
