@@ -133,8 +133,10 @@ int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_
     put_field(&b, r->error, 0);
     const double stats[] = {r->st.median, r->st.p10, r->st.p90, r->st.mad, r->st.ci_lo,
                             r->st.ci_hi};
+    /* round-trip precision: a resumed tune reads back exactly the medians
+     * the interrupted run chose with, so it makes the same choices */
     for (int i = 0; i < 6; i++)
-        put_num(&b, "%.9g", stats[i]);
+        put_num(&b, "%.17g", stats[i]);
     put_num(&b, "%.0f", r->st.n);
     put_num(&b, "%.6g", r->gflops);
     put_num(&b, "%.6g", r->weight_gbs);
