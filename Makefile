@@ -8,7 +8,10 @@
 #   make nightly    the nightly regression run (make nightly-accept: new baseline)
 #   make plots      redraw the README's pictures from the committed example results
 #   make fuzz-run   the parsers' libFuzzer targets, a few seconds each (make fuzz: build)
+#   make install    libmq.a, mq.h, the tools and mq.pc under PREFIX (/usr/local)
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
+# CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS from the command line or the
+# environment are honoured (e.g. LDFLAGS=-L/opt/gsl/lib CPPFLAGS=-I/opt/gsl/include).
 ifeq ($(origin CC),default)
 CC = gcc
 endif
@@ -18,59 +21,77 @@ SAN     ?=
 CFLAGS  ?= $(OPT) $(ARCH) -g $(SAN)
 # required flags, kept even when CFLAGS is given on the command line
 override CFLAGS += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
-LDLIBS  += -lcsv -lm -pthread -ldl
-GSL_LIBS = -lgsl -lgslcblas
-CSV_LIBS = -lcsv
+override LDLIBS += -lgsl -lgslcblas -lcsv -lm -pthread -ldl
 BUILD   ?= build
+PREFIX  ?= /usr/local
 
+# The floors, lowest first. A folder's files see the headers of its own
+# floor and the floors below it, never above (tests/check_layers.sh checks
+# the include graph too): kernels <- metal <- backends <- harness <- tuner <- plots.
+FLOORS = kernels metal backends harness tuner plots
+INC_kernels  = -Ikernels
+INC_metal    = $(INC_kernels) -Imetal
+INC_backends = $(INC_metal) -Ibackends
+INC_harness  = $(INC_backends) -Iharness
+INC_tuner    = $(INC_harness) -Ituner
+INC_plots    = $(INC_tuner) -Iplots
+INC_tests    = $(INC_plots) -Itests -Itests/fuzz
+floor_of     = $(firstword $(subst /, ,$(1)))
+
+# the command-line tools: one main() each
+MAINS    = harness/bench_main.c harness/kernel_bench.c tuner/tune_main.c plots/compare_main.c plots/plot_main.c
 LIB_SRC  = $(wildcard kernels/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      = $(BUILD)/libmq.a
-HARNESS_SRC = $(filter-out harness/kernel_bench.c harness/bench_main.c harness/compare_main.c harness/plot_main.c,$(wildcard harness/*.c)) \
-              $(filter-out tuner/tune_main.c,$(wildcard tuner/*.c))
-HARNESS_OBJ = $(HARNESS_SRC:%.c=$(BUILD)/%.o)
+objs_of  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(MAINS),$(wildcard $(1)/*.c)))
+METAL_OBJ    = $(call objs_of,metal)
+BACKENDS_OBJ = $(call objs_of,backends)
+HARNESS_OBJ  = $(call objs_of,harness) $(BACKENDS_OBJ) $(METAL_OBJ)
+TUNER_OBJ    = $(call objs_of,tuner) $(HARNESS_OBJ)
+PLOTS_OBJ    = $(call objs_of,plots) $(TUNER_OBJ)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # the fault tests' LD_PRELOAD library: never sanitized (it loads into any build)
 FAULT_LIB = $(BUILD)/tests/libfault_inject.so
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
-.PHONY: all test sanitize portable fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps clean FORCE
+.PHONY: all test sanitize portable fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
 
-$(BUILD)/%.o: %.c $(wildcard kernels/*.h harness/*.h tuner/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ikernels -Iharness -Ituner -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(INC_$(call floor_of,$<)) -c $< -o $@
 
 # the build's identity goes into every result row: rebuilt every time
 $(BUILD)/harness/version.o: harness/version.c FORCE
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DMQ_GIT_REV='"$(GIT_REV)"' -Ikernels -Iharness -Ituner -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DMQ_GIT_REV='"$(GIT_REV)"' $(INC_harness) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testdata.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testdata.o $(PLOTS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/bench: $(BUILD)/harness/bench_main.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/compare: $(BUILD)/harness/compare_main.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+$(BUILD)/tune: $(BUILD)/tuner/tune_main.o $(TUNER_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/plot: $(BUILD)/harness/plot_main.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+$(BUILD)/compare: $(BUILD)/plots/compare_main.o $(PLOTS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tune: $(BUILD)/tuner/tune_main.o $(HARNESS_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+$(BUILD)/plot: $(BUILD)/plots/plot_main.o $(PLOTS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(FAULT_LIB): tests/fault_inject.c
 	@mkdir -p $(dir $@)
@@ -79,7 +100,8 @@ $(FAULT_LIB): tests/fault_inject.c
 test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
-	  "tests/test_tune_resume.sh $(BUILD)" $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
+	  "tests/test_tune_resume.sh $(BUILD)" tests/check_layers.sh \
+	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
 sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 \
@@ -100,9 +122,9 @@ fuzz: deps
 
 fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-$(BUILD)/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/fuzz_common.o $(HARNESS_OBJ) $(LIB)
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/fuzz_common.o $(PLOTS_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ $(GSL_LIBS) $(CSV_LIBS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 fuzz-run: fuzz
 	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
@@ -130,6 +152,18 @@ nightly-accept:
 
 tune: deps $(BUILD)/tune
 	$(BUILD)/tune $(if $(TUNE_ARGS),$(TUNE_ARGS),--chip m4max)
+
+# The library and its header, the tools, and a pkg-config file. The tools
+# read harness/chips.csv, metal/ and plots/*.gp from the source tree they
+# were built in (MQ_SOURCE_DIR) unless MQ_CHIPS / MQ_METAL_DIR say otherwise.
+install: $(LIB) $(TOOLS)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libmq.a
+	install -m 644 kernels/mq.h $(DESTDIR)$(PREFIX)/include/mq.h
+	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/mq-$$(basename $$t); done
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mq\nDescription: Marlin-style quantized GEMM: CPU model, formats and dispatch-table lookup\nVersion: %s\nLibs: -L$${libdir} -lmq\nLibs.private: -lcsv -lm -pthread\nCflags: -I$${includedir}\n' \
+	  '$(PREFIX)' "$$(sed -n 's/^#define MQ_TOOL_VERSION "\(.*\)"/\1/p' harness/version.h)" \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mq.pc
 
 deps:
 	@scripts/install-deps.sh

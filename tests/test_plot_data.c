@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "history_data.h"
 #include "plot_data.h"
 #include "results.h"
 #include "testdata.h"

@@ -10,7 +10,6 @@
 
 #include "chips.h"
 #include "model.h"
-#include "regress.h"
 #include "results.h"
 
 typedef struct {
@@ -51,22 +50,5 @@ int mq_plot_roofline_data(const mq_plot_src *s, FILE *f, char *err, size_t errle
  * that the two axes can share it. */
 int mq_plot_model_data(const mq_plot_src *s, FILE *f, mq_plot_series_info *info, double *mape,
                        double *spearman, double *lo, double *hi, char *err, size_t errlen);
-
-/* The nightly history: every run DIR/YYYY-MM-DD*.csv compared with
- * DIR/baseline.csv. lines: one block per benchmark, "date ratio" (new
- * median / baseline median); marks: "date ratio verdict label" of every
- * regressed (verdict 1), improved (2) or regressed-but-not-confirmed (3:
- * the night's confirmation pass, DIR/confirm/RUN.csv, did not repeat it)
- * point, the latest run's five worst regressions labelled; geo: "date
- * geomean regressed" (confirmed regressions where a pass ran). Only benchmarks whose
- * name contains filter (when not NULL). A benchmark measured twice in a run
- * (two layers of one shape) is two series, the second marked "(repeat 2)". */
-typedef struct {
-    int nbench, nruns, regressed_latest;
-    char first[32], last[32];
-} mq_plot_history_info;
-int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_opts *o,
-                         FILE *lines, FILE *marks, FILE *geo, mq_plot_history_info *info,
-                         char *err, size_t errlen);
 
 #endif
