@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mq.h"
+#include "args.h"
 #include "atomic_file.h"
 #include "cli.h"
 #include "measure.h"
@@ -64,6 +65,33 @@ static void usage(FILE *f)
             "  kernel-bench --shape 16x4096x14336 --candidate 'marlin_gemm_fused_fp4 16 64 128 0 1'\n");
 }
 
+static int add_shape(const char *v, void *dst, char *err, size_t errlen)
+{
+    options *o = dst;
+    (void)err;
+    (void)errlen;
+    if (o->nshapes >= MAX_SHAPES)
+        return -1;
+    shape *sh = &o->shapes[o->nshapes];
+    if (mq_cli_shape(v, &sh->M, &sh->N, &sh->K))
+        return -1;
+    o->nshapes++;
+    return 0;
+}
+
+static int parse_candidate(const char *v, void *dst, char *err, size_t errlen)
+{
+    options *o = dst;
+    if (o->ncands >= MAX_CANDS)
+        return snprintf(err, errlen, "too many candidates at '%s'", v), -1;
+    return mq_cli_candidate(v, &o->cands[o->ncands++], err, errlen);
+}
+
+static int parse_formats(const char *v, void *dst, char *err, size_t errlen)
+{
+    return mq_cli_formats(v, dst, err, errlen);
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -71,71 +99,24 @@ static int parse_args(int argc, char **argv, options *o)
     o->min_time = 1.0;
     o->max_reps = 200;
     o->probe_trials = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--warm")) {
-            o->warm = 1;
-            continue;
-        }
-        static const char *const valued[] = {"--shape", "--formats", "--group", "--candidate",
-                                             "--threads", "--min-time", "--max-reps", "--csv",
-                                             "--probe-trials"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-            known |= !strcmp(a, valued[k]);
-        if (!known)
-            return mq_cli_fail("kernel-bench", "unknown option", a);
-        if (!v)
-            return mq_cli_fail("kernel-bench", "missing value for", a);
-        i++;
-        if (!strcmp(a, "--shape")) {
-            shape s;
-            if (o->nshapes >= MAX_SHAPES)
-                return mq_cli_fail("kernel-bench", "too many shapes at", v);
-            if (mq_cli_shape(v, &s.M, &s.N, &s.K))
-                return mq_cli_fail("kernel-bench", "bad shape (expected MxNxK, positive)", v);
-            o->shapes[o->nshapes++] = s;
-        } else if (!strcmp(a, "--formats")) {
-            char why[256];
-            if (mq_cli_formats(v, &o->formats, why, sizeof why)) {
-                fprintf(stderr, "kernel-bench: %s\n", why);
-                return 2;
-            }
-        } else if (!strcmp(a, "--group")) {
-            if (mq_cli_int(v, 1, 1 << 20, &o->group))
-                return mq_cli_fail("kernel-bench", "bad group size", v);
-        } else if (!strcmp(a, "--candidate")) {
-            mq_candidate c;
-            char why[512];
-            if (o->ncands >= MAX_CANDS)
-                return mq_cli_fail("kernel-bench", "too many candidates at", v);
-            if (mq_cli_candidate(v, &c, why, sizeof why)) {
-                fprintf(stderr, "kernel-bench: %s\n", why);
-                return 2;
-            }
-            o->cands[o->ncands++] = c;
-        } else if (!strcmp(a, "--threads")) {
-            if (mq_cli_int(v, 1, 1024, &o->threads))
-                return mq_cli_fail("kernel-bench", "bad thread count", v);
-        } else if (!strcmp(a, "--min-time")) {
-            char *end;
-            o->min_time = strtod(v, &end);
-            if (*end || !(o->min_time > 0 && o->min_time < 3600))
-                return mq_cli_fail("kernel-bench", "bad --min-time", v);
-        } else if (!strcmp(a, "--max-reps")) {
-            if (mq_cli_int(v, 1, MQ_MAX_SAMPLES, &o->max_reps))
-                return mq_cli_fail("kernel-bench", "bad --max-reps", v);
-        } else if (!strcmp(a, "--csv")) {
-            o->csv_path = v;
-        } else if (!strcmp(a, "--probe-trials")) {
-            if (mq_cli_int(v, 1, 100, &o->probe_trials))
-                return mq_cli_fail("kernel-bench", "bad --probe-trials", v);
-        }
-    }
+    const mq_arg args[] = {
+        MQ_OPT_CUSTOM("--shape", o, add_shape, "bad shape (expected MxNxK, positive)"),
+        MQ_OPT_CUSTOM("--formats", &o->formats, parse_formats, NULL),
+        MQ_OPT_INT("--group", &o->group, 1, 1 << 20, "bad group size"),
+        MQ_OPT_CUSTOM("--candidate", o, parse_candidate, NULL),
+        MQ_OPT_INT("--threads", &o->threads, 1, 1024, "bad thread count"),
+        MQ_OPT_DOUBLE("--min-time", &o->min_time, 1e-6, 3600, "bad --min-time"),
+        MQ_OPT_INT("--max-reps", &o->max_reps, 1, MQ_MAX_SAMPLES, "bad --max-reps"),
+        MQ_OPT_STR("--csv", &o->csv_path),
+        MQ_OPT_INT("--probe-trials", &o->probe_trials, 1, 100, "bad --probe-trials"),
+        MQ_OPT_FLAG("--warm", &o->warm),
+    };
+    int rc = mq_args_parse("kernel-bench", argc, argv, 1, args, sizeof args / sizeof args[0],
+                           NULL, 0, NULL);
+    if (rc == 1)
+        usage(stdout);
+    if (rc)
+        return rc;
     if (!o->nshapes) {
         static const shape def[] = {{1, 4096, 14336}, {16, 4096, 14336}, {512, 4096, 14336}};
         memcpy(o->shapes, def, sizeof def);
@@ -293,7 +274,7 @@ int main(int argc, char **argv)
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)
-        return rc;
+        return rc == 1 ? 0 : rc;
     mq_error err;
     for (int f = 0; f < MQ_FMT_COUNT; f++) /* bad shapes fail before any work */
         for (int s = 0; (o.formats & (1u << f)) && s < o.nshapes; s++) {
@@ -310,13 +291,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "kernel-bench: %s\n", why);
         return 2;
     }
-    mq_backend *be = mq_backend_cpu_create(o.threads, &err);
+    mq_backend_opts bo = {o.threads};
+    mq_backend *be = mq_backend_cpu_open(&bo, &err);
     if (!be) {
         fprintf(stderr, "kernel-bench: %s\n", err.msg);
         mq_atomic_abort(csv, csv_tmp);
         return 2;
     }
-    int threads = mq_backend_cpu_threads(be);
+    int threads = be->threads;
     mq_machine_probe mp;
     if (mq_probe_machine(threads, 0, o.probe_trials, &mp)) {
         fprintf(stderr, "kernel-bench: the machine probes failed (out of memory?)\n");
@@ -343,7 +325,7 @@ int main(int argc, char **argv)
             if (mq_bench_problem_setup(&bp, &p, o.warm, NULL, 0, &err)) {
                 fprintf(stderr, "kernel-bench: %s\n", err.msg);
                 mq_bench_problem_free(&bp);
-                mq_backend_destroy(be);
+                mq_backend_close(be);
                 free(rows);
                 mq_atomic_abort(csv, csv_tmp);
                 return 2;
@@ -382,6 +364,6 @@ int main(int argc, char **argv)
     if (csv && write_csv(csv, csv_tmp, o.csv_path, rows, nrows, &mp))
         rc = 2;
     free(rows);
-    mq_backend_destroy(be);
+    mq_backend_close(be);
     return rc;
 }

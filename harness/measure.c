@@ -6,90 +6,7 @@
 #include <unistd.h>
 
 #include "measure.h"
-#include "metal_backend.h"
 #include "probes.h"
-
-typedef struct {
-    mq_ctx *ctx;
-} cpu_state;
-
-static int cpu_available(mq_backend *b, char *why, size_t n)
-{
-    (void)b;
-    (void)why;
-    (void)n;
-    return 0;
-}
-
-static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
-                         const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
-                         mq_error *err)
-{
-    return mq_gemm(((cpu_state *)b->state)->ctx, p, w, A, C, c, lim, err);
-}
-
-static void cpu_destroy(mq_backend *b)
-{
-    mq_ctx_destroy(((cpu_state *)b->state)->ctx);
-    free(b->state);
-    free(b);
-}
-
-mq_backend *mq_backend_cpu_create(int threads, mq_error *err)
-{
-    mq_backend *b = calloc(1, sizeof *b);
-    cpu_state *s = calloc(1, sizeof *s);
-    if (!b || !s || mq_ctx_create(threads, &s->ctx, err)) {
-        if (!b || !s)
-            mq_fail(err, MQ_E_NOMEM, "out of memory for the CPU backend");
-        free(b);
-        free(s);
-        return NULL;
-    }
-    b->name = "cpu";
-    b->available = cpu_available;
-    b->run = cpu_run;
-    b->destroy = cpu_destroy;
-    b->state = s;
-    return b;
-}
-
-int mq_backend_cpu_threads(const mq_backend *b)
-{
-    return mq_ctx_threads(((const cpu_state *)b->state)->ctx);
-}
-
-mq_backend *mq_backend_open(const char *name, int threads, char *why, size_t n, char *note,
-                            size_t note_n)
-{
-    mq_error err;
-    if (note_n)
-        note[0] = '\0';
-    if (!strcmp(name, "metal") || !strcmp(name, "auto")) {
-        char mwhy[512];
-        mq_backend *m = mq_backend_metal_create(mwhy, sizeof mwhy);
-        if (m)
-            return m;
-        if (!strcmp(name, "metal")) {
-            snprintf(why, n, "metal: %s", mwhy);
-            return NULL;
-        }
-        snprintf(note, note_n, "metal: %s; timing on the CPU model instead", mwhy);
-    } else if (strcmp(name, "cpu")) {
-        snprintf(why, n, "unknown backend '%s' (known: auto, cpu, metal)", name);
-        return NULL;
-    }
-    mq_backend *b = mq_backend_cpu_create(threads, &err);
-    if (!b)
-        snprintf(why, n, "cpu: %s", err.msg);
-    return b;
-}
-
-void mq_backend_destroy(mq_backend *b)
-{
-    if (b && b->destroy)
-        b->destroy(b);
-}
 
 static int sample_rows(int M, int *rows)
 {
@@ -301,7 +218,11 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     for (size_t i = 0; i < (size_t)bp->p.M * bp->p.N; i++)
         bp->C[i] = NAN;
     double t0 = mq_now();
-    mq_status st = b->run(b, &bp->p, &bp->copies[0], bp->A, bp->C, c, lim, &err);
+    mq_status st = MQ_OK;
+    for (int i = 0; b->prepare && st == MQ_OK && i < bp->ncopies; i++)
+        st = b->prepare(b, &bp->copies[i], &err); /* uploads, once per weight copy */
+    if (st == MQ_OK)
+        st = b->run(b, &bp->p, &bp->copies[0], bp->A, bp->C, c, lim, &err);
     m->kernel_s += mq_now() - t0;
     if (st) {
         snprintf(m->status, sizeof m->status, "error");
@@ -330,11 +251,11 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     while (m->nsamples < max) {
         const mq_weights *w = next_weights(bp);
         t0 = mq_now();
-        b->last_device_s = -1;
         b->run(b, &bp->p, w, bp->A, bp->C, c, lim, &err);
         double wall = mq_now() - t0;
         /* the device's own clock where it has one (Metal's GPU timestamps) */
-        double dt = b->last_device_s >= 0 ? b->last_device_s : wall;
+        double dev = b->device_time ? b->device_time(b) : -1;
+        double dt = dev >= 0 ? dev : wall;
         m->samples[m->nsamples++] = dt;
         spent += wall;
         if (m->nsamples < o->min_reps)
@@ -355,4 +276,16 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     snprintf(m->status, sizeof m->status, "ok");
     m->gflops = 2.0 * bp->p.M * bp->p.N * (double)bp->p.K / m->st.median / 1e9;
     m->weight_gbs = (double)mq_weights_bytes(&bp->copies[0]) / m->st.median / 1e9;
+}
+
+void mq_result_from_measurement(mq_result *r, const mq_measurement *m)
+{
+    mq_result_stamp(r);
+    snprintf(r->status, sizeof r->status, "%s", m->status);
+    snprintf(r->error, sizeof r->error, "%s", m->error);
+    r->st = m->st;
+    r->gflops = m->gflops;
+    r->weight_gbs = m->weight_gbs;
+    r->samples = (double *)m->samples;
+    r->nsamples = m->nsamples;
 }

@@ -1,5 +1,5 @@
-/* measure.h - backends and the verify-then-time measurement of candidates.
- * A backend runs a candidate (the CPU model always; Metal where present).
+/* measure.h - the verify-then-time measurement of candidates on any
+ * backend (backends/backend.h).
  * A bench problem holds what every candidate of one problem shares:
  * rotated weight copies, activations, and the float64 reference of sampled
  * rows. A candidate's time counts only after its output matched. */
@@ -8,38 +8,10 @@
 
 #include <stddef.h>
 
+#include "backend.h"
 #include "mq.h"
+#include "results.h"
 #include "stats.h"
-
-typedef struct mq_backend mq_backend;
-struct mq_backend {
-    const char *name;
-    /* 0 when usable; otherwise -1 and the reason */
-    int (*available)(mq_backend *b, char *why, size_t n);
-    mq_status (*run)(mq_backend *b, const mq_problem *p, const mq_weights *w,
-                     const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
-                     mq_error *err);
-    void (*destroy)(mq_backend *b);
-    void *state;
-    /* set by run: the device's own time of the last run in seconds (Metal:
-     * the command buffer's GPU end - start), or < 0 to time it by the wall
-     * clock around run */
-    double last_device_s;
-    char chip[32]; /* the chip the backend runs on ("" for the CPU model) */
-    char device[128]; /* the device's name and architecture, for notes */
-};
-
-/* A backend by name: "cpu" (the CPU model), "metal" (Apple GPUs), or
- * "auto" (Metal when available, else the CPU model). NULL and the reason
- * when the named one is unavailable; for "auto", *note says what was
- * chosen instead and why (empty when Metal was available). */
-mq_backend *mq_backend_open(const char *name, int threads, char *why, size_t n, char *note,
-                            size_t note_n);
-
-/* The CPU model on `threads` workers (0: one per core). */
-mq_backend *mq_backend_cpu_create(int threads, mq_error *err);
-int mq_backend_cpu_threads(const mq_backend *b);
-void mq_backend_destroy(mq_backend *b);
 
 typedef struct {
     mq_problem p;         /* the current problem: its M selects rows of A */
@@ -82,6 +54,10 @@ typedef struct {
     double gflops, weight_gbs, worst_ratio;
     double kernel_s;      /* time spent inside the backend, warm-ups and check included */
 } mq_measurement;
+
+/* A results row's status, error, statistics and samples from a measurement
+ * (samples borrowed from m), stamped with this build, host and date. */
+void mq_result_from_measurement(mq_result *r, const mq_measurement *m);
 
 void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
                 const mq_limits *lim, const mq_measure_opts *o, mq_measurement *m);

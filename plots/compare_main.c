@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "atomic_file.h"
 #include "cli.h"
 #include "regress.h"
@@ -173,40 +174,25 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--median-of"))
         return median_of(argc, argv);
-    const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL, *rerun = NULL;
+    const char *files[3] = {NULL, NULL, NULL}, *report = NULL, *history = NULL, *rerun = NULL;
     int nfiles = 0;
     mq_regress_opts o = mq_regress_defaults();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (nfiles == 2)
-                return mq_cli_fail("compare", "a third file", a);
-            files[nfiles++] = a;
-            continue;
-        }
-        if (strcmp(a, "--alpha") && strcmp(a, "--min-effect") && strcmp(a, "--min-samples") &&
-            strcmp(a, "--report") && strcmp(a, "--history") && strcmp(a, "--rerun-list"))
-            return mq_cli_fail("compare", "unknown option", a);
-        if (i + 1 >= argc)
-            return mq_cli_fail("compare", "missing value for", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--alpha") && mq_cli_double(v, 1e-12, 0.5, &o.alpha))
-            return mq_cli_fail("compare", "bad --alpha", v);
-        if (!strcmp(a, "--min-effect") && mq_cli_double(v, 0, 10, &o.min_effect))
-            return mq_cli_fail("compare", "bad --min-effect", v);
-        if (!strcmp(a, "--min-samples") && mq_cli_int(v, 2, 1000000, &o.min_samples))
-            return mq_cli_fail("compare", "bad --min-samples", v);
-        if (!strcmp(a, "--report"))
-            report = v;
-        if (!strcmp(a, "--history"))
-            history = v;
-        if (!strcmp(a, "--rerun-list"))
-            rerun = v;
-    }
+    const mq_arg args[] = {
+        MQ_OPT_DOUBLE("--alpha", &o.alpha, 1e-12, 0.5, "bad --alpha"),
+        MQ_OPT_DOUBLE("--min-effect", &o.min_effect, 0, 10, "bad --min-effect"),
+        MQ_OPT_INT("--min-samples", &o.min_samples, 2, 1000000, "bad --min-samples"),
+        MQ_OPT_STR("--report", &report),
+        MQ_OPT_STR("--history", &history),
+        MQ_OPT_STR("--rerun-list", &rerun),
+    };
+    int prc = mq_args_parse("compare", argc, argv, 1, args, sizeof args / sizeof args[0], files,
+                            3, &nfiles);
+    if (prc == 1)
+        usage(stdout);
+    if (prc)
+        return prc == 1 ? 0 : prc;
+    if (nfiles == 3)
+        return mq_cli_fail("compare", "a third file", files[2]);
     if (nfiles != 2) {
         fprintf(stderr, "compare: expected two results files, BASE.csv and NEW.csv (see --help)\n");
         return 2;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "chips.h"
+#include "args.h"
 #include "cli.h"
 #include "gnuplot.h"
 #include "model_store.h"
@@ -20,6 +21,7 @@
 #include "history_data.h"
 #include "plot_data.h"
 #include "results.h"
+#include "target.h"
 
 #ifndef MQ_SOURCE_DIR
 #define MQ_SOURCE_DIR "."
@@ -82,6 +84,51 @@ static void usage(FILE *f)
         "  plot history --nightly-dir results/nightly\n");
 }
 
+static int add_results(const char *v, void *dst, char *err, size_t errlen)
+{
+    options *o = dst;
+    (void)err;
+    (void)errlen;
+    if (o->nresults == MAX_RESULTS)
+        return -1;
+    o->results[o->nresults++] = v;
+    return 0;
+}
+
+static int parse_shape(const char *v, void *dst, char *err, size_t errlen)
+{
+    mq_problem *p = dst;
+    (void)err;
+    (void)errlen;
+    return mq_cli_shape(v, &p->M, &p->N, &p->K);
+}
+
+static int parse_format(const char *v, void *dst, char *err, size_t errlen)
+{
+    unsigned mask = 0;
+    if (mq_cli_formats(v, &mask, err, errlen) || (mask & (mask - 1))) {
+        err[0] = '\0'; /* the option's own words */
+        return -1;
+    }
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        if (mask == 1u << f)
+            *(mq_format *)dst = (mq_format)f;
+    return 0;
+}
+
+static int parse_size(const char *v, void *dst, char *err, size_t errlen)
+{
+    options *o = dst;
+    int wh[2];
+    (void)err;
+    (void)errlen;
+    if (mq_parse_dims(v, 2, 150, 10000, wh, NULL, 0) || wh[0] < 200)
+        return -1;
+    o->width = wh[0];
+    o->height = wh[1];
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -107,69 +154,33 @@ static int parse_args(int argc, char **argv, options *o)
         return mq_cli_fail("plot", "unknown KIND (occupancy, splitk, roofline, model, history, "
                                    "all)",
                            o->kind);
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (i + 1 >= argc || a[0] != '-')
-            return mq_cli_fail("plot", a[0] == '-' ? "missing value for" : "unexpected", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--chip"))
-            o->chip = v;
-        else if (!strcmp(a, "--chips"))
-            o->chips = v;
-        else if (!strcmp(a, "--chip-file"))
-            o->chip_file = v;
-        else if (!strcmp(a, "--model"))
-            o->model = v;
-        else if (!strcmp(a, "--out"))
-            o->out = v;
-        else if (!strcmp(a, "--nightly-dir"))
-            o->nightly = v;
-        else if (!strcmp(a, "--bench"))
-            o->filter = v;
-        else if (!strcmp(a, "--results")) {
-            if (o->nresults == MAX_RESULTS)
-                return mq_cli_fail("plot", "too many --results (at most 16)", v);
-            o->results[o->nresults++] = v;
-        } else if (!strcmp(a, "--shape")) {
-            if (mq_cli_shape(v, &o->p.M, &o->p.N, &o->p.K))
-                return mq_cli_fail("plot", "bad --shape (MxNxK, all positive)", v);
-        } else if (!strcmp(a, "--format")) {
-            unsigned mask;
-            char err[256];
-            if (mq_cli_formats(v, &mask, err, sizeof err) || (mask & (mask - 1)))
-                return mq_cli_fail("plot", "bad --format (one of fp4, u4, trellis2..4)", v);
-            for (int f = 0; f < MQ_FMT_COUNT; f++)
-                if (mask == 1u << f)
-                    o->p.format = (mq_format)f;
-        } else if (!strcmp(a, "--group")) {
-            if (mq_cli_int(v, 1, 1 << 20, &o->p.group))
-                return mq_cli_fail("plot", "bad --group", v);
-        } else if (!strcmp(a, "--max-m")) {
-            if (mq_cli_int(v, 1, 1 << 20, &o->max_m))
-                return mq_cli_fail("plot", "bad --max-m", v);
-        } else if (!strcmp(a, "--size")) {
-            int wh[2];
-            if (mq_parse_dims(v, 2, 150, 10000, wh, NULL, 0) || wh[0] < 200)
-                return mq_cli_fail("plot", "bad --size (WxH, 200x150 to 10000x10000)", v);
-            o->width = wh[0];
-            o->height = wh[1];
-        } else if (!strcmp(a, "--alpha")) {
-            if (mq_cli_double(v, 1e-12, 0.5, &o->ro.alpha))
-                return mq_cli_fail("plot", "bad --alpha", v);
-        } else if (!strcmp(a, "--min-effect")) {
-            if (mq_cli_double(v, 0, 10, &o->ro.min_effect))
-                return mq_cli_fail("plot", "bad --min-effect", v);
-        } else if (!strcmp(a, "--min-samples")) {
-            if (mq_cli_int(v, 2, 1000000, &o->ro.min_samples))
-                return mq_cli_fail("plot", "bad --min-samples", v);
-        } else {
-            return mq_cli_fail("plot", "unknown option", a);
-        }
+    const mq_arg args[] = {
+        MQ_OPT_STR("--chip", &o->chip),
+        MQ_OPT_STR("--chips", &o->chips),
+        MQ_OPT_STR("--chip-file", &o->chip_file),
+        MQ_OPT_STR("--model", &o->model),
+        MQ_OPT_STR("--out", &o->out),
+        MQ_OPT_STR("--nightly-dir", &o->nightly),
+        MQ_OPT_STR("--bench", &o->filter),
+        MQ_OPT_CUSTOM("--results", o, add_results, "too many --results (at most 16)"),
+        MQ_OPT_CUSTOM("--shape", &o->p, parse_shape, "bad --shape (MxNxK, all positive)"),
+        MQ_OPT_CUSTOM("--format", &o->p.format, parse_format,
+                      "bad --format (one of fp4, u4, trellis2..4)"),
+        MQ_OPT_INT("--group", &o->p.group, 1, 1 << 20, "bad --group"),
+        MQ_OPT_INT("--max-m", &o->max_m, 1, 1 << 20, "bad --max-m"),
+        MQ_OPT_CUSTOM("--size", o, parse_size, "bad --size (WxH, 200x150 to 10000x10000)"),
+        MQ_OPT_DOUBLE("--alpha", &o->ro.alpha, 1e-12, 0.5, "bad --alpha"),
+        MQ_OPT_DOUBLE("--min-effect", &o->ro.min_effect, 0, 10, "bad --min-effect"),
+        MQ_OPT_INT("--min-samples", &o->ro.min_samples, 2, 1000000, "bad --min-samples"),
+    };
+    int rc = mq_args_parse("plot", argc, argv, 2, args, sizeof args / sizeof args[0], NULL, 0,
+                           NULL);
+    if (rc == 1) {
+        usage(stdout);
+        return -1;
     }
+    if (rc)
+        return rc;
     mq_error e;
     if (strcmp(o->kind, "history") && mq_problem_check(&o->p, &e) != MQ_OK) {
         fprintf(stderr, "plot: %s\n", e.msg);
@@ -200,27 +211,20 @@ static int load_inputs(const options *o, inputs *in, char *err, size_t errlen)
 {
     memset(in, 0, sizeof *in);
     char path[4200];
-    /* the chip */
+    /* the chip: as tune saw it (results/CHIP/chip.csv or --chip-file), else
+     * described or measured (harness/target.c) */
     snprintf(path, sizeof path, "results/%s/chip.csv", o->chip);
-    const char *cf = o->chip_file ? o->chip_file : exists(path) ? path : NULL;
-    if (cf) {
-        if (mq_chip_snapshot_load(cf, &in->src.chip, err, errlen))
-            return -1;
-        if (strcmp(in->src.chip.name, o->chip)) {
-            snprintf(err, errlen, "%s describes chip '%s', not '%s'", cf, in->src.chip.name,
-                     o->chip);
-            return -1;
-        }
-    } else {
-        mq_chip_db db = {0};
-        if (strcmp(o->chip, "host") && mq_chips_load(o->chips, &db, err, errlen))
-            return -1;
-        int rc = mq_chip_find(&db, o->chip, (int)sysconf(_SC_NPROCESSORS_ONLN), &in->src.chip,
-                              err, errlen);
-        mq_chips_free(&db);
-        if (rc)
-            return -1;
+    if (o->chip_file && !exists(o->chip_file)) {
+        snprintf(err, errlen, "%s: cannot open: %s", o->chip_file, strerror(ENOENT));
+        return -1;
     }
+    mq_target t;
+    mq_target_opts to = {o->chip, o->chips, NULL, 0, o->chip_file ? o->chip_file : path,
+                         MQ_TARGET_NO_BACKEND};
+    if (mq_target_open(&to, &t, err, errlen))
+        return -1;
+    in->src.chip = t.chip;
+    mq_target_close(&t);
     /* the model: absent is fine (no curve), broken is an error */
     snprintf(path, sizeof path, "results/%s/model.csv", o->chip);
     const char *mf = o->model ? o->model : path;

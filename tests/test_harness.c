@@ -303,8 +303,9 @@ static mq_status wrong_run(mq_backend *b, const mq_problem *p, const mq_weights 
 static void test_wrong_kernel(void)
 {
     mq_error e;
-    mq_backend *cpu = mq_backend_cpu_create(2, &e);
-    mq_backend wrong = {"wrong", cpu->available, wrong_run, NULL, cpu, -1, "", ""};
+    mq_backend_opts bo = {2};
+    mq_backend *cpu = mq_backend_cpu_open(&bo, &e);
+    mq_backend wrong = {.name = "wrong", .run = wrong_run, .state = cpu};
     mq_problem p = {MQ_FMT_U4, 4, 64, 256, 64};
     mq_bench_problem bp;
     memset(&bp, 0, sizeof bp);
@@ -321,7 +322,7 @@ static void test_wrong_kernel(void)
     CHECK(!strcmp(m.status, "ok") && m.nsamples >= 5 && m.st.median > 0,
           "the same candidate on the real backend is ok and timed (%d samples)", m.nsamples);
     mq_bench_problem_free(&bp);
-    mq_backend_destroy(cpu);
+    mq_backend_close(cpu);
 
     /* ranking: a wrong row never wins, whatever its recorded time */
     mq_result rows[3] = {sample_result(1, "ok", 5e-3), sample_result(1, "wrong", 0),

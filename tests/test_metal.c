@@ -15,7 +15,9 @@
 #include "check.h"
 #include "chips.h"
 #include "measure.h"
-#include "metal_backend.h"
+#include "backend.h"
+#include "chips.h"
+#include "msl_program.h"
 #include "space.h"
 
 #ifndef MQ_SOURCE_DIR
@@ -186,19 +188,22 @@ static void test_syntax(void)
 
 static void test_backend_here(void)
 {
-    char why[512] = "", note[512] = "";
-    mq_backend *m = mq_backend_metal_create(why, sizeof why);
+    char note[512] = "";
+    mq_error e;
+    mq_backend_opts bo = {1};
+    mq_backend *m = mq_backend_metal_open(&bo, &e);
+    const char *why = e.msg;
     CHECK(m == NULL && !strncmp(why, "unavailable: ", 13) && strstr(why, "Metal"),
           "expected the Metal backend to report itself unavailable on Linux, got '%s'", why);
-    mq_backend_destroy(m);
-    m = mq_backend_open("metal", 1, why, sizeof why, note, sizeof note);
+    mq_backend_close(m);
+    m = mq_backend_open("metal", &bo, note, sizeof note, &e);
     CHECK(m == NULL && strstr(why, "metal: unavailable"),
           "expected --backend metal to refuse with the reason, got '%s'", why);
-    mq_backend *a = mq_backend_open("auto", 1, why, sizeof why, note, sizeof note);
+    mq_backend *a = mq_backend_open("auto", &bo, note, sizeof note, &e);
     CHECK(a && !strcmp(a->name, "cpu") && strstr(note, "timing on the CPU model instead"),
           "expected auto to fall back to the CPU model and say so, got %s '%s'",
           a ? a->name : "NULL", note);
-    mq_backend_destroy(a);
+    mq_backend_close(a);
 }
 
 static void test_device_chips(void)

@@ -1,0 +1,65 @@
+/* backend.h - what runs a candidate. One interface for every backend, each
+ * backend one file implementing it: the CPU model (cpu.c), Metal on an Apple
+ * GPU (metal.c). The measurement loop (harness/measure.c) knows only this
+ * interface; which backend runs and which chip a tool is about is decided in
+ * one place (harness/target.c).
+ *
+ * Every backend has one constructor of the same form,
+ *     mq_backend *mq_backend_NAME_open(const mq_backend_opts *o, mq_error *err);
+ * returning NULL with err's message "unavailable: WHY" when it cannot run on
+ * this machine, and is listed in mq_backend_kinds (registry.c). */
+#ifndef MQ_BACKEND_H
+#define MQ_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mq.h"
+
+typedef struct {
+    int threads; /* CPU-model workers (0: one per core); ignored by device backends */
+} mq_backend_opts;
+
+typedef struct mq_backend mq_backend;
+struct mq_backend {
+    const char *name;  /* "cpu", "metal" */
+    /* describe the device: filled when opened */
+    char device[96];   /* the device's own name ("Apple M4 Max"); "" for the CPU model */
+    char arch[64];     /* its architecture name ("applegpu_g16s"); "" when it has none */
+    int threads;       /* CPU-model workers; 0 for device backends */
+    /* prepare a weight set ahead of its runs (upload it once); NULL: nothing to do */
+    mq_status (*prepare)(mq_backend *b, const mq_weights *w, mq_error *err);
+    /* run one candidate: C = A x dequant(w) */
+    mq_status (*run)(mq_backend *b, const mq_problem *p, const mq_weights *w, const uint16_t *A,
+                     float *C, const mq_candidate *c, const mq_limits *lim, mq_error *err);
+    /* the device's own time of the last run in seconds (Metal: the command
+     * buffer's GPU end - start); NULL or < 0: time by the wall clock */
+    double (*device_time)(const mq_backend *b);
+    void (*close)(mq_backend *b);
+    void *state;
+};
+
+/* The backends this build has, in the order "auto" tries them (devices
+ * first, the CPU model last). */
+typedef struct {
+    const char *name;
+    mq_backend *(*open)(const mq_backend_opts *o, mq_error *err);
+    const char *what; /* one line for --help and notes */
+} mq_backend_kind;
+extern const mq_backend_kind mq_backend_kinds[];
+extern const int mq_backend_nkinds;
+
+mq_backend *mq_backend_cpu_open(const mq_backend_opts *o, mq_error *err);
+mq_backend *mq_backend_metal_open(const mq_backend_opts *o, mq_error *err);
+
+/* A backend by name, or "auto": the first device backend that opens, else
+ * the CPU model, with *note saying what was passed over and why (empty when
+ * nothing was). NULL and "NAME: unavailable: WHY" or "unknown backend ..."
+ * in err. */
+mq_backend *mq_backend_open(const char *name, const mq_backend_opts *o, char *note,
+                            size_t note_n, mq_error *err);
+/* Is b a device (its times are a chip's), not the CPU model? */
+int mq_backend_is_device(const mq_backend *b);
+void mq_backend_close(mq_backend *b);
+
+#endif

@@ -1,0 +1,404 @@
+/* metal.c - the Metal backend: the MSL kernels of metal/ on an Apple GPU.
+ * It talks to Metal through the Objective-C runtime loaded at run time
+ * (dlopen of libobjc, Foundation and Metal; objc_msgSend cast to each
+ * method's exact C type), so it needs no Objective-C compiler and builds
+ * everywhere; where Metal is absent it reports "unavailable: ..." and the
+ * tools fall back to the CPU model. What to compile for a candidate comes
+ * from metal/msl_program.c; this file compiles (with the tuned macros as
+ * preprocessorMacros), caches pipelines and weight buffers, binds,
+ * dispatches (GEMM and reduction in one command buffer) and reads the GPU
+ * timestamps. Nothing of it has run on Apple hardware from this repository
+ * yet (see README "Metal"). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "msl_program.h"
+#include "objc_rt.h"
+
+
+#define MAX_PIPELINES 64
+#define MAX_WEIGHTS 8
+
+typedef struct {
+    char key[160];
+    id pipeline;
+    NSUInteger max_threads;
+} pipeline_entry;
+
+typedef struct {
+    const mq_weights *w; /* identity of the CPU-side copy ... */
+    uint64_t print;      /* ... and of its contents (memory is reused across problems) */
+    id buf[8];           /* packed/indices, scales/tscales, zeros, grid, su, sv */
+} weight_entry;
+
+typedef struct {
+    objc_rt rt;
+    id device, queue;
+    pipeline_entry pipes[MAX_PIPELINES];
+    int npipes;
+    weight_entry weights[MAX_WEIGHTS];
+    int nweights, next_weight;
+    id a_buf, c_buf, ws_buf;
+    size_t a_bytes, c_bytes, ws_bytes;
+    double last_gpu_s; /* GPU end - start of the last command buffer, or -1 */
+} metal_state;
+
+/* A shared-storage buffer of at least `bytes`, reused while big enough. */
+static int ensure_buffer(metal_state *s, id *buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes)
+        return 0;
+    mq_objc_release(&s->rt, *buf);
+    *buf = MSG(&s->rt, id, NSUInteger, NSUInteger)(s->device,
+                                                  s->rt.sel("newBufferWithLength:options:"),
+                                                  bytes ? bytes : 16, 0 /* shared */);
+    *have = *buf ? bytes : 0;
+    return *buf ? 0 : -1;
+}
+
+static id buffer_with(metal_state *s, const void *bytes, size_t n)
+{
+    if (!bytes)
+        return NULL;
+    return MSG(&s->rt, id, const void *, NSUInteger, NSUInteger)(
+        s->device, s->rt.sel("newBufferWithBytes:length:options:"), bytes, n, 0);
+}
+
+/* FNV-1a over bytes sampled evenly from an array (n bytes): cheap enough
+ * for every run, and different for a new weight set that happens to be
+ * allocated where a freed one was. */
+static uint64_t sample_print(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; b && n && i < 512; i++) {
+        h ^= b[i * (n - 1) / 511];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t weights_print(const mq_weights *w)
+{
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
+    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)K << 8) ^
+                 ((uint64_t)N << 32) ^ ((uint64_t)w->group << 56);
+    if (mq_format_is_trellis(w->format)) {
+        h = sample_print(h, w->indices, ((K + 15) / 16) * ((N + 15) / 16) *
+                                            (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)));
+        h = sample_print(h, w->tscales, G * N * sizeof(float));
+        h = sample_print(h, w->su, K * sizeof(float));
+        h = sample_print(h, w->sv, N * sizeof(float));
+    } else {
+        h = sample_print(h, w->packed, K / 8 * N * sizeof(uint32_t));
+        h = sample_print(h, w->scales, G * N * sizeof(uint16_t));
+        if (w->format == MQ_FMT_U4)
+            h = sample_print(h, w->zeros, G * N);
+    }
+    return h;
+}
+
+/* The device buffers of a weight set, uploaded once per CPU-side copy (the
+ * harness rotates a few copies; each stays resident). */
+static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *err)
+{
+    uint64_t print = weights_print(w);
+    for (int i = 0; i < s->nweights; i++)
+        if (s->weights[i].w == w && s->weights[i].print == print)
+            return &s->weights[i];
+    weight_entry *e;
+    if (s->nweights < MAX_WEIGHTS) {
+        e = &s->weights[s->nweights++];
+    } else { /* evict round-robin */
+        e = &s->weights[s->next_weight];
+        s->next_weight = (s->next_weight + 1) % MAX_WEIGHTS;
+        for (int j = 0; j < 8; j++)
+            mq_objc_release(&s->rt, e->buf[j]);
+    }
+    memset(e, 0, sizeof *e);
+    e->w = w;
+    e->print = print;
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
+    if (mq_format_is_trellis(w->format)) {
+        size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
+        e->buf[0] = buffer_with(s, w->indices,
+                                tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)));
+        e->buf[1] = buffer_with(s, w->tscales, G * N * sizeof(float));
+        e->buf[3] = buffer_with(s, w->grid, (size_t)w->n_levels * sizeof(float));
+        e->buf[4] = buffer_with(s, w->su, K * sizeof(float));
+        e->buf[5] = buffer_with(s, w->sv, N * sizeof(float));
+    } else {
+        e->buf[0] = buffer_with(s, w->packed, K / 8 * N * sizeof(uint32_t));
+        e->buf[1] = buffer_with(s, w->scales, G * N * sizeof(uint16_t));
+        if (w->format == MQ_FMT_U4)
+            e->buf[2] = buffer_with(s, w->zeros, G * N);
+    }
+    if (!e->buf[0] || !e->buf[1]) {
+        mq_fail(err, MQ_E_NOMEM, "metal: cannot allocate the weight buffers");
+        e->w = NULL;
+        return NULL;
+    }
+    return e;
+}
+
+/* A compiled pipeline for (file, function, defines), cached. */
+static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char *function,
+                                    const char *defines, mq_error *err)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s %s", function, defines);
+    for (int i = 0; i < s->npipes; i++)
+        if (!strcmp(s->pipes[i].key, key))
+            return &s->pipes[i];
+    if (s->npipes == MAX_PIPELINES) { /* a long sweep: start the cache over */
+        for (int i = 0; i < s->npipes; i++)
+            mq_objc_release(&s->rt, s->pipes[i].pipeline);
+        s->npipes = 0;
+    }
+    const objc_rt *rt = &s->rt;
+    char msg[512];
+    char *src = mq_metal_source(file, msg, sizeof msg);
+    if (!src) {
+        mq_fail(err, MQ_E_ARG, "metal: %s", msg);
+        return NULL;
+    }
+    /* the tuned macros as MTLCompileOptions.preprocessorMacros */
+    id keys[8], vals[8];
+    int nm = 0;
+    char name[32];
+    int value, used = 0;
+    const char *d = defines;
+    while (nm < 8 && sscanf(d, " %31[^=]=%d%n", name, &value, &used) == 2) {
+        keys[nm] = mq_objc_nsstring(rt, name);
+        vals[nm] = MSG(rt, id, int)(rt->get_class("NSNumber"), rt->sel("numberWithInt:"), value);
+        nm++;
+        d += used;
+    }
+    id dict = MSG(rt, id, const id *, const id *, NSUInteger)(
+        rt->get_class("NSDictionary"), rt->sel("dictionaryWithObjects:forKeys:count:"), vals, keys,
+        (NSUInteger)nm);
+    id opts = mq_objc_send0(rt, mq_objc_send0(rt, (id)rt->get_class("MTLCompileOptions"), "alloc"), "init");
+    MSG(rt, void, id)(opts, rt->sel("setPreprocessorMacros:"), dict);
+    id error = NULL;
+    id lib = MSG(rt, id, id, id, id *)(s->device, rt->sel("newLibraryWithSource:options:error:"),
+                                       mq_objc_nsstring(rt, src), opts, &error);
+    free(src);
+    mq_objc_release(rt, opts);
+    if (!lib) {
+        mq_fail(err, MQ_E_ARG, "metal: %s (%s) does not compile: %.300s", file, defines,
+                mq_objc_error_text(rt, error));
+        return NULL;
+    }
+    id fn = MSG(rt, id, id)(lib, rt->sel("newFunctionWithName:"), mq_objc_nsstring(rt, function));
+    id pso = fn ? MSG(rt, id, id, id *)(s->device,
+                                        rt->sel("newComputePipelineStateWithFunction:error:"), fn,
+                                        &error)
+                : NULL;
+    mq_objc_release(rt, fn);
+    mq_objc_release(rt, lib);
+    if (!pso) {
+        mq_fail(err, MQ_E_ARG, "metal: no pipeline for %s: %.300s", function,
+                fn ? mq_objc_error_text(rt, error) : "no such function");
+        return NULL;
+    }
+    pipeline_entry *e = &s->pipes[s->npipes++];
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->pipeline = pso;
+    e->max_threads = MSG0(rt, NSUInteger)(pso, rt->sel("maxTotalThreadsPerThreadgroup"));
+    return e;
+}
+
+/* The kernels' MqParams (metal/mq_metal.h), field for field. */
+typedef struct {
+    uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,
+        n_levels;
+} mq_metal_params;
+
+static void encode(const objc_rt *rt, id enc, id pso, MTLSize grid, MTLSize threads)
+{
+    MSG(rt, void, id)(enc, rt->sel("setComputePipelineState:"), pso);
+    MSG(rt, void, MTLSize, MTLSize)(enc, rt->sel("dispatchThreadgroups:threadsPerThreadgroup:"),
+                                    grid, threads);
+}
+
+static void set_buffer(const objc_rt *rt, id enc, id buf, NSUInteger index)
+{
+    MSG(rt, void, id, NSUInteger, NSUInteger)(enc, rt->sel("setBuffer:offset:atIndex:"), buf, 0,
+                                              index);
+}
+
+static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                           const uint16_t *A, float *C, const mq_candidate *c,
+                           const mq_limits *lim, mq_error *err)
+{
+    metal_state *s = b->state;
+    const objc_rt *rt = &s->rt;
+    mq_plan plan;
+    mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
+    if (st)
+        return st;
+    const char *file, *function;
+    char defines[160], msg[256];
+    if (mq_metal_program(p, c, &file, &function, defines, sizeof defines, msg, sizeof msg))
+        return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
+    void *pool = rt->pool_push();
+    st = MQ_OK;
+    pipeline_entry *pe = pipeline_for(s, file, function, defines, err);
+    pipeline_entry *re = plan.k_slices > 1 ? pipeline_for(s, "marlin_gemm_fp4_striped.metal",
+                                                          "marlin_splitk_reduce", "", err)
+                                           : NULL;
+    weight_entry *we = pe && (re || plan.k_slices == 1) ? weights_for(s, w, err) : NULL;
+    size_t MN = (size_t)p->M * p->N;
+    if (!we) {
+        st = err ? err->code : MQ_E_ARG;
+    } else if ((NSUInteger)plan.threads_per_tg > pe->max_threads) {
+        st = mq_fail(err, MQ_E_ILLEGAL, "%d threads per threadgroup exceed the pipeline's %lu",
+                     plan.threads_per_tg, (unsigned long)pe->max_threads);
+    } else if (ensure_buffer(s, &s->a_buf, &s->a_bytes, (size_t)p->M * p->K * 2) ||
+               ensure_buffer(s, &s->c_buf, &s->c_bytes, MN * 2) ||
+               ensure_buffer(s, &s->ws_buf, &s->ws_bytes, plan.workspace_bytes)) {
+        st = mq_fail(err, MQ_E_NOMEM, "metal: cannot allocate the A, C or workspace buffers");
+    }
+    if (st == MQ_OK) {
+        memcpy(MSG0(rt, void *)(s->a_buf, rt->sel("contents")), A, (size_t)p->M * p->K * 2);
+        mq_metal_params mp = {(uint32_t)p->M, (uint32_t)p->N, (uint32_t)p->K,
+                              (uint32_t)p->group, (uint32_t)plan.m_tiles, (uint32_t)plan.n_tiles,
+                              (uint32_t)plan.k_slices, (uint32_t)plan.k_slice_len,
+                              (uint32_t)plan.threadgroups, (uint32_t)plan.work_per_tg,
+                              (uint32_t)w->n_levels};
+        id cb = mq_objc_send0(rt, s->queue, "commandBuffer");
+        id enc = mq_objc_send0(rt, cb, "computeCommandEncoder");
+        const mq_msl_program *pi = mq_msl_program_of(p, c);
+        set_buffer(rt, enc, s->a_buf, 0);
+        set_buffer(rt, enc, we->buf[0], 1);
+        set_buffer(rt, enc, we->buf[1], 2);
+        set_buffer(rt, enc, s->c_buf, 3);
+        MSG(rt, void, const void *, NSUInteger, NSUInteger)(enc, rt->sel("setBytes:length:atIndex:"),
+                                                            &mp, sizeof mp, 4);
+        for (int i = 0; pi->extra[i] != MQ_MSL_END; i++) {
+            id x = pi->extra[i] == MQ_MSL_WORKSPACE ? s->ws_buf
+                   : pi->extra[i] == MQ_MSL_ZEROS   ? we->buf[2]
+                   : pi->extra[i] == MQ_MSL_GRID    ? we->buf[3]
+                   : pi->extra[i] == MQ_MSL_SU      ? we->buf[4]
+                                               : we->buf[5];
+            set_buffer(rt, enc, x, (NSUInteger)(5 + i));
+        }
+        encode(rt, enc, pe->pipeline,
+               (MTLSize){(NSUInteger)plan.grid_x, (NSUInteger)plan.grid_y,
+                         (NSUInteger)plan.grid_z},
+               (MTLSize){(NSUInteger)plan.threads_per_tg, 1, 1});
+        if (re) { /* the reduction: the command buffer orders it after the GEMM */
+            set_buffer(rt, enc, s->ws_buf, 0);
+            set_buffer(rt, enc, s->c_buf, 1);
+            MSG(rt, void, const void *, NSUInteger, NSUInteger)(
+                enc, rt->sel("setBytes:length:atIndex:"), &mp, sizeof mp, 2);
+            encode(rt, enc, re->pipeline, (MTLSize){(NSUInteger)((MN + 255) / 256), 1, 1},
+                   (MTLSize){256, 1, 1});
+        }
+        MSG0(rt, void)(enc, rt->sel("endEncoding"));
+        MSG0(rt, void)(cb, rt->sel("commit"));
+        MSG0(rt, void)(cb, rt->sel("waitUntilCompleted"));
+        long status = MSG0(rt, long)(cb, rt->sel("status"));
+        if (status != 4 /* MTLCommandBufferStatusCompleted */) {
+            st = mq_fail(err, MQ_E_ARG, "metal: the command buffer failed: %.300s",
+                         mq_objc_error_text(rt, mq_objc_send0(rt, cb, "error")));
+        } else {
+            s->last_gpu_s = MSG0(rt, double)(cb, rt->sel("GPUEndTime")) -
+                            MSG0(rt, double)(cb, rt->sel("GPUStartTime"));
+            const uint16_t *out = MSG0(rt, const uint16_t *)(s->c_buf, rt->sel("contents"));
+            for (size_t i = 0; i < MN; i++)
+                C[i] = mq_half_to_float(out[i]);
+        }
+    }
+    rt->pool_pop(pool);
+    return st;
+}
+
+static double metal_device_time(const mq_backend *b)
+{
+    return ((const metal_state *)b->state)->last_gpu_s;
+}
+
+static mq_status metal_prepare(mq_backend *b, const mq_weights *w, mq_error *err)
+{
+    metal_state *s = b->state;
+    void *pool = s->rt.pool_push();
+    weight_entry *we = weights_for(s, w, err);
+    s->rt.pool_pop(pool);
+    return we ? MQ_OK : err->code;
+}
+
+static void metal_close(mq_backend *b)
+{
+    metal_state *s = b->state;
+    if (s) {
+        for (int i = 0; i < s->npipes; i++)
+            mq_objc_release(&s->rt, s->pipes[i].pipeline);
+        for (int i = 0; i < s->nweights; i++)
+            for (int j = 0; j < 8; j++)
+                mq_objc_release(&s->rt, s->weights[i].buf[j]);
+        mq_objc_release(&s->rt, s->a_buf);
+        mq_objc_release(&s->rt, s->c_buf);
+        mq_objc_release(&s->rt, s->ws_buf);
+        mq_objc_release(&s->rt, s->queue);
+        mq_objc_release(&s->rt, s->device);
+        free(s);
+    }
+    free(b);
+}
+
+mq_backend *mq_backend_metal_open(const mq_backend_opts *o, mq_error *err)
+{
+    (void)o;
+    char why[512];
+    metal_state *s = calloc(1, sizeof *s);
+    mq_backend *b = calloc(1, sizeof *b);
+    if (!s || !b) {
+        free(s);
+        free(b);
+        mq_fail(err, MQ_E_NOMEM, "unavailable: out of memory");
+        return NULL;
+    }
+    if (mq_objc_load(&s->rt, why, sizeof why)) {
+        free(s);
+        free(b);
+        mq_fail(err, MQ_E_SYSTEM, "%s", why);
+        return NULL;
+    }
+    const objc_rt *rt = &s->rt;
+    void *pool = rt->pool_push();
+    s->device = rt->create_device();
+    if (s->device) {
+        s->queue = mq_objc_send0(rt, s->device, "newCommandQueue");
+        /* describe the device: its name, and (macOS 14+) device.architecture.name,
+         * from which harness/target.c finds the chip */
+        id archobj = MSG(rt, BOOL, SEL)(s->device, rt->sel("respondsToSelector:"),
+                                        rt->sel("architecture"))
+                         ? mq_objc_send0(rt, s->device, "architecture")
+                         : NULL;
+        if (archobj)
+            snprintf(b->arch, sizeof b->arch, "%s", mq_objc_cstring(rt, mq_objc_send0(rt, archobj, "name")));
+        snprintf(b->device, sizeof b->device, "%s", mq_objc_cstring(rt, mq_objc_send0(rt, s->device, "name")));
+    }
+    rt->pool_pop(pool);
+    if (!s->device || !s->queue) {
+        mq_fail(err, MQ_E_SYSTEM, "unavailable: %s",
+                s->device ? "the device gave no command queue"
+                          : "MTLCreateSystemDefaultDevice returned no device");
+        mq_objc_release(rt, s->device);
+        free(s);
+        free(b);
+        return NULL;
+    }
+    s->last_gpu_s = -1;
+    b->name = "metal";
+    b->prepare = metal_prepare;
+    b->run = metal_run;
+    b->device_time = metal_device_time;
+    b->close = metal_close;
+    b->state = s;
+    return b;
+}

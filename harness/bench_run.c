@@ -1,0 +1,215 @@
+/* bench_run.c - see bench_run.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_run.h"
+#include "probes.h"
+
+/* The progress bar on a terminal, plain lines otherwise (see report). */
+static void progress(int done, int total, double elapsed, int tty)
+{
+    if (!tty || total <= 0)
+        return;
+    int width = 30, filled = (int)((double)width * done / total);
+    double eta = done ? elapsed / done * (total - done) : 0;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < filled ? '#' : '-';
+    bar[width] = '\0';
+    fprintf(stderr, "\r[%s] %d/%d  ETA %d:%02d ", bar, done, total, (int)eta / 60,
+            (int)eta % 60);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void print_result(const mq_result *r, int tty)
+{
+    char name[128];
+    mq_candidate_str(&r->c, name, sizeof name);
+    if (tty)
+        fputs("\r\033[K", stderr);
+    if (!strcmp(r->status, "ok"))
+        printf("%-8s M=%-4d N=%-6d K=%-6d %-52s %9.4f ms +-%4.1f%% %4d reps %7.1f GFLOP/s\n",
+               mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, name, r->st.median * 1e3,
+               100 * mq_stats_ci_rel(&r->st), r->st.n, r->gflops);
+    else
+        printf("%-8s M=%-4d N=%-6d K=%-6d %-52s %s: %s\n", mq_format_name(r->p.format), r->p.M,
+               r->p.N, r->p.K, name, r->status, r->error);
+    fflush(stdout);
+}
+
+static void explain(const mq_problem *p, const mq_space *sp)
+{
+    printf("%s M=%d N=%d K=%d group %d: %d candidates, %d legal\n", mq_format_name(p->format),
+           p->M, p->N, p->K, p->group, sp->n, sp->legal);
+    for (int i = 0; i < sp->n; i++) {
+        char name[128];
+        mq_candidate_str(&sp->e[i].c, name, sizeof name);
+        if (sp->e[i].legal)
+            printf("  legal    %-52s %2d TGs x %4d threads, %5d B TG memory, %d dispatch%s\n",
+                   name, sp->e[i].plan.threadgroups, sp->e[i].plan.threads_per_tg,
+                   sp->e[i].plan.tg_mem_bytes, sp->e[i].plan.dispatches,
+                   sp->e[i].plan.dispatches > 1 ? "es" : "");
+        else
+            printf("  rejected %-52s %s\n", name, sp->e[i].reason);
+    }
+}
+
+/* The problems of a job: every shape crossed with every format. */
+#define FOR_EACH_PROBLEM(j, p, s)                                                              \
+    for (int f_ = 0; f_ < MQ_FMT_COUNT; f_++)                                                  \
+        for (int s = 0; ((j)->formats & (1u << f_)) && s < (j)->nshapes; s++)                   \
+            for (mq_problem p = {(mq_format)f_, (j)->shapes[s].M, (j)->shapes[s].N,           \
+                                 (j)->shapes[s].K, (j)->group},                               \
+                            *once_ = &p;                                                       \
+                 once_; once_ = NULL)
+
+/* The candidates of a problem: the listed ones that serve its format
+ * (measured anyway: mq_measure records a refusal), else the chip's space. */
+static int candidates(const mq_bench_job *j, const mq_problem *p, const mq_chip *chip,
+                      mq_space *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (!j->ncands)
+        return mq_space_enumerate(p, chip, j->space, sp);
+    sp->e = calloc((size_t)j->ncands, sizeof *sp->e);
+    if (!sp->e)
+        return -1;
+    for (int c = 0; c < j->ncands; c++) {
+        if (!mq_variant_serves(j->cands[c].variant, p->format))
+            continue;
+        mq_space_entry *e = &sp->e[sp->n++];
+        e->c = j->cands[c];
+        e->legal = 1;
+        sp->legal++;
+    }
+    return 0;
+}
+
+int mq_bench_explain(const mq_bench_job *j, const mq_chip *chip)
+{
+    FOR_EACH_PROBLEM(j, p, s)
+    {
+        mq_space sp;
+        if (candidates(j, &p, chip, &sp)) {
+            fprintf(stderr, "bench: out of memory enumerating candidates\n");
+            return 2;
+        }
+        explain(&p, &sp);
+        mq_space_free(&sp);
+    }
+    return 0;
+}
+
+static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
+                    const int counts[5], double wall, double kernel_s, int whole)
+{
+    printf("\n%s on %s (%s backend): %d ok, %d wrong, %d error, %d illegal, %d skipped "
+           "(--resume); results in %s\n",
+           j->label, t->chip.name, t->be->name, counts[0], counts[1], counts[2], counts[3],
+           counts[4], out);
+    if (wall > 0 && counts[0] + counts[1] + counts[2])
+        printf("measurement overhead: %.1f%% of %.1f s (setup, references, checks, "
+               "bookkeeping; the rest ran kernels)\n",
+               100 * (1 - kernel_s / wall), wall);
+    mq_results now;
+    char err[4400];
+    if (!whole || mq_results_load(out, &now, err, sizeof err))
+        return;
+    FOR_EACH_PROBLEM(j, p, s)
+    {
+        const mq_result *b = mq_results_best(&now, t->chip.name, t->be->name, &p);
+        char name[128] = "none verified";
+        if (b)
+            mq_candidate_str(&b->c, name, sizeof name);
+        printf("best %-8s M=%-4d N=%-6d K=%-6d %-52s %s\n", mq_format_name(p.format), p.M, p.N,
+               p.K, name, b ? "" : "(no ok row)");
+    }
+    mq_results_free(&now);
+}
+
+int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w,
+                 const mq_results *old, const char *out)
+{
+    int tty = isatty(fileno(stderr)) && !j->quiet, rc = 0;
+    double t_start = mq_now(), kernel_s = 0;
+    int counts[5] = {0}; /* ok, wrong, error, illegal, skipped */
+    static mq_measurement m;
+    static mq_bench_problem bp; /* zeroed: kept across problems that share weights */
+    int total = 0, done = 0;
+    FOR_EACH_PROBLEM(j, p, s) /* the work, for the progress bar */
+    {
+        mq_space sp;
+        if (candidates(j, &p, &t->chip, &sp) == 0)
+            total += sp.legal;
+        mq_space_free(&sp);
+    }
+    FOR_EACH_PROBLEM(j, p, s)
+    {
+        if (rc)
+            break;
+        mq_space sp;
+        if (candidates(j, &p, &t->chip, &sp)) {
+            fprintf(stderr, "bench: out of memory enumerating candidates\n");
+            rc = 2;
+            break;
+        }
+        int set_up = 0;
+        for (int i = 0; i < sp.n && rc == 0; i++) {
+            if (!sp.e[i].legal)
+                continue;
+            mq_result r;
+            memset(&r, 0, sizeof r);
+            snprintf(r.chip, sizeof r.chip, "%s", t->chip.name);
+            snprintf(r.backend, sizeof r.backend, "%s", t->be->name);
+            r.p = p;
+            r.c = sp.e[i].c;
+            if (j->resume && mq_results_find_own(old, &r)) {
+                counts[4]++;
+                progress(++done, total, mq_now() - t_start, tty);
+                continue;
+            }
+            if (!set_up) { /* weights and reference only when something runs */
+                int ms[64]; /* later Ms on the same weights share the pass */
+                int nms = mq_shapes_ms_sharing(j->shapes, j->nshapes, s, p.N, p.K, ms, 64);
+                mq_error e;
+                if (mq_bench_problem_setup(&bp, &p, j->warm, ms, nms, &e)) {
+                    fprintf(stderr, "bench: %s\n", e.msg);
+                    rc = 2;
+                    break;
+                }
+                set_up = 1;
+            }
+            mq_measure(t->be, &bp, &r.c, &t->lim, &j->mo, &m);
+            kernel_s += m.kernel_s;
+            mq_result_from_measurement(&r, &m);
+            char err[4400];
+            if (mq_results_append(w, &r, err, sizeof err)) {
+                /* the file keeps every row before this one, whole */
+                fprintf(stderr, "%sbench: %s\n", tty ? "\r\033[K" : "", err);
+                rc = 2;
+                break;
+            }
+            counts[!strcmp(m.status, "ok")      ? 0
+                   : !strcmp(m.status, "wrong") ? 1
+                   : !strcmp(m.status, "error") ? 2
+                                                : 3]++;
+            if (!j->quiet)
+                print_result(&r, tty);
+            progress(++done, total, mq_now() - t_start, tty);
+        }
+        mq_space_free(&sp);
+    }
+    mq_bench_problem_free(&bp);
+    summary(j, t, out, counts, mq_now() - t_start, kernel_s, rc == 0);
+    /* a kernel that computed a wrong answer is a finding */
+    if (rc == 0 && counts[1]) {
+        fprintf(stderr, "bench: %d candidate%s computed wrong results (status wrong in %s)\n",
+                counts[1], counts[1] == 1 ? "" : "s", out);
+        rc = 1;
+    }
+    return rc;
+}

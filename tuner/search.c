@@ -1,0 +1,184 @@
+/* search.c - see search.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "search.h"
+#include "space.h"
+
+void mq_rows_add(mq_rowset *r, const mq_features *f, double t)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 1024;
+        r->f = realloc(r->f, sizeof *r->f * (size_t)r->cap);
+        r->t = realloc(r->t, sizeof *r->t * (size_t)r->cap);
+    }
+    r->f[r->n] = *f;
+    r->t[r->n++] = t;
+}
+
+/* Time one candidate (or take this build's earlier row); -1 when not ok. */
+double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c)
+{
+    mq_result key;
+    memset(&key, 0, sizeof key);
+    snprintf(key.chip, sizeof key.chip, "%s", T->chip->name);
+    snprintf(key.backend, sizeof key.backend, "%s", T->be->name);
+    key.p = *p;
+    key.c = c->c;
+    c->measured = 1;
+    const mq_result *old = T->o->resume ? mq_results_find_own(&T->own, &key) : NULL;
+    if (old) {
+        T->reused++;
+        c->time = strcmp(old->status, "ok") ? -1 : old->st.median;
+    } else {
+        static mq_measurement m;
+        mq_measure(T->be, &T->bp, &c->c, T->lim, &T->o->mo, &m);
+        T->kernel_s += m.kernel_s;
+        T->timed++;
+        mq_result_from_measurement(&key, &m);
+        char err[4400];
+        if (mq_results_append(&T->w, &key, err, sizeof err)) {
+            /* the file keeps every row before this one; a run whose rows
+             * cannot be stored stops rather than time on unrecorded */
+            fprintf(stderr, "tune: %s\n", err);
+            T->failed = 1;
+        }
+        c->time = strcmp(m.status, "ok") ? -1 : m.st.median;
+    }
+    if (c->time > 0)
+        mq_rows_add(&T->rows, &c->f, c->time);
+    return c->time;
+}
+
+/* Index of a candidate in the list, or -1. */
+int mq_tune_find(const mq_cand *cs, int n, const mq_candidate *c)
+{
+    for (int i = 0; i < n; i++)
+        if (cs[i].c.variant == c->variant && !memcmp(&cs[i].c.p, &c->p, sizeof c->p))
+            return i;
+    return -1;
+}
+
+/* The legal candidates of a problem with their features, plus the
+ * baselines (added when outside the grid); base[b] is each baseline's index
+ * (-1 when the rule does not serve the format). */
+mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out, int *base)
+{
+    mq_space sp;
+    if (mq_space_enumerate(p, chip, MQ_SPACE_FULL, &sp))
+        return NULL;
+    mq_cand *cs = calloc((size_t)sp.legal + MQ_BASE_COUNT + 1, sizeof *cs);
+    int n = 0;
+    for (int i = 0; cs && i < sp.n; i++) {
+        if (!sp.e[i].legal)
+            continue;
+        cs[n].c = sp.e[i].c;
+        cs[n].time = -1;
+        mq_features_compute(p, &cs[n].c, chip, &cs[n].f, NULL);
+        n++;
+    }
+    mq_space_free(&sp);
+    for (int b = 0; cs && b < MQ_BASE_COUNT; b++) {
+        mq_candidate bc;
+        base[b] = -1;
+        if (mq_baseline_candidate((mq_baseline)b, p, chip, &bc))
+            continue;
+        base[b] = mq_tune_find(cs, n, &bc);
+        if (base[b] < 0) { /* a rule's pick outside the grid joins the list */
+            cs[n].c = bc;
+            cs[n].time = -1;
+            mq_features_compute(p, &bc, chip, &cs[n].f, NULL);
+            base[b] = n++;
+        }
+    }
+    *n_out = n;
+    return cs;
+}
+
+/* Guided search: baselines and a spread-out sample first, then the model's
+ * best unmeasured picks, refitting after each batch, until `evals`. */
+void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n, const int *base)
+{
+    int budget = T->o->evals < n ? T->o->evals : n, done = 0;
+    for (int b = 0; b < MQ_BASE_COUNT && !T->failed; b++)
+        if (base[b] >= 0 && !cs[base[b]].measured && done < budget) {
+            mq_tune_measure(T, p, &cs[base[b]]);
+            done++;
+        }
+    int init = T->o->init < budget - done ? T->o->init : budget - done;
+    for (int i = 0; i < init && !T->failed; i++) {
+        int k = (int)((long)i * n / init);
+        while (k < n && cs[k].measured)
+            k++;
+        if (k < n) {
+            mq_tune_measure(T, p, &cs[k]);
+            done++;
+        }
+    }
+    while (done < budget && !T->failed) {
+        mq_model m;
+        char err[256];
+        int have = T->rows.n >= 2 * MQ_MODEL_NPARAM &&
+                   mq_model_fit(MQ_MODEL_ROOFLINE, T->rows.f, T->rows.t, T->rows.n, &m, err,
+                                sizeof err) == 0;
+        int batch = 4;
+        for (int q = 0; q < batch && done < budget && !T->failed; q++) {
+            int best = -1;
+            double bt = INFINITY;
+            for (int i = 0; i < n; i++) {
+                if (cs[i].measured)
+                    continue;
+                double pt = have ? mq_model_predict(&m, &cs[i].f) : (double)i;
+                if (pt < bt) {
+                    bt = pt;
+                    best = i;
+                }
+            }
+            if (best < 0)
+                return;
+            mq_tune_measure(T, p, &cs[best]);
+            done++;
+        }
+    }
+}
+
+/* Fit the model on DIR/measured.csv: a results file of rows measured on a
+ * backend that is the chip itself (any backend but the CPU model), e.g.
+ * copied from a Mac's bench run. Returns the rows fitted (0: no such file or
+ * too few rows, pred untouched) or -1 on a broken file. */
+int mq_tune_stored_model(const char *path, const mq_chip *chip, mq_model *pred, char *err,
+                        size_t errlen)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    mq_results rs;
+    if (mq_results_load(path, &rs, err, errlen))
+        return -1;
+    mq_rowset rows = {0};
+    for (int i = 0; i < rs.n; i++) {
+        const mq_result *r = &rs.r[i];
+        mq_features f;
+        if (strcmp(r->status, "ok") || strcmp(r->chip, chip->name) || !strcmp(r->backend, "cpu") ||
+            mq_features_compute(&r->p, &r->c, chip, &f, NULL) != MQ_OK)
+            continue;
+        mq_rows_add(&rows, &f, r->st.median);
+    }
+    mq_results_free(&rs);
+    int n = 0;
+    mq_model m;
+    char why[256];
+    if (rows.n >= 4 * MQ_MODEL_NPARAM &&
+        mq_model_fit_holdout(MQ_MODEL_ROOFLINE, rows.f, rows.t, rows.n, 0.2, &m, why,
+                             sizeof why) == 0) {
+        *pred = m;
+        n = m.n_fit;
+    }
+    free(rows.f);
+    free(rows.t);
+    return n;
+}
+

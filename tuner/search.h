@@ -1,0 +1,74 @@
+/* search.h - the tuner's search over one problem's candidates: the legal
+ * candidates with their work features and the baselines; timing one
+ * candidate (or taking the row an earlier run of this build stored, for
+ * --resume), appended to the results store as it is measured; the guided
+ * search (baselines and a spread-out sample, then the cost model's best
+ * untimed picks, refitting after each batch); and fitting a predicted
+ * chip's model on its stored measurements. */
+#ifndef MQ_SEARCH_H
+#define MQ_SEARCH_H
+
+#include <stddef.h>
+
+#include "baselines.h"
+#include "measure.h"
+#include "model.h"
+#include "results.h"
+#include "work_features.h"
+
+typedef struct {
+    unsigned formats;  /* bit (1u << mq_format) per format */
+    int group;
+    int evals, init;   /* guided: candidates timed per shape; of them, the spread sample */
+    int exhaustive, resume, quiet;
+    mq_measure_opts mo;
+} mq_tune_opts;
+
+/* The model's rows: features and measured seconds, across all shapes. */
+typedef struct {
+    mq_features *f;
+    double *t;
+    int n, cap;
+} mq_rowset;
+
+typedef struct {
+    mq_candidate c;
+    mq_features f;
+    double time;  /* measured median (ok) or predicted, < 0 when not measured / failed */
+    int measured;
+} mq_cand;
+
+typedef struct {
+    const mq_tune_opts *o;
+    const mq_chip *chip;
+    const mq_limits *lim;   /* the chip's limits, derived once (harness/target.c) */
+    mq_backend *be;
+    mq_bench_problem bp;
+    mq_results own;         /* rows of earlier runs (--resume) */
+    mq_results_writer w;
+    mq_rowset rows;
+    int timed, reused;
+    double kernel_s;
+    int failed;             /* a row could not be stored: the run stops */
+} mq_tuner;
+
+void mq_rows_add(mq_rowset *r, const mq_features *f, double t);
+/* Time one candidate (or take this build's earlier row); -1 when not ok. */
+double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c);
+/* Index of a candidate in the list, or -1. */
+int mq_tune_find(const mq_cand *cs, int n, const mq_candidate *c);
+/* The legal candidates of a problem with their features, plus the
+ * baselines (added when outside the grid); base[b] is each baseline's index
+ * (-1 when the rule does not serve the format). NULL on out of memory. */
+mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out, int *base);
+/* Guided search over cs until o->evals are timed (or T->failed). */
+void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
+                           const int *base);
+/* Fit the model on a results file of rows measured on a backend that is the
+ * chip itself (any backend but the CPU model), e.g. copied from a Mac's
+ * bench run. Returns the rows fitted (0: no such file or too few rows, pred
+ * untouched) or -1 on a broken file. */
+int mq_tune_stored_model(const char *path, const mq_chip *chip, mq_model *pred, char *err,
+                         size_t errlen);
+
+#endif

@@ -1,0 +1,231 @@
+/* tune_run.c - see tune_run.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model_store.h"
+#include "probes.h"
+#include "summary.h"
+#include "tune_run.h"
+
+/* How far a guided pick is from this build's exhaustive rows of the same
+ * problem, when every candidate has one. */
+typedef struct {
+    int n;
+    double sum, max;
+} gap_stats;
+
+/* Measured: time candidates (guided or all), pick the fastest verified.
+ * Returns the pick's index or -1; 2 in *rc when the run cannot go on. */
+static int pick_measured(mq_tuner *T, const mq_suite *suite, int s, const mq_problem *p,
+                         mq_cand *cs, int n, const int *base, double *fraction, gap_stats *gap,
+                         int *rc)
+{
+    int msame[64], pick = -1;
+    int nsame = mq_shapes_ms_sharing(suite->s, suite->n, s, p->N, p->K, msame, 64);
+    mq_error e;
+    if (mq_bench_problem_setup(&T->bp, p, 0, msame, nsame, &e)) {
+        fprintf(stderr, "tune: %s\n", e.msg);
+        *rc = 2;
+        return -1;
+    }
+    int before = T->timed + T->reused;
+    if (T->o->exhaustive)
+        for (int i = 0; i < n && !T->failed; i++)
+            mq_tune_measure(T, p, &cs[i]);
+    else
+        mq_tune_search_guided(T, p, cs, n, base);
+    *fraction += (double)(T->timed + T->reused - before) / n;
+    for (int i = 0; i < n; i++)
+        if (cs[i].time > 0 && (pick < 0 || cs[i].time < cs[pick].time))
+            pick = i;
+    if (T->o->exhaustive || pick < 0 || !T->own.n)
+        return pick;
+    double ex = INFINITY;
+    int have = 0;
+    for (int i = 0; i < T->own.n; i++) {
+        const mq_result *r = &T->own.r[i];
+        if (!strcmp(r->status, "ok") && !memcmp(&r->p, p, sizeof *p)) {
+            have++;
+            ex = fmin(ex, r->st.median);
+        }
+    }
+    if (have >= n && ex > 0) {
+        double g = cs[pick].time / ex - 1;
+        gap->sum += g;
+        gap->max = fmax(gap->max, g);
+        gap->n++;
+    }
+    return pick;
+}
+
+/* Predicted: rank every candidate by the model; the best that verifies on
+ * the backend (the CPU model) is the pick. */
+static int pick_predicted(mq_tuner *T, const mq_suite *suite, int s, const mq_problem *p,
+                          const mq_model *pred, mq_cand *cs, int n, const int *base,
+                          double *btime, int *rc)
+{
+    for (int i = 0; i < n; i++)
+        cs[i].time = mq_model_predict(pred, &cs[i].f);
+    for (int b = 0; b < MQ_BASE_COUNT; b++) /* the rules' predicted times */
+        btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
+    int msame[64];
+    int nsame = mq_shapes_ms_sharing(suite->s, suite->n, s, p->N, p->K, msame, 64);
+    mq_error e;
+    if (mq_bench_problem_setup(&T->bp, p, 1, msame, nsame, &e)) {
+        fprintf(stderr, "tune: %s\n", e.msg);
+        *rc = 2;
+        return -1;
+    }
+    mq_measure_opts vo = T->o->mo;
+    vo.max_reps = 0; /* verify only */
+    for (int tries = 0; tries < n; tries++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (cs[i].time > 0 && (best < 0 || cs[i].time < cs[best].time))
+                best = i;
+        if (best < 0)
+            return -1;
+        static mq_measurement m;
+        mq_measure(T->be, &T->bp, &cs[best].c, T->lim, &vo, &m);
+        if (!strcmp(m.status, "ok"))
+            return best;
+        cs[best].time = -1; /* wrong on the CPU model: never chosen */
+    }
+    return -1;
+}
+
+/* Write the set into this run's generation and publish it in one step. */
+static int publish(mq_tuner *T, const mq_table_entry *ent, int nent, const mq_model *fit,
+                   const char *fit_note, int measured, const char *dir, mq_table_set *ts)
+{
+    char tpath[4400], hpath[4400], mpath[4400], cpath[4400], err[4400];
+    const char *source = measured ? "measured" : "predicted";
+    mq_table_set_path(ts, "table.csv", tpath, sizeof tpath);
+    mq_table_set_path(ts, "table.h", hpath, sizeof hpath);
+    mq_table_set_path(ts, "model.csv", mpath, sizeof mpath);
+    mq_table_set_path(ts, "chip.csv", cpath, sizeof cpath);
+    if (nent < 0 || mq_table_write_csv(tpath, T->chip->name, T->be->name, source, ent, nent,
+                                       err, sizeof err) ||
+        mq_table_write_header(hpath, T->chip->name, source, ent, nent, err, sizeof err) ||
+        mq_model_write(mpath, fit, T->chip->name, fit_note, err, sizeof err) ||
+        mq_chip_write(cpath, T->chip, err, sizeof err) ||
+        mq_table_set_commit(ts, err, sizeof err)) {
+        fprintf(stderr, "tune: %s; the table in %s stays as it was\n",
+                nent < 0 ? "out of memory" : err, dir);
+        return 2;
+    }
+    return 0;
+}
+
+int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_model *pred,
+                  const char *pred_note, const char *dir, mq_table_set *ts)
+{
+    const mq_tune_opts *o = T->o;
+    int rc = 0, nent = 0;
+    mq_table_entry *ent = NULL;
+    /* two layers of one shape are one problem */
+    char *repeat = calloc((size_t)(suite->n ? suite->n : 1), 1);
+    int distinct = 0, nprob = 0;
+    for (int s = 0; repeat && s < suite->n; s++) {
+        for (int t = 0; t < s && !repeat[s]; t++)
+            repeat[s] = suite->s[t].M == suite->s[s].M && suite->s[t].N == suite->s[s].N &&
+                        suite->s[t].K == suite->s[s].K;
+        distinct += !repeat[s];
+    }
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        nprob += (o->formats >> f & 1u) ? distinct : 0;
+    mq_choice *choices = calloc((size_t)(nprob ? nprob : 1), sizeof *choices);
+    int nchoice = 0, unverified = 0, tty = isatty(fileno(stderr)) && !o->quiet;
+    double t0 = mq_now(), fraction = 0;
+    gap_stats gap = {0, 0, 0};
+    if (!repeat || !choices) {
+        fprintf(stderr, "tune: out of memory\n");
+        rc = 2;
+        goto done;
+    }
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int s = 0; (o->formats & (1u << f)) && s < suite->n; s++) {
+            mq_problem p = {(mq_format)f, suite->s[s].M, suite->s[s].N, suite->s[s].K, o->group};
+            if (repeat[s])
+                continue;
+            int n, base[MQ_BASE_COUNT];
+            mq_cand *cs = mq_tune_candidates(&p, T->chip, &n, base);
+            if (!cs)
+                continue;
+            double btime[MQ_BASE_COUNT];
+            int pick = measured
+                           ? pick_measured(T, suite, s, &p, cs, n, base, &fraction, &gap, &rc)
+                           : pick_predicted(T, suite, s, &p, pred, cs, n, base, btime, &rc);
+            for (int b = 0; measured && b < MQ_BASE_COUNT; b++)
+                btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
+            if (pick >= 0) {
+                mq_choice *c = &choices[nchoice++];
+                c->p = p;
+                c->c = cs[pick].c;
+                c->expected_s = cs[pick].time;
+                c->measured = measured;
+                for (int b = 0; b < MQ_BASE_COUNT; b++)
+                    c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
+            } else if (!T->failed && !rc) {
+                fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified\n",
+                        mq_format_name(p.format), p.M, p.N, p.K);
+                unverified++;
+            }
+            if (tty) {
+                double el = mq_now() - t0;
+                fprintf(stderr, "\r[%d/%d shapes] ETA %ds ", nchoice, nprob,
+                        nchoice ? (int)(el / nchoice * (nprob - nchoice)) : 0);
+            }
+            free(cs);
+            if (T->failed || rc) {
+                rc = 2; /* a row could not be stored (said by mq_tune_measure) */
+                goto done;
+            }
+        }
+    if (tty)
+        fputc('\n', stderr);
+    mq_bench_problem_free(&T->bp);
+    if (nchoice == 0) {
+        fprintf(stderr, "tune: no shape has a verified candidate: nothing is written, the table "
+                        "in %s stays as it was\n",
+                dir);
+        rc = 1;
+        goto done;
+    }
+    /* the model and its quality on held-out rows */
+    mq_model fit = *pred;
+    char fit_note[4608], err[512];
+    snprintf(fit_note, sizeof fit_note, "%s", pred_note);
+    if (measured && T->rows.n >= 4 * MQ_MODEL_NPARAM &&
+        mq_model_fit_holdout(MQ_MODEL_ROOFLINE, T->rows.f, T->rows.t, T->rows.n, 0.2, &fit, err,
+                             sizeof err) == 0)
+        snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
+                 T->chip->name);
+    nent = mq_table_build(choices, nchoice, &ent);
+    rc = publish(T, ent, nent, &fit, fit_note, measured, dir, ts);
+    if (rc)
+        goto done;
+    char tpath[4200], hpath[4200];
+    snprintf(tpath, sizeof tpath, "%s/table.csv", dir);
+    snprintf(hpath, sizeof hpath, "%s/table.h", dir);
+    mq_tune_summary sum = {choices, nchoice, nent, T->chip->name,
+                           measured ? "measured" : "predicted", tpath, hpath, &fit, fit_note,
+                           measured, T->timed, T->reused, fraction / nchoice, mq_now() - t0,
+                           gap.n, gap.n ? gap.sum / gap.n : 0, gap.max};
+    mq_tune_print_summary(&sum);
+    if (unverified) {
+        fprintf(stderr, "tune: %d of %d shapes had no verified candidate (listed above): the "
+                        "table has the other %d\n",
+                unverified, nprob, nchoice);
+        rc = 1;
+    }
+done:
+    mq_bench_problem_free(&T->bp);
+    free(ent);
+    free(choices);
+    free(repeat);
+    return rc;
+}
