@@ -271,18 +271,19 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
                               (uint32_t)w->n_levels};
         id cb = mq_objc_send0(rt, s->queue, "commandBuffer");
         id enc = mq_objc_send0(rt, cb, "computeCommandEncoder");
-        const mq_msl_program *pi = mq_msl_program_of(p, c);
+        mq_msl_program prog;
+        const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
         set_buffer(rt, enc, s->a_buf, 0);
         set_buffer(rt, enc, we->buf[0], 1);
         set_buffer(rt, enc, we->buf[1], 2);
         set_buffer(rt, enc, s->c_buf, 3);
         MSG(rt, void, const void *, NSUInteger, NSUInteger)(enc, rt->sel("setBytes:length:atIndex:"),
                                                             &mp, sizeof mp, 4);
-        for (int i = 0; pi->extra[i] != MQ_MSL_END; i++) {
-            id x = pi->extra[i] == MQ_MSL_WORKSPACE ? s->ws_buf
-                   : pi->extra[i] == MQ_MSL_ZEROS   ? we->buf[2]
-                   : pi->extra[i] == MQ_MSL_GRID    ? we->buf[3]
-                   : pi->extra[i] == MQ_MSL_SU      ? we->buf[4]
+        for (int i = 0; pi->extra[i] != MQ_BUF_END; i++) {
+            id x = pi->extra[i] == MQ_BUF_WORKSPACE ? s->ws_buf
+                   : pi->extra[i] == MQ_BUF_ZEROS   ? we->buf[2]
+                   : pi->extra[i] == MQ_BUF_GRID    ? we->buf[3]
+                   : pi->extra[i] == MQ_BUF_SU      ? we->buf[4]
                                                : we->buf[5];
             set_buffer(rt, enc, x, (NSUInteger)(5 + i));
         }

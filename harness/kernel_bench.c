@@ -138,7 +138,7 @@ static int add_candidate(const mq_problem *p, int threads, mq_candidate c, mq_ca
         c.p.num_threadgroups = threads * -c.p.num_threadgroups;
     mq_plan plan;
     if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK) {
-        if (c.variant != MQ_VAR_MARLIN_FP4_STRIPED)
+        if (mq_variant_get(c.variant)->schedule != MQ_SCHED_STRIPED)
             return n;
         c.p.num_threadgroups = 0;
         if (mq_plan_candidate(p, &c, NULL, &plan, NULL) != MQ_OK)
@@ -168,7 +168,7 @@ static int builtin_candidates(const mq_problem *p, int threads, mq_candidate *ou
         {MQ_VAR_TRELLIS_PACKED, {64, 128, 64, 0, 1}},
     };
     int n = 0;
-    for (int v = 0; v < MQ_VAR_COUNT; v++) {
+    for (int v = 0; v < mq_variant_count(); v++) {
         mq_candidate c = {(mq_variant)v, mq_variant_get((mq_variant)v)->defaults};
         n = add_candidate(p, threads, c, out, n);
     }

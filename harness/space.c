@@ -77,7 +77,7 @@ int mq_space_enumerate(const mq_problem *p, const mq_chip *chip, mq_space_kind k
     memset(out, 0, sizeof *out);
     int cap = 0, cores = (int)chip->v[MQ_CHIP_GPU_CORES];
     mq_limits lim = mq_chip_limits(chip);
-    for (int v = 0; v < MQ_VAR_COUNT; v++) {
+    for (int v = 0; v < mq_variant_count(); v++) {
         if (!mq_variant_serves((mq_variant)v, p->format))
             continue;
         const mq_variant_info *vi = mq_variant_get((mq_variant)v);

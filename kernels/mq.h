@@ -149,7 +149,7 @@ typedef enum {
     MQ_VAR_TRELLIS_PACKED,       /* trellis prefill, 64x64 by default */
     MQ_VAR_TRELLIS_DECODE,       /* trellis decode, 32x128 by default */
     MQ_VAR_MLX_SPLITK,           /* grid x split_k slices, then a sum */
-    MQ_VAR_COUNT
+    MQ_VAR_COUNT                 /* the seeds' variants; mq_variant_count() counts all */
 } mq_variant;
 
 typedef enum { MQ_SCHED_GRID2D, MQ_SCHED_STRIPED, MQ_SCHED_SPLITK } mq_schedule;
@@ -166,8 +166,23 @@ typedef struct {
     mq_params p;
 } mq_candidate;
 
+/* Device buffers a variant's MSL kernel binds after the common ones (0 A,
+ * 1 packed/indices, 2 scales/tscales, 3 C, 4 params), in order from 5; a u4
+ * kernel binds its zero points after these. */
+typedef enum {
+    MQ_BUF_END = 0,
+    MQ_BUF_WORKSPACE, /* the FP32 split-K workspace */
+    MQ_BUF_GRID,      /* trellis codebook */
+    MQ_BUF_SU,        /* trellis sign vectors */
+    MQ_BUF_SV,
+    MQ_BUF_ZEROS,     /* u4 zero points (added for u4 by the program layer) */
+} mq_buffer_kind;
+
+/* A variant is one row of this: what the CPU model, the planner, the space,
+ * the tables and the MSL program layer need to know of it. */
 typedef struct {
     const char *name;          /* the seed's kernel name */
+    const char *enum_name;     /* "MQ_VAR_..." for generated C tables; NULL: its index */
     unsigned formats;          /* bit (1u << mq_format) per served format */
     mq_schedule schedule;
     mq_dequant_mode dequant;
@@ -177,12 +192,22 @@ typedef struct {
     int epilogue_bytes_per_sg;
     int tile_quantum;          /* tile_n and tile_k must be multiples of this */
     mq_params defaults;        /* the seed's own configuration */
+    const char *msl_file;      /* its kernel source in metal/ */
+    const char *msl_function;  /* its kernel function; "%s" stands for the format's name */
+    mq_buffer_kind msl_buffers[4]; /* extra buffers, MQ_BUF_END-terminated */
     const char *summary;
 } mq_variant_info;
 
+/* Every variant: the seeds' (mq_variant's constants) and any registered. */
+int mq_variant_count(void);
 const mq_variant_info *mq_variant_get(mq_variant v);
 mq_status mq_variant_from_name(const char *name, mq_variant *out, mq_error *err);
 int mq_variant_serves(mq_variant v, mq_format f);
+/* Add a variant with an existing schedule and dequant strategy (its kernel
+ * source in metal/): the row is checked (a new name, formats, schedule,
+ * simdgroup region, tile quantum, defaults) and gets the next id. Register
+ * before any use, from one thread. MQ_E_ARG with the reason otherwise. */
+mq_status mq_variant_register(const mq_variant_info *row, mq_variant *id, mq_error *err);
 
 /* Hardware limits a candidate must respect (from the chip description). */
 typedef struct {

@@ -10,12 +10,33 @@
 
 #include "csvfile.h"
 #include "numparse.h"
+#include "table_columns.h"
 #include "mq_internal.h"
 
 struct mq_table {
     char chip[32];
     mq_table_row *rows;
     int n;
+};
+
+const char *const mq_table_columns[MQ_TCOL_COUNT] = {
+    [MQ_TCOL_FORMAT] = "format",
+    [MQ_TCOL_GROUP] = "group",
+    [MQ_TCOL_N] = "N",
+    [MQ_TCOL_K] = "K",
+    [MQ_TCOL_M_LO] = "m_lo",
+    [MQ_TCOL_M_HI] = "m_hi",
+    [MQ_TCOL_VARIANT] = "variant",
+    [MQ_TCOL_TILE_M] = "tile_m",
+    [MQ_TCOL_TILE_N] = "tile_n",
+    [MQ_TCOL_TILE_K] = "tile_k",
+    [MQ_TCOL_NUM_THREADGROUPS] = "num_threadgroups",
+    [MQ_TCOL_SPLIT_K] = "split_k",
+    [MQ_TCOL_EXPECTED_S] = "expected_s",
+    [MQ_TCOL_SOURCE] = "source",
+    [MQ_TCOL_SPEEDUP_SEED] = "speedup_seed",
+    [MQ_TCOL_SPEEDUP_STRIPE] = "speedup_stripe",
+    [MQ_TCOL_SPEEDUP_MLX] = "speedup_mlx",
 };
 
 static const char *const level_names[] = {"exact", "nearest", "default", "builtin"};
@@ -93,11 +114,9 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
     else if (chip && strcmp(chip, tchip))
         st = mq_fail(err, MQ_E_ARG, "%s: the table is for chip '%s', not '%s'", path, tchip,
                      chip);
-    static const char *const cols[] = {"format", "group", "N", "K", "m_lo", "m_hi", "variant",
-                                       "tile_m", "tile_n", "tile_k", "num_threadgroups",
-                                       "split_k", "expected_s"};
-    int idx[13];
-    for (int j = 0; st == MQ_OK && j < 13; j++)
+    const char *const *cols = mq_table_columns;
+    int idx[MQ_TCOL_REQUIRED];
+    for (int j = 0; st == MQ_OK && j < MQ_TCOL_REQUIRED; j++)
         if ((idx[j] = mq_csv_column(&t, cols[j])) < 0)
             st = mq_fail(err, MQ_E_ARG, "%s:%d: the header lacks column '%s'", path,
                          t.nrows ? t.rows[0].line : 1, cols[j]);
@@ -110,14 +129,16 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         int *ints[] = {&r->group, &r->N, &r->K, &r->m_lo, &r->m_hi, &r->c.p.tile_m,
                        &r->c.p.tile_n, &r->c.p.tile_k, &r->c.p.num_threadgroups,
                        &r->c.p.split_k};
-        int ji[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11};
+        int ji[] = {MQ_TCOL_GROUP,  MQ_TCOL_N,      MQ_TCOL_K,      MQ_TCOL_M_LO,
+                    MQ_TCOL_M_HI,   MQ_TCOL_TILE_M, MQ_TCOL_TILE_N, MQ_TCOL_TILE_K,
+                    MQ_TCOL_NUM_THREADGROUPS, MQ_TCOL_SPLIT_K};
         char why[400] = "";
         if (t.rows[i].nfields != t.rows[0].nfields)
             snprintf(why, sizeof why, "%d fields, the header has %d", t.rows[i].nfields,
                      t.rows[0].nfields);
-        else if (mq_format_from_name(f[idx[0]], &r->format, &e))
+        else if (mq_format_from_name(f[idx[MQ_TCOL_FORMAT]], &r->format, &e))
             snprintf(why, sizeof why, "format: %s", e.msg);
-        else if (mq_variant_from_name(f[idx[6]], &r->c.variant, &e))
+        else if (mq_variant_from_name(f[idx[MQ_TCOL_VARIANT]], &r->c.variant, &e))
             snprintf(why, sizeof why, "variant: %s", e.msg);
         for (int j = 0; !why[0] && j < 10; j++) {
             char b[160];
@@ -125,7 +146,7 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
                 snprintf(why, sizeof why, "%s: %s", cols[ji[j]], b);
         }
         char b[160];
-        if (!why[0] && mq_parse_double(f[idx[12]], 0, 1e6, &r->expected_s, b, sizeof b))
+        if (!why[0] && mq_parse_double(f[idx[MQ_TCOL_EXPECTED_S]], 0, 1e6, &r->expected_s, b, sizeof b))
             snprintf(why, sizeof why, "expected_s: %s", b);
         if (!why[0] && r->m_lo > r->m_hi)
             snprintf(why, sizeof why, "m_lo %d is above m_hi %d", r->m_lo, r->m_hi);

@@ -12,43 +12,106 @@
 
 /* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles):
  * marlin_gemm_fp4 64x64x32 double-buffered = 16384 B; fused = 4096 + 4*128 =
- * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B. */
-static const mq_variant_info variants[MQ_VAR_COUNT] = {
-    [MQ_VAR_MARLIN_FP4] = {"marlin_gemm_fp4", FMT(MQ_FMT_FP4), MQ_SCHED_GRID2D,
-                           MQ_DEQ_STAGED, 2, 2, 32, 32, 0, 0, 8, {64, 64, 32, 0, 1},
-                           "2D grid; A and dequantized B tiles staged, double-buffered"},
-    [MQ_VAR_MARLIN_FP4_STRIPED] = {"marlin_gemm_fp4_striped", FMT(MQ_FMT_FP4),
-                                   MQ_SCHED_STRIPED, MQ_DEQ_STAGED, 1, 1, 32, 32, 0, 0, 8,
-                                   {64, 64, 32, 0, 1},
-                                   "1D stripes over column-major tiles x k_parallel; "
-                                   "partials to a workspace, then a reduction pass"},
-    [MQ_VAR_FUSED_FP4] = {"marlin_gemm_fused_fp4", FMT(MQ_FMT_FP4), MQ_SCHED_GRID2D,
-                          MQ_DEQ_FUSED, 1, 0, 32, 32, 128, 0, 8, {64, 64, 32, 0, 1},
-                          "2D grid; B dequantized in registers per 8x8 sub-tile"},
-    [MQ_VAR_FUSED_U4] = {"marlin_gemm_fused_u4", FMT(MQ_FMT_U4), MQ_SCHED_GRID2D,
-                         MQ_DEQ_FUSED, 1, 0, 32, 32, 128, 0, 8, {64, 64, 32, 0, 1},
-                         "2D grid; u4 magic-bias dequant in registers, zero points"},
-    [MQ_VAR_TRELLIS_PACKED] = {"gemm_trellis_packed", TRELLIS_FMTS, MQ_SCHED_GRID2D,
-                               MQ_DEQ_FUSED, 2, 0, 32, 32, 128, 128, 16, {64, 64, 32, 0, 1},
-                               "trellis prefill: fused codebook dequant, 64x64 tiles"},
-    [MQ_VAR_TRELLIS_DECODE] = {"gemm_trellis_packed_decode", TRELLIS_FMTS, MQ_SCHED_GRID2D,
-                               MQ_DEQ_FUSED, 2, 0, 32, 32, 128, 128, 16, {32, 128, 32, 0, 1},
-                               "trellis decode: fused codebook dequant, 32x128 tiles"},
-    [MQ_VAR_MLX_SPLITK] = {"mlx_qmm_splitk", FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4),
-                           MQ_SCHED_SPLITK, MQ_DEQ_STAGED, 1, 1, 16, 16, 0, 0, 8,
-                           {32, 32, 32, 0, 1},
-                           "MLX qmm_t split-K: grid x split_k slices, partials, then a sum"},
+ * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B. Up to MAX_VARIANTS
+ * rows: the seeds' below, then any mq_variant_register adds. */
+#define MAX_VARIANTS 32
+static mq_variant_info variants[MAX_VARIANTS] = {
+    [MQ_VAR_MARLIN_FP4] = {
+        .name = "marlin_gemm_fp4", .enum_name = "MQ_VAR_MARLIN_FP4",
+        .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_STAGED,
+        .a_stages = 2, .b_stages = 2, .sg_m = 32, .sg_n = 32, .tile_quantum = 8,
+        .defaults = {64, 64, 32, 0, 1},
+        .msl_file = "marlin_gemm_fp4.metal", .msl_function = "marlin_gemm_fp4",
+        .summary = "2D grid; A and dequantized B tiles staged, double-buffered"},
+    [MQ_VAR_MARLIN_FP4_STRIPED] = {
+        .name = "marlin_gemm_fp4_striped", .enum_name = "MQ_VAR_MARLIN_FP4_STRIPED",
+        .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_STRIPED, .dequant = MQ_DEQ_STAGED,
+        .a_stages = 1, .b_stages = 1, .sg_m = 32, .sg_n = 32, .tile_quantum = 8,
+        .defaults = {64, 64, 32, 0, 1},
+        .msl_file = "marlin_gemm_fp4_striped.metal", .msl_function = "marlin_gemm_fp4_striped",
+        .msl_buffers = {MQ_BUF_WORKSPACE},
+        .summary = "1D stripes over column-major tiles x k_parallel; partials to a workspace, "
+                   "then a reduction pass"},
+    [MQ_VAR_FUSED_FP4] = {
+        .name = "marlin_gemm_fused_fp4", .enum_name = "MQ_VAR_FUSED_FP4",
+        .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
+        .a_stages = 1, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128, .tile_quantum = 8,
+        .defaults = {64, 64, 32, 0, 1},
+        .msl_file = "marlin_gemm_fused.metal", .msl_function = "marlin_gemm_fused_fp4",
+        .summary = "2D grid; B dequantized in registers per 8x8 sub-tile"},
+    [MQ_VAR_FUSED_U4] = {
+        .name = "marlin_gemm_fused_u4", .enum_name = "MQ_VAR_FUSED_U4",
+        .formats = FMT(MQ_FMT_U4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
+        .a_stages = 1, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128, .tile_quantum = 8,
+        .defaults = {64, 64, 32, 0, 1},
+        .msl_file = "marlin_gemm_fused.metal", .msl_function = "marlin_gemm_fused_u4",
+        .summary = "2D grid; u4 magic-bias dequant in registers, zero points"},
+    [MQ_VAR_TRELLIS_PACKED] = {
+        .name = "gemm_trellis_packed", .enum_name = "MQ_VAR_TRELLIS_PACKED",
+        .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
+        .a_stages = 2, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
+        .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {64, 64, 32, 0, 1},
+        .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed",
+        .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
+        .summary = "trellis prefill: fused codebook dequant, 64x64 tiles"},
+    [MQ_VAR_TRELLIS_DECODE] = {
+        .name = "gemm_trellis_packed_decode", .enum_name = "MQ_VAR_TRELLIS_DECODE",
+        .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
+        .a_stages = 2, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
+        .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {32, 128, 32, 0, 1},
+        .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed_decode",
+        .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
+        .summary = "trellis decode: fused codebook dequant, 32x128 tiles"},
+    [MQ_VAR_MLX_SPLITK] = {
+        .name = "mlx_qmm_splitk", .enum_name = "MQ_VAR_MLX_SPLITK",
+        .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_SPLITK,
+        .dequant = MQ_DEQ_STAGED, .a_stages = 1, .b_stages = 1, .sg_m = 16, .sg_n = 16,
+        .tile_quantum = 8, .defaults = {32, 32, 32, 0, 1},
+        .msl_file = "mlx_qmm_splitk.metal", .msl_function = "mlx_qmm_splitk_%s",
+        .msl_buffers = {MQ_BUF_WORKSPACE},
+        .summary = "MLX qmm_t split-K: grid x split_k slices, partials, then a sum"},
 };
+static int nvariants = MQ_VAR_COUNT;
+
+int mq_variant_count(void)
+{
+    return nvariants;
+}
 
 const mq_variant_info *mq_variant_get(mq_variant v)
 {
-    return (unsigned)v < MQ_VAR_COUNT ? &variants[v] : NULL;
+    return (unsigned)v < (unsigned)nvariants ? &variants[v] : NULL;
+}
+
+mq_status mq_variant_register(const mq_variant_info *row, mq_variant *id, mq_error *err)
+{
+    mq_variant dup;
+    if (!row || !row->name || !*row->name)
+        return mq_fail(err, MQ_E_ARG, "a variant needs a name");
+    if (mq_variant_from_name(row->name, &dup, NULL) == MQ_OK)
+        return mq_fail(err, MQ_E_ARG, "variant '%s' exists already", row->name);
+    if (nvariants == MAX_VARIANTS)
+        return mq_fail(err, MQ_E_ARG, "no room for variant '%s' (at most %d)", row->name,
+                       MAX_VARIANTS);
+    if (!row->formats || row->formats >= (1u << MQ_FMT_COUNT))
+        return mq_fail(err, MQ_E_ARG, "variant '%s' serves no known format", row->name);
+    if ((unsigned)row->schedule > MQ_SCHED_SPLITK || (unsigned)row->dequant > MQ_DEQ_FUSED)
+        return mq_fail(err, MQ_E_ARG, "variant '%s': unknown schedule or dequant strategy",
+                       row->name);
+    if (row->sg_m < 8 || row->sg_n < 8 || row->sg_m % 8 || row->sg_n % 8 ||
+        row->tile_quantum < 1 || row->a_stages < 0 || row->b_stages < 0)
+        return mq_fail(err, MQ_E_ARG,
+                       "variant '%s': simdgroup region %dx%d (multiples of 8), tile quantum %d",
+                       row->name, row->sg_m, row->sg_n, row->tile_quantum);
+    variants[nvariants] = *row;
+    *id = (mq_variant)nvariants++;
+    return mq_ok(err);
 }
 
 mq_status mq_variant_from_name(const char *name, mq_variant *out, mq_error *err)
 {
     char known[512] = "";
-    for (int i = 0; i < MQ_VAR_COUNT; i++) {
+    for (int i = 0; i < nvariants; i++) {
         if (name && strcmp(name, variants[i].name) == 0) {
             *out = (mq_variant)i;
             return mq_ok(err);

@@ -9,37 +9,37 @@
 #define MQ_SOURCE_DIR "."
 #endif
 
-static const mq_msl_program programs[] = {
-    {MQ_VAR_MARLIN_FP4, -1, "marlin_gemm_fp4.metal", "marlin_gemm_fp4", {MQ_MSL_END}},
-    {MQ_VAR_MARLIN_FP4_STRIPED, -1, "marlin_gemm_fp4_striped.metal", "marlin_gemm_fp4_striped",
-     {MQ_MSL_WORKSPACE, MQ_MSL_END}},
-    {MQ_VAR_FUSED_FP4, -1, "marlin_gemm_fused.metal", "marlin_gemm_fused_fp4", {MQ_MSL_END}},
-    {MQ_VAR_FUSED_U4, -1, "marlin_gemm_fused.metal", "marlin_gemm_fused_u4", {MQ_MSL_ZEROS, MQ_MSL_END}},
-    {MQ_VAR_TRELLIS_PACKED, -1, "gemm_trellis.metal", "gemm_trellis_packed",
-     {MQ_MSL_GRID, MQ_MSL_SU, MQ_MSL_SV, MQ_MSL_END}},
-    {MQ_VAR_TRELLIS_DECODE, -1, "gemm_trellis.metal", "gemm_trellis_packed_decode",
-     {MQ_MSL_GRID, MQ_MSL_SU, MQ_MSL_SV, MQ_MSL_END}},
-    {MQ_VAR_MLX_SPLITK, MQ_FMT_FP4, "mlx_qmm_splitk.metal", "mlx_qmm_splitk_fp4",
-     {MQ_MSL_WORKSPACE, MQ_MSL_END}},
-    {MQ_VAR_MLX_SPLITK, MQ_FMT_U4, "mlx_qmm_splitk.metal", "mlx_qmm_splitk_u4",
-     {MQ_MSL_WORKSPACE, MQ_MSL_ZEROS, MQ_MSL_END}},
-};
-
-const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c)
+const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c,
+                                         mq_msl_program *out)
 {
-    for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++)
-        if (programs[i].v == c->variant &&
-            (programs[i].format < 0 || programs[i].format == (int)p->format))
-            return &programs[i];
-    return NULL;
+    const mq_variant_info *vi = mq_variant_get(c->variant);
+    if (!vi || !vi->msl_file || !vi->msl_function || !mq_variant_serves(c->variant, p->format))
+        return NULL;
+    /* the function's name with the format put in, kept per variant and format
+     * so the pointer stays valid */
+    static char names[64][MQ_FMT_COUNT][96];
+    if ((unsigned)c->variant >= 64)
+        return NULL;
+    char *fn = names[c->variant][p->format];
+    snprintf(fn, sizeof names[0][0], vi->msl_function, mq_format_name(p->format));
+    out->file = vi->msl_file;
+    out->function = fn;
+    int n = 0;
+    for (int i = 0; i < 4 && vi->msl_buffers[i] != MQ_BUF_END; i++)
+        out->extra[n++] = vi->msl_buffers[i];
+    if (p->format == MQ_FMT_U4) /* zero points follow the variant's own buffers */
+        out->extra[n++] = MQ_BUF_ZEROS;
+    out->extra[n] = MQ_BUF_END;
+    return out;
 }
 
 int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
                      const char **function, char *defines, size_t n, char *err, size_t errlen)
 {
-    const mq_msl_program *pi = mq_msl_program_of(p, c);
+    mq_msl_program prog;
+    const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
     const mq_variant_info *vi = mq_variant_get(c->variant);
-    if (!pi || !vi || !mq_variant_serves(c->variant, p->format)) {
+    if (!pi) {
         snprintf(err, errlen, "no Metal kernel for %s on %s", vi ? vi->name : "(unknown variant)",
                  mq_format_name(p->format));
         return -1;

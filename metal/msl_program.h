@@ -12,27 +12,19 @@
 
 #include "mq.h"
 
-/* Buffers after the common ones (0 A, 1 packed/indices, 2 scales/tscales,
- * 3 C, 4 params), in binding order from 5. */
-typedef enum {
-    MQ_MSL_END = 0,
-    MQ_MSL_WORKSPACE,
-    MQ_MSL_ZEROS,
-    MQ_MSL_GRID,
-    MQ_MSL_SU,
-    MQ_MSL_SV
-} mq_msl_buffer;
-
+/* What runs a candidate: the source file, the kernel function, and the
+ * buffers it binds after the common ones (MQ_BUF_END-terminated), all from
+ * the variant's row (kernels/variants.c). */
 typedef struct {
-    mq_variant v;
-    int format; /* -1: any format the variant serves */
-    const char *file, *function;
-    mq_msl_buffer extra[4];
+    const char *file;
+    const char *function;
+    mq_buffer_kind extra[6];
 } mq_msl_program;
 
-/* The program row of a candidate, or NULL when its variant and format have
- * no kernel. */
-const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c);
+/* Fill out for a candidate; NULL when its variant and format have no
+ * kernel. */
+const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c,
+                                         mq_msl_program *out);
 
 /* What a backend compiles for a candidate: the source file in metal/, the
  * kernel function, and the preprocessor definitions ("TILE_M=64 TILE_N=64

@@ -111,8 +111,9 @@ static int model_points(const mq_plot_src *s, const mq_problem *p, axis_fn serie
     int rc = 0;
     for (int i = 0; i < sp.n && rc == 0; i++) {
         mq_features f;
-        if (!sp.e[i].legal || mq_features_compute(p, &sp.e[i].c, &s->chip, &f, NULL) != MQ_OK)
+        if (!sp.e[i].legal)
             continue;
+        mq_features_from_plan(p, &sp.e[i].c, &sp.e[i].plan, &s->chip, &f);
         rc = points_add(out, series_of(&sp.e[i].c, &f, &s->chip), x_of(&sp.e[i].c, &f, &s->chip),
                         mq_model_predict(s->model, &f) * 1e3);
     }

@@ -77,7 +77,7 @@ mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out
             continue;
         cs[n].c = sp.e[i].c;
         cs[n].time = -1;
-        mq_features_compute(p, &cs[n].c, chip, &cs[n].f, NULL);
+        mq_features_from_plan(p, &cs[n].c, &sp.e[i].plan, chip, &cs[n].f);
         n++;
     }
     mq_space_free(&sp);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "table_columns.h"
 #include "table_write.h"
 #include "version.h"
 
@@ -115,39 +116,50 @@ int mq_table_write_csv(const char *path, const char *chip, const char *backend,
             MQ_TABLE_SCHEMA, chip, backend, source, MQ_TOOL_VERSION, mq_git_rev(), date);
     fprintf(f, "# rows with N=0 K=0 are the chip's default per format; speedups are over "
                "each baseline rule (0: the rule does not serve the format)\n");
-    static const char *const head[] = {"format", "group", "N", "K", "m_lo", "m_hi", "variant",
-                                       "tile_m", "tile_n", "tile_k", "num_threadgroups",
-                                       "split_k", "expected_s", "source", "speedup_seed",
-                                       "speedup_stripe", "speedup_mlx"};
-    for (int i = 0; i < 17; i++)
-        field(f, head[i], i == 16);
+    for (int i = 0; i < MQ_TCOL_COUNT; i++)
+        field(f, mq_table_columns[i], i == MQ_TCOL_COUNT - 1);
     for (int i = 0; i < n; i++) {
         const mq_table_row *r = &e[i].row;
-        char v[17][64];
-        snprintf(v[0], 64, "%s", mq_format_name(r->format));
-        const int ints[] = {r->group, r->N, r->K, r->m_lo, r->m_hi};
-        for (int j = 0; j < 5; j++)
-            snprintf(v[1 + j], 64, "%d", ints[j]);
-        snprintf(v[6], 64, "%s", mq_variant_get(r->c.variant)->name);
-        const int ps[] = {r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k, r->c.p.num_threadgroups,
-                          r->c.p.split_k};
-        for (int j = 0; j < 5; j++)
-            snprintf(v[7 + j], 64, "%d", ps[j]);
-        snprintf(v[12], 64, "%.6g", r->expected_s);
-        snprintf(v[13], 64, "%s", r->N == 0 ? "default" : e[i].measured ? "measured" : "predicted");
+        char v[MQ_TCOL_COUNT][64];
+        const struct {
+            int col, value;
+        } ints[] = {{MQ_TCOL_GROUP, r->group},
+                    {MQ_TCOL_N, r->N},
+                    {MQ_TCOL_K, r->K},
+                    {MQ_TCOL_M_LO, r->m_lo},
+                    {MQ_TCOL_M_HI, r->m_hi},
+                    {MQ_TCOL_TILE_M, r->c.p.tile_m},
+                    {MQ_TCOL_TILE_N, r->c.p.tile_n},
+                    {MQ_TCOL_TILE_K, r->c.p.tile_k},
+                    {MQ_TCOL_NUM_THREADGROUPS, r->c.p.num_threadgroups},
+                    {MQ_TCOL_SPLIT_K, r->c.p.split_k}};
+        for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+            snprintf(v[ints[j].col], 64, "%d", ints[j].value);
+        snprintf(v[MQ_TCOL_FORMAT], 64, "%s", mq_format_name(r->format));
+        snprintf(v[MQ_TCOL_VARIANT], 64, "%s", mq_variant_get(r->c.variant)->name);
+        snprintf(v[MQ_TCOL_EXPECTED_S], 64, "%.6g", r->expected_s);
+        snprintf(v[MQ_TCOL_SOURCE], 64, "%s",
+                 r->N == 0 ? "default" : e[i].measured ? "measured" : "predicted");
         for (int j = 0; j < MQ_BASE_COUNT; j++)
-            snprintf(v[14 + j], 64, "%.3f", e[i].speedup[j]);
-        for (int j = 0; j < 17; j++)
-            field(f, v[j], j == 16);
+            snprintf(v[MQ_TCOL_SPEEDUP_SEED + j], 64, "%.3f", e[i].speedup[j]);
+        for (int j = 0; j < MQ_TCOL_COUNT; j++)
+            field(f, v[j], j == MQ_TCOL_COUNT - 1);
     }
     return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
 static const char *const fmt_enum[MQ_FMT_COUNT] = {"MQ_FMT_FP4", "MQ_FMT_U4", "MQ_FMT_TRELLIS2",
                                                    "MQ_FMT_TRELLIS3", "MQ_FMT_TRELLIS4"};
-static const char *const var_enum[MQ_VAR_COUNT] = {
-    "MQ_VAR_MARLIN_FP4",    "MQ_VAR_MARLIN_FP4_STRIPED", "MQ_VAR_FUSED_FP4", "MQ_VAR_FUSED_U4",
-    "MQ_VAR_TRELLIS_PACKED", "MQ_VAR_TRELLIS_DECODE",    "MQ_VAR_MLX_SPLITK"};
+/* A variant in C: its enum constant, or its id for one registered at run
+ * time (the same registration order gives the same id). */
+static const char *var_enum(mq_variant v, char *buf, size_t n)
+{
+    const mq_variant_info *vi = mq_variant_get(v);
+    if (vi && vi->enum_name)
+        return vi->enum_name;
+    snprintf(buf, n, "(mq_variant)%d /* %s */", (int)v, vi ? vi->name : "?");
+    return buf;
+}
 
 int mq_table_write_header(const char *path, const char *chip, const char *source,
                           const mq_table_entry *e, int n, char *err, size_t errlen)
@@ -168,9 +180,10 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
             chip, chip);
     for (int i = 0; i < n; i++) {
         const mq_table_row *r = &e[i].row;
+        char vb[96];
         fprintf(f, "    {%s, %d, %d, %d, %d, %d, {%s, {%d, %d, %d, %d, %d}}, %.6g},\n",
                 fmt_enum[r->format], r->group, r->N, r->K, r->m_lo, r->m_hi,
-                var_enum[r->c.variant], r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k,
+                var_enum(r->c.variant, vb, sizeof vb), r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k,
                 r->c.p.num_threadgroups, r->c.p.split_k, r->expected_s);
     }
     fprintf(f, "};\nstatic const int mq_table_%s_count = %d;\n\n#endif\n", chip, n);

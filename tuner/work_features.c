@@ -20,8 +20,16 @@ mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const 
     mq_limits lim = mq_chip_limits(chip);
     mq_plan plan;
     mq_status st = mq_plan_candidate(p, c, &lim, &plan, err);
-    if (st)
-        return st;
+    if (st == MQ_OK)
+        mq_features_from_plan(p, c, &plan, chip, f);
+    return st;
+}
+
+void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_plan *pl,
+                           const mq_chip *chip, mq_features *f)
+{
+    const mq_plan plan = *pl;
+    const mq_limits lim = mq_chip_limits(chip);
     double cores = chip->v[MQ_CHIP_GPU_CORES];
     double by_mem = plan.tg_mem_bytes > 0 ? floor(lim.tg_mem_bytes / (double)plan.tg_mem_bytes)
                                           : chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE];
@@ -52,5 +60,4 @@ mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const 
     f->compute_s = f->tgs_per_core * f->units_per_tg * f->flops_per_unit / core_flops;
     f->memory_s = f->total_bytes / bw;
     f->splitk_s = f->splitk_bytes / bw;
-    return MQ_OK;
 }

@@ -35,6 +35,11 @@ typedef struct {
 mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const mq_chip *chip,
                               mq_features *out, mq_error *err);
 
+/* The same from a plan already made (mq_plan_candidate on the chip's
+ * limits, e.g. a space entry's): the plan is computed once and carried. */
+void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
+                           const mq_chip *chip, mq_features *out);
+
 /* Stored bytes per weight element of a format and group (codes + scales +
  * zero points; trellis: indices + FP32 scales). */
 double mq_weight_bytes_per_element(mq_format f, int group);
