@@ -1,5 +1,7 @@
 /* baselines.h - the hard-coded rules the dispatch tables must beat, as
- * functions from a problem and a chip to a candidate (shared/DESIGN.md):
+ * functions from a problem and a chip to a candidate (each rule is spelled
+ * out below and in README "tune"; the MLX rule is the split-K choice of
+ * ml-explore/mlx quantized matmul):
  *  - seed: the seed kernels' own rule (2D 64x64, 128 threads; trellis
  *    decode 32x128 when M <= 16, else prefill 64x64; no split-K);
  *  - stripe: the stripe document's rule (split K when m_tiles*n_tiles <
