@@ -18,6 +18,8 @@ typedef struct {
     const char *chip, *chips, *suite, *m, *out, *backend;
     mq_shape shapes[MAX_SHAPES];
     mq_candidate cands[MAX_CANDS];
+    mq_shape_list shape_list;
+    mq_candidate_list cand_list;
     mq_bench_job job;
     int explain, threads;
 } options;
@@ -60,33 +62,6 @@ static void usage(FILE *f)
         "  bench --suite all --m all --space full --resume   # long; resumable\n");
 }
 
-/* --shape and --candidate repeat: each parser appends to the options. */
-static int add_shape(const char *v, void *dst, char *err, size_t errlen)
-{
-    options *o = dst;
-    mq_shape s = {"shape", "", 0, 0, 0};
-    (void)err;
-    (void)errlen;
-    if (o->job.nshapes >= MAX_SHAPES || mq_cli_shape(v, &s.M, &s.N, &s.K))
-        return -1;
-    snprintf(s.layer, sizeof s.layer, "%s", v);
-    o->shapes[o->job.nshapes++] = s;
-    return 0;
-}
-
-static int add_candidate(const char *v, void *dst, char *err, size_t errlen)
-{
-    options *o = dst;
-    if (o->job.ncands >= MAX_CANDS)
-        return snprintf(err, errlen, "too many candidates at '%s'", v), -1;
-    return mq_cli_candidate(v, &o->cands[o->job.ncands++], err, errlen);
-}
-
-static int parse_formats(const char *v, void *dst, char *err, size_t errlen)
-{
-    return mq_cli_formats(v, dst, err, errlen);
-}
-
 static int parse_space(const char *v, void *dst, char *err, size_t errlen)
 {
     (void)err;
@@ -104,6 +79,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->backend = "auto";
     o->job.group = 128;
     o->job.mo = mq_measure_defaults();
+    o->shape_list = (mq_shape_list){o->shapes, 0, MAX_SHAPES};
+    o->cand_list = (mq_candidate_list){o->cands, 0, MAX_CANDS};
     const mq_arg args[] = {
         MQ_OPT_STR("--chip", &o->chip),
         MQ_OPT_STR("--chips", &o->chips),
@@ -111,9 +88,10 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_STR("--m", &o->m),
         MQ_OPT_STR("--out", &o->out),
         MQ_OPT_STR("--backend", &o->backend),
-        MQ_OPT_CUSTOM("--shape", o, add_shape, "bad shape (expected MxNxK, positive)"),
-        MQ_OPT_CUSTOM("--candidate", o, add_candidate, NULL),
-        MQ_OPT_CUSTOM("--formats", &o->job.formats, parse_formats, NULL),
+        MQ_OPT_CUSTOM("--shape", &o->shape_list, mq_cli_add_shape,
+                      "bad shape (expected MxNxK, positive)"),
+        MQ_OPT_CUSTOM("--candidate", &o->cand_list, mq_cli_add_candidate, NULL),
+        MQ_OPT_CUSTOM("--formats", &o->job.formats, mq_cli_parse_formats, NULL),
         MQ_OPT_INT("--group", &o->job.group, 1, 1 << 20, "bad group size"),
         MQ_OPT_CUSTOM("--space", &o->job.space, parse_space, "bad --space (expected seed or full)"),
         MQ_OPT_DOUBLE("--budget", &o->job.mo.budget_s, 1e-6, 3600, "bad --budget"),
@@ -129,6 +107,8 @@ static int parse_args(int argc, char **argv, options *o)
                            NULL);
     if (rc == 1)
         usage(stdout);
+    o->job.nshapes = o->shape_list.n;
+    o->job.ncands = o->cand_list.n;
     if (!o->job.formats)
         o->job.formats = 1u << MQ_FMT_FP4;
     if (o->job.mo.min_reps > o->job.mo.max_reps)

@@ -119,3 +119,36 @@ int mq_make_parent_dirs(const char *path, char *err, size_t errlen)
     }
     return 0;
 }
+
+int mq_cli_add_shape(const char *v, void *list, char *err, size_t errlen)
+{
+    mq_shape_list *l = list;
+    (void)err;
+    (void)errlen;
+    if (l->n >= l->cap)
+        return -1;
+    mq_shape *s = &l->items[l->n];
+    memset(s, 0, sizeof *s);
+    snprintf(s->model, sizeof s->model, "shape");
+    if (mq_cli_shape(v, &s->M, &s->N, &s->K))
+        return -1;
+    snprintf(s->layer, sizeof s->layer, "%s", v);
+    l->n++;
+    return 0;
+}
+
+int mq_cli_add_candidate(const char *v, void *list, char *err, size_t errlen)
+{
+    mq_candidate_list *l = list;
+    if (l->n >= l->cap)
+        return snprintf(err, errlen, "too many candidates at '%s' (at most %d)", v, l->cap), -1;
+    if (mq_cli_candidate(v, &l->items[l->n], err, errlen))
+        return -1;
+    l->n++;
+    return 0;
+}
+
+int mq_cli_parse_formats(const char *v, void *mask, char *err, size_t errlen)
+{
+    return mq_cli_formats(v, mask, err, errlen);
+}

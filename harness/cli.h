@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "mq.h"
+#include "suites.h"
 
 /* Print "TOOL: MSG 'ARG' (see --help)" to stderr; returns 2 (bad usage). */
 int mq_cli_fail(const char *tool, const char *msg, const char *arg);
@@ -23,6 +24,21 @@ int mq_cli_shape(const char *s, int *M, int *N, int *K);
 int mq_cli_formats(const char *s, unsigned *mask, char *err, size_t errlen);
 /* "variant tm tn tk tg sk"; -1 and the message when malformed or unknown. */
 int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen);
+
+/* Repeatable flags (--shape, --candidate) append to a list over the
+ * caller's array: mq_args' MQ_OPT_CUSTOM parsers with the list as dst. */
+typedef struct {
+    mq_shape *items;
+    int n, cap;
+} mq_shape_list;
+typedef struct {
+    mq_candidate *items;
+    int n, cap;
+} mq_candidate_list;
+int mq_cli_add_shape(const char *v, void *list, char *err, size_t errlen);
+int mq_cli_add_candidate(const char *v, void *list, char *err, size_t errlen);
+/* "fp4,u4" into an unsigned mask, as an MQ_OPT_CUSTOM parser. */
+int mq_cli_parse_formats(const char *v, void *mask, char *err, size_t errlen);
 
 /* Create every directory on the way to path's last '/' (results/CHIP/x.csv
  * makes results/ and results/CHIP/). 0, or -1 with a message naming the

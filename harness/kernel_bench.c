@@ -23,12 +23,10 @@
 #define MAX_CANDS 64
 
 typedef struct {
-    int M, N, K;
-} shape;
-
-typedef struct {
-    shape shapes[MAX_SHAPES];
+    mq_shape shapes[MAX_SHAPES];
     int nshapes;
+    mq_shape_list shape_list;
+    mq_candidate_list cand_list;
     unsigned formats; /* bit per mq_format */
     int group;
     mq_candidate cands[MAX_CANDS]; /* user candidates; none: the built-in list */
@@ -65,33 +63,6 @@ static void usage(FILE *f)
             "  kernel-bench --shape 16x4096x14336 --candidate 'marlin_gemm_fused_fp4 16 64 128 0 1'\n");
 }
 
-static int add_shape(const char *v, void *dst, char *err, size_t errlen)
-{
-    options *o = dst;
-    (void)err;
-    (void)errlen;
-    if (o->nshapes >= MAX_SHAPES)
-        return -1;
-    shape *sh = &o->shapes[o->nshapes];
-    if (mq_cli_shape(v, &sh->M, &sh->N, &sh->K))
-        return -1;
-    o->nshapes++;
-    return 0;
-}
-
-static int parse_candidate(const char *v, void *dst, char *err, size_t errlen)
-{
-    options *o = dst;
-    if (o->ncands >= MAX_CANDS)
-        return snprintf(err, errlen, "too many candidates at '%s'", v), -1;
-    return mq_cli_candidate(v, &o->cands[o->ncands++], err, errlen);
-}
-
-static int parse_formats(const char *v, void *dst, char *err, size_t errlen)
-{
-    return mq_cli_formats(v, dst, err, errlen);
-}
-
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -99,11 +70,14 @@ static int parse_args(int argc, char **argv, options *o)
     o->min_time = 1.0;
     o->max_reps = 200;
     o->probe_trials = 5;
+    o->shape_list = (mq_shape_list){o->shapes, 0, MAX_SHAPES};
+    o->cand_list = (mq_candidate_list){o->cands, 0, MAX_CANDS};
     const mq_arg args[] = {
-        MQ_OPT_CUSTOM("--shape", o, add_shape, "bad shape (expected MxNxK, positive)"),
-        MQ_OPT_CUSTOM("--formats", &o->formats, parse_formats, NULL),
+        MQ_OPT_CUSTOM("--shape", &o->shape_list, mq_cli_add_shape,
+                      "bad shape (expected MxNxK, positive)"),
+        MQ_OPT_CUSTOM("--formats", &o->formats, mq_cli_parse_formats, NULL),
         MQ_OPT_INT("--group", &o->group, 1, 1 << 20, "bad group size"),
-        MQ_OPT_CUSTOM("--candidate", o, parse_candidate, NULL),
+        MQ_OPT_CUSTOM("--candidate", &o->cand_list, mq_cli_add_candidate, NULL),
         MQ_OPT_INT("--threads", &o->threads, 1, 1024, "bad thread count"),
         MQ_OPT_DOUBLE("--min-time", &o->min_time, 1e-6, 3600, "bad --min-time"),
         MQ_OPT_INT("--max-reps", &o->max_reps, 1, MQ_MAX_SAMPLES, "bad --max-reps"),
@@ -117,8 +91,12 @@ static int parse_args(int argc, char **argv, options *o)
         usage(stdout);
     if (rc)
         return rc;
+    o->nshapes = o->shape_list.n;
+    o->ncands = o->cand_list.n;
     if (!o->nshapes) {
-        static const shape def[] = {{1, 4096, 14336}, {16, 4096, 14336}, {512, 4096, 14336}};
+        static const mq_shape def[] = {{"default", "", 1, 4096, 14336},
+                                       {"default", "", 16, 4096, 14336},
+                                       {"default", "", 512, 4096, 14336}};
         memcpy(o->shapes, def, sizeof def);
         o->nshapes = 3;
     }

@@ -66,11 +66,6 @@ static void usage(FILE *f)
         "  tune --chip host --check heldout --formats fp4\n");
 }
 
-static int parse_formats(const char *v, void *dst, char *err, size_t errlen)
-{
-    return mq_cli_formats(v, dst, err, errlen);
-}
-
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -90,7 +85,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_STR("--out-dir", &o->out_dir),
         MQ_OPT_STR("--check", &o->check),
         MQ_OPT_STR("--search", &o->search),
-        MQ_OPT_CUSTOM("--formats", &o->t.formats, parse_formats, NULL),
+        MQ_OPT_CUSTOM("--formats", &o->t.formats, mq_cli_parse_formats, NULL),
         MQ_OPT_INT("--group", &o->t.group, 1, 1 << 20, "bad group size"),
         MQ_OPT_INT("--evals", &o->t.evals, 4, 100000, "bad --evals"),
         MQ_OPT_DOUBLE("--budget", &o->t.mo.budget_s, 1e-6, 3600, "bad --budget"),
