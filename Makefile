@@ -100,7 +100,7 @@ $(FAULT_LIB): tests/fault_inject.c
 test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
-	  "tests/test_tune_resume.sh $(BUILD)" tests/check_layers.sh \
+	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
 sanitize:
@@ -157,13 +157,7 @@ tune: deps $(BUILD)/tune
 # read harness/chips.csv, metal/ and plots/*.gp from the source tree they
 # were built in (MQ_SOURCE_DIR) unless MQ_CHIPS / MQ_METAL_DIR say otherwise.
 install: $(LIB) $(TOOLS)
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libmq.a
-	install -m 644 kernels/mq.h $(DESTDIR)$(PREFIX)/include/mq.h
-	for t in $(TOOLS); do install -m 755 $$t $(DESTDIR)$(PREFIX)/bin/mq-$$(basename $$t); done
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mq\nDescription: Marlin-style quantized GEMM: CPU model, formats and dispatch-table lookup\nVersion: %s\nLibs: -L$${libdir} -lmq\nLibs.private: -lcsv -lm -pthread\nCflags: -I$${includedir}\n' \
-	  '$(PREFIX)' "$$(sed -n 's/^#define MQ_TOOL_VERSION "\(.*\)"/\1/p' harness/version.h)" \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mq.pc
+	scripts/install.sh $(BUILD) $(DESTDIR)$(PREFIX) $(PREFIX)
 
 deps:
 	@scripts/install-deps.sh
