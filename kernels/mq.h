@@ -190,6 +190,8 @@ typedef struct {
     int sg_m, sg_n;            /* output region of one simdgroup */
     int staging_bytes_per_sg;  /* per-simdgroup B staging (fused) */
     int epilogue_bytes_per_sg;
+    int scratch_in_tiles_per_sg; /* epilogue scratch that reuses the tiles' memory: the
+                                  * threadgroup holds at least simdgroups x this */
     int tile_quantum;          /* tile_n and tile_k must be multiples of this */
     mq_params defaults;        /* the seed's own configuration */
     const char *msl_file;      /* its kernel source in metal/ */

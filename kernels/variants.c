@@ -20,6 +20,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "marlin_gemm_fp4", .enum_name = "MQ_VAR_MARLIN_FP4",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_STAGED,
         .a_stages = 2, .b_stages = 2, .sg_m = 32, .sg_n = 32, .tile_quantum = 8,
+        .scratch_in_tiles_per_sg = 256,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fp4.metal", .msl_function = "marlin_gemm_fp4",
         .summary = "2D grid; A and dequantized B tiles staged, double-buffered"},
@@ -27,6 +28,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "marlin_gemm_fp4_striped", .enum_name = "MQ_VAR_MARLIN_FP4_STRIPED",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_STRIPED, .dequant = MQ_DEQ_STAGED,
         .a_stages = 1, .b_stages = 1, .sg_m = 32, .sg_n = 32, .tile_quantum = 8,
+        .scratch_in_tiles_per_sg = 256,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fp4_striped.metal", .msl_function = "marlin_gemm_fp4_striped",
         .msl_buffers = {MQ_BUF_WORKSPACE},
@@ -66,7 +68,8 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "mlx_qmm_splitk", .enum_name = "MQ_VAR_MLX_SPLITK",
         .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_SPLITK,
         .dequant = MQ_DEQ_STAGED, .a_stages = 1, .b_stages = 1, .sg_m = 16, .sg_n = 16,
-        .tile_quantum = 8, .defaults = {32, 32, 32, 0, 1},
+        .tile_quantum = 8, .scratch_in_tiles_per_sg = 256,
+        .defaults = {32, 32, 32, 0, 1},
         .msl_file = "mlx_qmm_splitk.metal", .msl_function = "mlx_qmm_splitk_%s",
         .msl_buffers = {MQ_BUF_WORKSPACE},
         .summary = "MLX qmm_t split-K: grid x split_k slices, partials, then a sum"},
@@ -201,8 +204,10 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
     if (plan->threads_per_tg > lim->max_threads_per_tg)
         return mq_fail(err, MQ_E_ILLEGAL, "%d threads per threadgroup exceed the limit %d",
                        plan->threads_per_tg, lim->max_threads_per_tg);
-    plan->tg_mem_bytes = 2 * (vi->a_stages * q->tile_m * q->tile_k +
-                              vi->b_stages * q->tile_k * q->tile_n) +
+    /* FP16 tiles, or the epilogue's scratch where it reuses them and needs
+     * more (many simdgroups over a thin K tile), plus per-simdgroup buffers */
+    int tiles = 2 * (vi->a_stages * q->tile_m * q->tile_k + vi->b_stages * q->tile_k * q->tile_n);
+    plan->tg_mem_bytes = mq_max(tiles, plan->simdgroups * vi->scratch_in_tiles_per_sg) +
                          plan->simdgroups * (vi->staging_bytes_per_sg + vi->epilogue_bytes_per_sg);
     if (plan->tg_mem_bytes > lim->tg_mem_bytes)
         return mq_fail(err, MQ_E_ILLEGAL,

@@ -17,9 +17,7 @@ kernel void marlin_gemm_fp4(device const half *A [[buffer(0)]],
                             uint lane [[thread_index_in_simdgroup]])
 {
     // one block: [A0 | A1 | B0 | B1]; the epilogue reuses it as scratch
-    threadgroup half smem[2 * (TILE_M * TILE_K + TILE_K * TILE_N)];
-    static_assert(4 * (TILE_M * TILE_K + TILE_K * TILE_N) >= SIMDGROUPS * 256,
-                  "the epilogue scratch fits in the tiles' memory");
+    threadgroup half smem[MQ_STAGED_SMEM(2 * (TILE_M * TILE_K + TILE_K * TILE_N))];
     threadgroup half *As[2] = {smem, smem + TILE_M * TILE_K};
     threadgroup half *Bs[2] = {smem + 2 * TILE_M * TILE_K,
                                smem + 2 * TILE_M * TILE_K + TILE_K * TILE_N};

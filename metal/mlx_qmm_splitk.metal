@@ -7,7 +7,7 @@
 // The slices are summed by marlin_splitk_reduce (marlin_gemm_fp4_striped.metal).
 #include "mq_metal.h"
 
-#define MLX_SMEM (TILE_M * TILE_K + TILE_K * TILE_N)
+#define MLX_SMEM MQ_STAGED_SMEM(TILE_M * TILE_K + TILE_K * TILE_N)
 
 template <bool U4>
 inline void mlx_qmm_body(device const half *A, device const uint *packed,
@@ -15,8 +15,7 @@ inline void mlx_qmm_body(device const half *A, device const uint *packed,
                          constant MqParams &p, device float *workspace, threadgroup half *smem,
                          uint3 tg, uint tid, uint sg, uint lane)
 {
-    static_assert(2 * (TILE_M * TILE_K + TILE_K * TILE_N) >= SIMDGROUPS * 256,
-                  "the epilogue scratch fits in the tiles' memory");
+    static_assert(MLX_SMEM * 2 >= SIMDGROUPS * 256, "the epilogue scratch fits in smem");
     threadgroup half *As = smem, *Bs = smem + TILE_M * TILE_K;
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N);
     const uint sg_row = (sg / uint(SG_COLS)) * uint(SG_M), sg_col = (sg % uint(SG_COLS)) * uint(SG_N);

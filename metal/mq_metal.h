@@ -40,6 +40,7 @@ using namespace metal;
 
 #define MQ_CDIV(a, b) (((a) + (b) - 1) / (b))
 #define MQ_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MQ_MAX(a, b) ((a) > (b) ? (a) : (b))
 // a simdgroup's share of the tile, in 8x8 fragments
 #define SG_ROWS MQ_CDIV(TILE_M, SG_M)
 #define SG_COLS MQ_CDIV(TILE_N, SG_N)
@@ -48,6 +49,10 @@ using namespace metal;
 #define FRAG_M (MQ_MIN(SG_M, TILE_M) / 8)
 #define FRAG_N (MQ_MIN(SG_N, TILE_N) / 8)
 #define K_STEPS (TILE_K / 8)
+// Staged kernels: their FP16 tiles (TILE_HALVES halves), which the epilogue
+// reuses as each simdgroup's 8x8 float scratch (128 halves): the array holds
+// whichever is larger, as the planner counts it (scratch_in_tiles_per_sg)
+#define MQ_STAGED_SMEM(TILE_HALVES) MQ_MAX((TILE_HALVES), SIMDGROUPS * 128)
 
 static_assert(TILE_M % 8 == 0 && TILE_N % 8 == 0 && TILE_K % 8 == 0,
               "tiles are multiples of the 8x8 simdgroup matrix");

@@ -87,6 +87,77 @@ static int add_program(program *ps, int n, const mq_problem *p, const mq_candida
     return n + 1;
 }
 
+/* The syntax check of many programs at once: each source file expanded
+ * once, one clang++ per program, as many at a time as there are cores
+ * (xargs -P); a failed program fails with its macros and first error. */
+static int sweep(const program *ps, int np)
+{
+    char dir[] = "/tmp/mq-metal-sweep-XXXXXX", path[256], err[512];
+    if (!mkdtemp(dir))
+        return np;
+    snprintf(path, sizeof path, "%s/cmds", dir);
+    FILE *cmds = fopen(path, "w");
+    const char *files[16];
+    int nfiles = 0, bad = 0;
+    for (int i = 0; cmds && i < np; i++) {
+        int fi = 0;
+        while (fi < nfiles && strcmp(files[fi], ps[i].file))
+            fi++;
+        if (fi == nfiles && nfiles < 16) { /* the expanded source, once per file */
+            char *src = mq_metal_source(ps[i].file, err, sizeof err);
+            CHECK(src && !strstr(src, "#include \"") && strstr(src, "struct MqParams"),
+                  "expected metal/%s with its headers expanded: %s", ps[i].file,
+                  src ? "an #include is left" : err);
+            snprintf(path, sizeof path, "%s/%d.metal", dir, nfiles);
+            FILE *f = fopen(path, "w");
+            if (f && src)
+                fputs(src, f);
+            if (f)
+                fclose(f);
+            free(src);
+            files[nfiles++] = ps[i].file;
+        }
+        fprintf(cmds, "clang++ -std=c++17 -fsyntax-only -x c++ -isystem %s/tests/metal_compat "
+                      "-Wall -Wextra -Werror -Wno-unknown-attributes -Wno-unused-parameter",
+                MQ_SOURCE_DIR);
+        char d[64];
+        const char *t = ps[i].defines;
+        int k;
+        while (sscanf(t, " %63s%n", d, &k) == 1) {
+            fprintf(cmds, " -D%s", d);
+            t += k;
+        }
+        fprintf(cmds, " %s/%d.metal > %s/%d.log 2>&1 || touch %s/%d.bad\n", dir, fi, dir, i, dir,
+                i);
+    }
+    if (cmds)
+        fclose(cmds);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "xargs -d '\\n' -P \"$(nproc)\" -n 1 sh -c < %s/cmds", dir);
+    if (system(cmd) != 0)
+        bad++;
+    for (int i = 0; i < np; i++) {
+        snprintf(path, sizeof path, "%s/%d.bad", dir, i);
+        if (access(path, F_OK))
+            continue;
+        bad++;
+        char line[512] = "";
+        snprintf(path, sizeof path, "%s/%d.log", dir, i);
+        FILE *l = fopen(path, "r");
+        while (l && fgets(line, sizeof line, l) && !strstr(line, "error"))
+            ;
+        if (l)
+            fclose(l);
+        line[strcspn(line, "\n")] = 0;
+        CHECK(0, "expected metal/%s with %s to pass the syntax check: %s", ps[i].file,
+              ps[i].defines, line);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        bad++;
+    return bad;
+}
+
 static void test_syntax(void)
 {
     CHECK(system("command -v clang++ >/dev/null 2>&1") == 0,
@@ -97,63 +168,49 @@ static void test_syntax(void)
         CHECK(0, "m4max: %s", err);
         return;
     }
-    static program ps[256];
+    /* every distinct legal program: every described chip, format, group and
+     * a spread of Ms and layer shapes, the full candidate space (the program
+     * depends on the tiles, the simdgroup region and the trellis width only,
+     * so this is every program the planner can ask for) */
+    static program ps[4096];
     int np = 0;
     int per_variant[MQ_VAR_COUNT][MQ_FMT_COUNT] = {{0}};
-    for (int f = 0; f < MQ_FMT_COUNT; f++)
-        for (int M = 1; M <= 64; M *= 64) {
-            mq_problem p = {(mq_format)f, M, 4096, 4096, 128};
-            mq_space sp;
-            if (mq_space_enumerate(&p, &chip, MQ_SPACE_FULL, &sp))
-                continue;
-            /* per variant: the seed's configuration, the smallest and the
-             * largest legal tile */
-            for (int v = 0; v < MQ_VAR_COUNT; v++) {
-                if (!mq_variant_serves((mq_variant)v, p.format))
-                    continue;
-                int lo = -1, hi = -1;
-                for (int i = 0; i < sp.n; i++) {
-                    const mq_candidate *c = &sp.e[i].c;
-                    if (!sp.e[i].legal || (int)c->variant != v)
-                        continue;
-                    int area = c->p.tile_m * c->p.tile_n * c->p.tile_k;
-                    if (lo < 0 || area < sp.e[lo].c.p.tile_m * sp.e[lo].c.p.tile_n *
-                                             sp.e[lo].c.p.tile_k)
-                        lo = i;
-                    if (hi < 0 || area > sp.e[hi].c.p.tile_m * sp.e[hi].c.p.tile_n *
-                                             sp.e[hi].c.p.tile_k)
-                        hi = i;
-                }
-                mq_candidate seed = {(mq_variant)v, mq_variant_get((mq_variant)v)->defaults};
-                np = add_program(ps, np, &p, &seed);
-                if (lo >= 0)
-                    np = add_program(ps, np, &p, &sp.e[lo].c);
-                if (hi >= 0)
-                    np = add_program(ps, np, &p, &sp.e[hi].c);
-                per_variant[v][f] += lo >= 0;
-            }
-            mq_space_free(&sp);
-        }
+    mq_chip_db db;
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
+        CHECK(0, "chips: %s", err);
+        return;
+    }
+    static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
+    static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
+    for (int ci = 0; ci < db.n; ci++)
+        for (int f = 0; f < MQ_FMT_COUNT; f++)
+            for (int gi = 0; gi < 3; gi++)
+                for (int mi = 0; mi < 5; mi++)
+                    for (int si = 0; si < 5; si++) {
+                        mq_problem p = {(mq_format)f, ms[mi], nk[si][0], nk[si][1], groups[gi]};
+                        mq_space sp;
+                        if (mq_problem_check(&p, NULL) ||
+                            mq_space_enumerate(&p, &db.chips[ci], MQ_SPACE_FULL, &sp))
+                            continue;
+                        for (int i = 0; i < sp.n && np < 4096; i++)
+                            if (sp.e[i].legal) {
+                                np = add_program(ps, np, &p, &sp.e[i].c);
+                                if ((int)sp.e[i].c.variant < MQ_VAR_COUNT)
+                                    per_variant[sp.e[i].c.variant][f]++;
+                            }
+                        mq_space_free(&sp);
+                    }
+    mq_chips_free(&db);
     for (int v = 0; v < MQ_VAR_COUNT; v++)
         for (int f = 0; f < MQ_FMT_COUNT; f++)
             if (mq_variant_serves((mq_variant)v, (mq_format)f))
-                CHECK(per_variant[v][f] > 0, "expected legal %s candidates for %s on m4max",
+                CHECK(per_variant[v][f] > 0, "expected legal %s candidates for %s",
                       mq_variant_get((mq_variant)v)->name, mq_format_name((mq_format)f));
-    for (int i = 0; i < np; i++) {
-        char *src = mq_metal_source(ps[i].file, err, sizeof err);
-        CHECK(src != NULL, "expected to read metal/%s: %s", ps[i].file, err);
-        if (!src)
-            continue;
-        CHECK(!strstr(src, "#include \"") && strstr(src, "struct MqParams"),
-              "expected metal/%s with its headers expanded (no #include \"...\" left)",
-              ps[i].file);
-        char first[512];
-        int rc = syntax_check(src, ps[i].defines, first, sizeof first);
-        CHECK(rc == 0, "expected metal/%s with %s to pass the syntax check: %s", ps[i].file,
-              ps[i].defines, first);
-        free(src);
-    }
-    CHECK(np >= 20, "expected at least 20 distinct programs checked, got %d", np);
+    int bad = sweep(ps, np);
+    CHECK(bad == 0, "expected every distinct legal program to pass the syntax check: %d failed", bad);
+    CHECK(np >= 300 && np < 4096, "expected every distinct legal program checked (hundreds), got %d",
+          np);
+    printf("metal: %d distinct legal programs compiled, %d failed\n", np, bad);
     /* the helpers that no candidate names: the reduction lives in the striped
      * file (checked above); the zero helper has its own */
     char *src = mq_metal_source("marlin_zero_reduction.metal", err, sizeof err);
