@@ -145,6 +145,18 @@ static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *
 }
 
 /* A compiled pipeline for (file, function, defines), cached. */
+/* Room for the n pipelines one run looks up, made before the first lookup:
+ * a long sweep starts the cache over here, never between two lookups (the
+ * second would release the pipeline the first returned). */
+static void reserve_pipelines(metal_state *s, int n)
+{
+    if (s->npipes + n <= MAX_PIPELINES)
+        return;
+    for (int i = 0; i < s->npipes; i++)
+        mq_objc_release(&s->rt, s->pipes[i].pipeline);
+    s->npipes = 0;
+}
+
 static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char *function,
                                     const char *defines, mq_error *err)
 {
@@ -153,10 +165,9 @@ static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char
     for (int i = 0; i < s->npipes; i++)
         if (!strcmp(s->pipes[i].key, key))
             return &s->pipes[i];
-    if (s->npipes == MAX_PIPELINES) { /* a long sweep: start the cache over */
-        for (int i = 0; i < s->npipes; i++)
-            mq_objc_release(&s->rt, s->pipes[i].pipeline);
-        s->npipes = 0;
+    if (s->npipes == MAX_PIPELINES) { /* reserve_pipelines makes room first */
+        mq_fail(err, MQ_E_ARG, "metal: the pipeline cache is full");
+        return NULL;
     }
     const objc_rt *rt = &s->rt;
     char msg[512];
@@ -246,6 +257,7 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
         return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
     void *pool = rt->pool_push();
     st = MQ_OK;
+    reserve_pipelines(s, 2); /* the GEMM and the reduction */
     pipeline_entry *pe = pipeline_for(s, file, function, defines, err);
     pipeline_entry *re = plan.k_slices > 1 ? pipeline_for(s, "marlin_gemm_fp4_striped.metal",
                                                           "marlin_splitk_reduce", "", err)
