@@ -20,9 +20,17 @@ typedef struct {
     int threads; /* CPU-model workers (0: one per core); ignored by device backends */
 } mq_backend_opts;
 
+/* What a backend's kernels round, so that verification holds each backend
+ * to the bound of its own arithmetic (harness/measure.c derives it). */
+typedef struct {
+    int half_weights; /* weights are dequantized to FP16 before the products */
+    int half_output;  /* C is stored as FP16 */
+} mq_backend_arith;
+
 typedef struct mq_backend mq_backend;
 struct mq_backend {
     const char *name;  /* "cpu", "metal" */
+    mq_backend_arith arith; /* the CPU model: FP32 throughout (both 0) */
     /* describe the device: filled when opened */
     char device[96];   /* the device's own name ("Apple M4 Max"); "" for the CPU model */
     char arch[64];     /* its architecture name ("applegpu_g16s"); "" when it has none */

@@ -408,6 +408,7 @@ mq_backend *mq_backend_metal_open(const mq_backend_opts *o, mq_error *err)
     }
     s->last_gpu_s = -1;
     b->name = "metal";
+    b->arith = (mq_backend_arith){.half_weights = 1, .half_output = 1}; /* metal/mq_metal.h */
     b->prepare = metal_prepare;
     b->run = metal_run;
     b->device_time = metal_device_time;

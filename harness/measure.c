@@ -169,16 +169,41 @@ void mq_bench_problem_free(mq_bench_problem *bp)
     memset(bp, 0, sizeof *bp);
 }
 
-int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio)
+/* The bound follows what the kernels compute. With u = 2^-24 (FP32) and
+ * h = 2^-11 (FP16, unit roundoff):
+ *  - FP32 accumulation of the K products (the CPU model splits each FP16
+ *    activation into two exact bf16 parts, 2K rounded terms), plus three
+ *    roundings (a group's scale, the group partials, grid*scale of trellis
+ *    weights): |s - sum a*w| <= (2K+3) u sum|a*w| (tests/testdata.h);
+ *  - weights dequantized to FP16 first (the Metal kernels' B tiles and
+ *    fragments): each w becomes w(1+d), |d| <= h, so the products add at most
+ *    h sum|a*w| (the products of two FP16 values are exact in FP32, so the
+ *    accumulation term above still holds, on sum|a*w|(1+h));
+ *  - C stored as FP16: a further h |s| <= h (|ref| + the error so far), and
+ *    2^-25 absolute where s falls in FP16's subnormal range.
+ * A wrong column, a lost K slice or a wrong nibble costs |a*w| itself, far
+ * above this at the shapes verified. */
+double mq_verify_bound(int K, double sum_abs, double ref, const mq_backend_arith *arith)
+{
+    const double u = ldexp(1.0, -24), h = ldexp(1.0, -11);
+    int hw = arith && arith->half_weights, ho = arith && arith->half_output;
+    double acc = (2.0 * K + 3) * u * (hw ? 1 + h : 1) + (hw ? h : 0);
+    double before_store = acc * sum_abs;
+    double store = ho ? h * (fabs(ref) + before_store) + ldexp(1.0, -25) : 0;
+    return before_store + store + 1e-30;
+}
+
+int mq_bench_verify(const mq_bench_problem *bp, const mq_backend_arith *arith,
+                    double *worst_ratio)
 {
     int N = bp->p.N, bad = 0;
-    double worst = 0, u = ldexp(1.0, -24);
+    double worst = 0;
     for (int r = 0; r < bp->nrows; r++)
         for (int n = 0; n < N; n++) {
             double got = bp->C[(size_t)bp->rows[r] * N + n];
             size_t at = (size_t)bp->slot[r] * N + n;
             double ref = bp->ref_cache[at];
-            double bound = (2.0 * bp->p.K + 3) * u * bp->abs_cache[at] + 1e-30;
+            double bound = mq_verify_bound(bp->p.K, bp->abs_cache[at], ref, arith);
             double e = fabs(got - ref) / bound;
             if (!(e <= 1.0))
                 bad++;
@@ -229,12 +254,14 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
         snprintf(m->error, sizeof m->error, "%s", err.msg);
         return;
     }
-    int bad = mq_bench_verify(bp, &m->worst_ratio);
+    int bad = mq_bench_verify(bp, &b->arith, &m->worst_ratio);
     if (bad) {
         snprintf(m->status, sizeof m->status, "wrong");
         snprintf(m->error, sizeof m->error,
-                 "%d of %d sampled outputs outside the FP32 bound (worst %.3g x the bound)", bad,
-                 bp->nrows * bp->p.N, m->worst_ratio);
+                 "%d of %d sampled outputs outside the %s bound (worst %.3g x the bound)", bad,
+                 bp->nrows * bp->p.N,
+                 b->arith.half_output || b->arith.half_weights ? "FP16/FP32" : "FP32",
+                 m->worst_ratio);
         return;
     }
     if (o->max_reps == 0) { /* verification only */

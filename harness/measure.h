@@ -33,8 +33,13 @@ typedef struct {
 int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, const int *ms,
                            int nms, mq_error *err);
 void mq_bench_problem_free(mq_bench_problem *bp);
-/* Elements of the sampled rows outside the FP32 bound (2K+3)u sum|a*w|. */
-int mq_bench_verify(const mq_bench_problem *bp, double *worst_ratio);
+/* Elements of the sampled rows outside the bound of the backend's arithmetic
+ * (see mq_verify_bound); worst_ratio gets the largest |C - ref| / bound. */
+int mq_bench_verify(const mq_bench_problem *bp, const mq_backend_arith *arith,
+                    double *worst_ratio);
+/* The bound on |C - ref| of one output: K products, sum_abs = sum |a*w|,
+ * ref the float64 reference, under arith (NULL: FP32 throughout). */
+double mq_verify_bound(int K, double sum_abs, double ref, const mq_backend_arith *arith);
 typedef struct {
     double budget_s;  /* stop after this much timed running ... */
     double ci_rel;    /* ... or once the 95% CI of the median is within +-ci_rel */

@@ -300,6 +300,68 @@ static mq_status wrong_run(mq_backend *b, const mq_problem *p, const mq_weights 
     return st;
 }
 
+/* A backend whose kernels store C as FP16 (as the Metal kernels do): the
+ * CPU model's output rounded to half. fault: one output from its neighbour
+ * column as well (a planted indexing bug). */
+static int half_fault;
+static mq_status half_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                          const uint16_t *A, float *C, const mq_candidate *c,
+                          const mq_limits *lim, mq_error *err)
+{
+    mq_backend *cpu = b->state;
+    mq_status st = cpu->run(cpu, p, w, A, C, c, lim, err);
+    for (long i = 0; i < (long)p->M * p->N; i++)
+        C[i] = mq_half_to_float(mq_float_to_half(C[i]));
+    if (half_fault)
+        C[1] = C[2];
+    return st;
+}
+
+/* Verification follows the backend's arithmetic: FP16 output is held to
+ * the FP16 bound (the FP32 one would call correct kernels wrong), and a
+ * planted bug is still caught under it. */
+static void test_half_output_bound(void)
+{
+    mq_error e;
+    mq_backend_opts bo = {2};
+    mq_backend *cpu = mq_backend_cpu_open(&bo, &e);
+    mq_problem p = {MQ_FMT_U4, 4, 64, 64, 32}; /* a short K: FP16 rounding dominates */
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    CHECK(cpu && mq_bench_problem_setup(&bp, &p, 1, NULL, 0, &e) == 0, "set up: %s", e.msg);
+    static mq_measurement m;
+    mq_measure_opts o = mq_measure_defaults();
+    o.max_reps = 0; /* verify only */
+    mq_candidate c = {MQ_VAR_FUSED_U4, {8, 64, 64, 0, 1}};
+    mq_backend half = {.name = "half", .run = half_run, .state = cpu};
+    half_fault = 0;
+    mq_measure(&half, &bp, &c, NULL, &o, &m);
+    CHECK(!strcmp(m.status, "wrong"),
+          "FP16 output judged by the FP32 bound is 'wrong' (the defect this fixes; got %s, "
+          "worst %.3g x)",
+          m.status, m.worst_ratio);
+    half.arith.half_output = 1;
+    mq_measure(&half, &bp, &c, NULL, &o, &m);
+    CHECK(!strcmp(m.status, "ok"),
+          "FP16 output within the FP16 bound of its arithmetic is ok (got %s: %s)", m.status,
+          m.error);
+    half.arith.half_weights = 1;
+    mq_measure(&half, &bp, &c, NULL, &o, &m);
+    CHECK(!strcmp(m.status, "ok"), "and under the half-weights bound too (got %s)", m.status);
+    half_fault = 1;
+    mq_measure(&half, &bp, &c, NULL, &o, &m);
+    CHECK(!strcmp(m.status, "wrong") && strstr(m.error, "FP16/FP32 bound"),
+          "a planted wrong column is still caught under the FP16 bound (got %s: %s)", m.status,
+          m.error);
+    double fp32 = mq_verify_bound(384, 10.0, 1.0, NULL);
+    mq_backend_arith ho = {0, 1};
+    CHECK(fabs(fp32 - 771 * ldexp(1.0, -24) * 10.0) < 1e-18 &&
+              mq_verify_bound(384, 10.0, 1.0, &ho) > fp32 + ldexp(1.0, -11),
+          "the FP32 bound is (2K+3)u sum|a*w| and FP16 storage adds at least h |ref|");
+    mq_bench_problem_free(&bp);
+    mq_backend_close(cpu);
+}
+
 static void test_wrong_kernel(void)
 {
     mq_error e;
@@ -345,6 +407,7 @@ int main(void)
     test_space();
     test_results_store();
     test_wrong_kernel();
+    test_half_output_bound();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0)
