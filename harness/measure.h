@@ -21,6 +21,7 @@ typedef struct {
     float *C;             /* [max_m][N] */
     int max_m;
     int *ref_rows, nref;  /* rows whose float64 reference is cached */
+    const mq_backend *prepared; /* the backend every copy was prepared on, once */
     double *ref_cache, *abs_cache; /* [nref][N]: sum a*w and sum |a*w| */
     int rows[3], slot[3], nrows;   /* sampled rows of M (first, middle, last) */
 } mq_bench_problem;
