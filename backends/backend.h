@@ -52,7 +52,6 @@ struct mq_backend {
 typedef struct {
     const char *name;
     mq_backend *(*open)(const mq_backend_opts *o, mq_error *err);
-    const char *what; /* one line for --help and notes */
 } mq_backend_kind;
 extern const mq_backend_kind mq_backend_kinds[];
 extern const int mq_backend_nkinds;

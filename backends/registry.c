@@ -5,8 +5,8 @@
 #include "backend.h"
 
 const mq_backend_kind mq_backend_kinds[] = {
-    {"metal", mq_backend_metal_open, "the MSL kernels on an Apple GPU (macOS)"},
-    {"cpu", mq_backend_cpu_open, "the CPU model of every variant on this machine"},
+    {"metal", mq_backend_metal_open}, /* the MSL kernels on an Apple GPU (macOS) */
+    {"cpu", mq_backend_cpu_open},     /* the CPU model of every variant, here */
 };
 const int mq_backend_nkinds = (int)(sizeof mq_backend_kinds / sizeof mq_backend_kinds[0]);
 

@@ -58,14 +58,23 @@ static void explain(const mq_problem *p, const mq_space *sp)
     }
 }
 
-/* The problems of a job: every shape crossed with every format. */
-#define FOR_EACH_PROBLEM(j, p, s)                                                              \
-    for (int f_ = 0; f_ < MQ_FMT_COUNT; f_++)                                                  \
-        for (int s = 0; ((j)->formats & (1u << f_)) && s < (j)->nshapes; s++)                   \
-            for (mq_problem p = {(mq_format)f_, (j)->shapes[s].M, (j)->shapes[s].N,           \
-                                 (j)->shapes[s].K, (j)->group},                               \
-                            *once_ = &p;                                                       \
-                 once_; once_ = NULL)
+/* The problems of a job, every shape crossed with every format asked for:
+ * the next one from *i on into p (s: its shape's index), 0 after the last.
+ * for (int i = 0; next_problem(j, &i, &p, &s);) visits them all. */
+static int next_problem(const mq_bench_job *j, int *i, mq_problem *p, int *s)
+{
+    for (; j->nshapes > 0 && *i < MQ_FMT_COUNT * j->nshapes; (*i)++) {
+        int f = *i / j->nshapes;
+        *s = *i % j->nshapes;
+        if (!(j->formats & (1u << f)))
+            continue;
+        *p = (mq_problem){(mq_format)f, j->shapes[*s].M, j->shapes[*s].N, j->shapes[*s].K,
+                          j->group};
+        (*i)++;
+        return 1;
+    }
+    return 0;
+}
 
 /* The candidates of a problem: the listed ones that serve its format
  * (measured anyway: mq_measure records a refusal), else the chip's space. */
@@ -91,8 +100,9 @@ static int candidates(const mq_bench_job *j, const mq_problem *p, const mq_chip 
 
 int mq_bench_explain(const mq_bench_job *j, const mq_chip *chip)
 {
-    FOR_EACH_PROBLEM(j, p, s)
-    {
+    mq_problem p;
+    int s;
+    for (int i = 0; next_problem(j, &i, &p, &s);) {
         mq_space sp;
         if (candidates(j, &p, chip, &sp)) {
             fprintf(stderr, "bench: out of memory enumerating candidates\n");
@@ -119,8 +129,9 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
     char err[4400];
     if (!whole || mq_results_load(out, &now, err, sizeof err))
         return;
-    FOR_EACH_PROBLEM(j, p, s)
-    {
+    mq_problem p;
+    int s;
+    for (int i = 0; next_problem(j, &i, &p, &s);) {
         const mq_result *b = mq_results_best(&now, t->chip.name, t->be->name, &p);
         char name[128] = "none verified";
         if (b)
@@ -139,18 +150,15 @@ int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w
     int counts[5] = {0}; /* ok, wrong, error, illegal, skipped */
     static mq_measurement m;
     static mq_bench_problem bp; /* zeroed: kept across problems that share weights */
-    int total = 0, done = 0;
-    FOR_EACH_PROBLEM(j, p, s) /* the work, for the progress bar */
-    {
+    int total = 0, done = 0, s;
+    mq_problem p;
+    for (int i = 0; next_problem(j, &i, &p, &s);) { /* the work, for the progress bar */
         mq_space sp;
         if (candidates(j, &p, &t->chip, &sp) == 0)
             total += sp.legal;
         mq_space_free(&sp);
     }
-    FOR_EACH_PROBLEM(j, p, s)
-    {
-        if (rc)
-            break;
+    for (int i = 0; rc == 0 && next_problem(j, &i, &p, &s);) {
         mq_space sp;
         if (candidates(j, &p, &t->chip, &sp)) {
             fprintf(stderr, "bench: out of memory enumerating candidates\n");

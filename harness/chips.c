@@ -121,9 +121,8 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
             rc = -1;
         } else if (mq_parse_double(value, fields[f].lo, fields[f].hi, &c->v[f], why,
                                    sizeof why) ||
-                   (fields[f].integral && c->v[f] != floor(c->v[f]))) {
-            if (fields[f].integral && c->v[f] != floor(c->v[f]))
-                snprintf(why, sizeof why, "'%s' is not a whole number", value);
+                   (fields[f].integral && c->v[f] != floor(c->v[f]) &&
+                    snprintf(why, sizeof why, "'%s' is not a whole number", value))) {
             c->v[f] = -1;
             snprintf(err, errlen, "%s:%d: %s of %s: %s", path, r->line, field, name, why);
             rc = -1;

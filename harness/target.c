@@ -22,13 +22,6 @@ static void note(mq_target *t, const char *fmt, ...)
     t->notes[used + 1] = '\0';
 }
 
-/* The chip a device backend is, from its name and architecture. */
-static int device_chip(const mq_chip_db *db, const mq_backend *be, mq_chip *out, char *err,
-                       size_t errlen)
-{
-    return mq_chip_from_device(db, be->device, be->arch, out, err, errlen);
-}
-
 static int measure_host(mq_target *t, int threads, char *err, size_t errlen)
 {
     if (threads < 1)
@@ -54,7 +47,7 @@ static int open_chip_backend(const mq_target_opts *o, const mq_chip_db *db, mq_t
             note(t, "%s is predicted (%s: %s)", o->chip, k->name, e.msg);
             continue;
         }
-        if (device_chip(db, be, &dc, why, sizeof why) == 0 && !strcmp(dc.name, o->chip)) {
+        if (mq_chip_from_device(db, be->device, be->arch, &dc, why, sizeof why) == 0 && !strcmp(dc.name, o->chip)) {
             t->be = be;
             t->measured = 1;
             t->notes[0] = '\0';
@@ -98,7 +91,7 @@ static int open_any_backend(const mq_target_opts *o, const mq_chip_db *db, mq_ta
     }
     mq_chip dc;
     char why[512];
-    int known = device_chip(db, t->be, &dc, why, sizeof why) == 0;
+    int known = mq_chip_from_device(db, t->be->device, t->be->arch, &dc, why, sizeof why) == 0;
     if (!strcmp(o->chip, "host")) {
         if (!known) {
             snprintf(err, errlen, "%s device %s is not a chip of %s: name one with --chip (%s)",

@@ -85,23 +85,21 @@ int mq_table_set_begin(const char *dir, mq_table_set *ts, char *err, size_t errl
         char p[4500];
         snprintf(p, sizeof p, "%s%s", tables, e->d_name);
         struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
             remove_gen(p);
-            ts->cleaned++;
-        } else if (strstr(e->d_name, ".tmp.")) {
-            ts->cleaned += unlink(p) == 0;
-        }
+        else if (strstr(e->d_name, ".tmp."))
+            unlink(p);
     }
     if (d)
         closedir(d);
     for (int i = 0; i < 4; i++) { /* a stable name's link made by a killed run */
         char name[4400];
         snprintf(name, sizeof name, "%s/%s", dir, mq_table_set_files[i]);
-        ts->cleaned += mq_clean_stale_tmp(name);
+        mq_clean_stale_tmp(name);
     }
     char cur_link[4300];
     snprintf(cur_link, sizeof cur_link, "%scurrent", tables);
-    ts->cleaned += mq_clean_stale_tmp(cur_link);
+    mq_clean_stale_tmp(cur_link);
     /* GEN: the start time and the process, unique on this host */
     time_t now = time(NULL);
     char stamp[32];
@@ -140,6 +138,20 @@ static int link_into_place(const char *target, const char *path, char *err, size
         snprintf(err, errlen, "%s: cannot link it to %s: %s", path, target, strerror(errno));
         unlink(tmp);
         return -1;
+    }
+    return 0;
+}
+
+/* The stable names DIR/table.csv ... as links through `current` (those
+ * already right are left alone; dangling until the first commit). */
+static int link_stable_names(const mq_table_set *ts, char *err, size_t errlen)
+{
+    for (int i = 0; i < 4; i++) {
+        char target[256], path[4400];
+        snprintf(target, sizeof target, "tables/current/%s", mq_table_set_files[i]);
+        snprintf(path, sizeof path, "%s/%s", ts->dir, mq_table_set_files[i]);
+        if (link_into_place(target, path, err, errlen))
+            return -1;
     }
     return 0;
 }
@@ -186,13 +198,8 @@ static int adopt_plain_files(mq_table_set *ts, char *prev, size_t prev_n, char *
         remove_gen(gpath);
         return -1;
     }
-    for (int i = 0; i < 4; i++) {
-        char target[256], path[4400];
-        snprintf(target, sizeof target, "tables/current/%s", mq_table_set_files[i]);
-        snprintf(path, sizeof path, "%s/%s", ts->dir, mq_table_set_files[i]);
-        if (plain[i] && link_into_place(target, path, err, errlen))
-            return -1;
-    }
+    if (link_stable_names(ts, err, errlen))
+        return -1;
     snprintf(prev, prev_n, "%s", gen);
     return 0;
 }
@@ -220,13 +227,8 @@ int mq_table_set_commit(mq_table_set *ts, char *err, size_t errlen)
     snprintf(cur, sizeof cur, "%s/tables/current", ts->dir);
     /* the stable names first: links through `current`, dangling until the
      * first commit, so that the four files appear (or change) together */
-    for (int i = 0; i < 4; i++) {
-        char target[256], path[4400];
-        snprintf(target, sizeof target, "tables/current/%s", mq_table_set_files[i]);
-        snprintf(path, sizeof path, "%s/%s", ts->dir, mq_table_set_files[i]);
-        if (link_into_place(target, path, err, errlen))
-            return -1;
-    }
+    if (link_stable_names(ts, err, errlen))
+        return -1;
     /* the commit: one rename */
     if (link_into_place(ts->gen, cur, err, errlen))
         return -1;

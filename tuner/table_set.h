@@ -24,7 +24,6 @@ typedef struct {
     char gen[64];        /* this run's generation name */
     char gen_path[4300]; /* DIR/tables/GEN */
     int lock_fd;
-    int cleaned;         /* stale generations removed by begin */
 } mq_table_set;
 
 /* The names a set holds, in the order they are written. */

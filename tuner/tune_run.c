@@ -211,10 +211,23 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
     char tpath[4200], hpath[4200];
     snprintf(tpath, sizeof tpath, "%s/table.csv", dir);
     snprintf(hpath, sizeof hpath, "%s/table.h", dir);
-    mq_tune_summary sum = {choices, nchoice, nent, T->chip->name,
-                           measured ? "measured" : "predicted", tpath, hpath, &fit, fit_note,
-                           measured, T->timed, T->reused, fraction / nchoice, mq_now() - t0,
-                           gap.n, gap.n ? gap.sum / gap.n : 0, gap.max};
+    mq_tune_summary sum = {.choices = choices,
+                           .nchoice = nchoice,
+                           .nent = nent,
+                           .chip = T->chip->name,
+                           .source = measured ? "measured" : "predicted",
+                           .table_csv = tpath,
+                           .table_h = hpath,
+                           .fit = &fit,
+                           .fit_note = fit_note,
+                           .measured = measured,
+                           .timed = T->timed,
+                           .reused = T->reused,
+                           .space_fraction = fraction / nchoice,
+                           .seconds = mq_now() - t0,
+                           .gap_n = gap.n,
+                           .gap_mean = gap.n ? gap.sum / gap.n : 0,
+                           .gap_max = gap.max};
     mq_tune_print_summary(&sum);
     if (unverified) {
         fprintf(stderr, "tune: %d of %d shapes had no verified candidate (listed above): the "
