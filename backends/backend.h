@@ -1,6 +1,6 @@
 /* backend.h - what runs a candidate. One interface for every backend, each
  * backend one file implementing it: the CPU model (cpu.c), Metal on an Apple
- * GPU (metal.c). The measurement loop (harness/measure.c) knows only this
+ * GPU (metal.c), the Metal kernels on the CPU's MSL executor (msl_cpu.c). The measurement loop (harness/measure.c) knows only this
  * interface; which backend runs and which chip a tool is about is decided in
  * one place (harness/target.c).
  *
@@ -35,6 +35,7 @@ struct mq_backend {
     char device[96];   /* the device's own name ("Apple M4 Max"); "" for the CPU model */
     char arch[64];     /* its architecture name ("applegpu_g16s"); "" when it has none */
     int threads;       /* CPU-model workers; 0 for device backends */
+    int verify_only;   /* its times are nobody's (the MSL executor): verify, never time */
     /* prepare a weight set ahead of its runs (upload it once); NULL: nothing to do */
     mq_status (*prepare)(mq_backend *b, const mq_weights *w, mq_error *err);
     /* run one candidate: C = A x dequant(w) */
@@ -58,6 +59,7 @@ extern const int mq_backend_nkinds;
 
 mq_backend *mq_backend_cpu_open(const mq_backend_opts *o, mq_error *err);
 mq_backend *mq_backend_metal_open(const mq_backend_opts *o, mq_error *err);
+mq_backend *mq_backend_msl_cpu_open(const mq_backend_opts *o, mq_error *err);
 
 /* A backend by name, or "auto": the first device backend that opens, else
  * the CPU model, with *note saying what was passed over and why (empty when

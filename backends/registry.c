@@ -7,12 +7,15 @@
 const mq_backend_kind mq_backend_kinds[] = {
     {"metal", mq_backend_metal_open}, /* the MSL kernels on an Apple GPU (macOS) */
     {"cpu", mq_backend_cpu_open},     /* the CPU model of every variant, here */
+    /* the Metal kernels on the CPU, verification only: after cpu, so "auto"
+     * never picks it */
+    {"msl-cpu", mq_backend_msl_cpu_open},
 };
 const int mq_backend_nkinds = (int)(sizeof mq_backend_kinds / sizeof mq_backend_kinds[0]);
 
 int mq_backend_is_device(const mq_backend *b)
 {
-    return b && strcmp(b->name, "cpu") != 0;
+    return b && strcmp(b->name, "cpu") != 0 && !b->verify_only;
 }
 
 mq_backend *mq_backend_open(const char *name, const mq_backend_opts *o, char *note,

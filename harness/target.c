@@ -43,6 +43,10 @@ static int open_chip_backend(const mq_target_opts *o, const mq_chip_db *db, mq_t
         mq_chip dc;
         char why[512];
         mq_backend *be = k->open(bo, &e);
+        if (be && be->verify_only) { /* it times nothing: never a chip's measurements */
+            mq_backend_close(be);
+            continue;
+        }
         if (!be) {
             note(t, "%s is predicted (%s: %s)", o->chip, k->name, e.msg);
             continue;
@@ -81,6 +85,12 @@ static int open_any_backend(const mq_target_opts *o, const mq_chip_db *db, mq_ta
     }
     if (passed[0])
         note(t, "%s", passed);
+    if (t->be->verify_only) {
+        t->measured = 0;
+        note(t, "%s verifies %s's candidates (%s); it takes no times", t->be->name, o->chip,
+             t->be->device);
+        return 0;
+    }
     if (!mq_backend_is_device(t->be)) {
         t->measured = !strcmp(o->chip, "host");
         if (!t->measured)
@@ -153,7 +163,8 @@ int mq_target_open(const mq_target_opts *o, mq_target *t, char *err, size_t errl
         t->measured = host;
     mq_chips_free(&db);
     /* host is this machine as measured now, on the backend's workers */
-    if (rc == 0 && host && !t->from_snapshot && !mq_backend_is_device(t->be))
+    if (rc == 0 && host && !t->from_snapshot && !mq_backend_is_device(t->be) &&
+        !(t->be && t->be->verify_only))
         rc = measure_host(t, t->be ? t->be->threads : bo.threads, err, errlen);
     if (rc) {
         mq_target_close(t);

@@ -1,0 +1,203 @@
+/* msl_cpu.c - the msl-cpu backend: a candidate's Metal kernels, from the
+ * very source the Metal backend compiles (metal/, the same macros), run on
+ * the MSL executor (msl_exec.h) and read back as the Metal backend reads
+ * them (C as FP16). It verifies; it does not time: the executor's speed
+ * says nothing of a GPU's, so the harness takes no samples from it
+ * (verify_only) and the tools say so. Needs a C++ compiler at run time
+ * (clang++ or g++, or $MQ_MSL_CXX); compiled kernels are cached
+ * ($MQ_MSL_CACHE, else ~/.cache/mq-msl). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "msl_exec.h"
+#include "msl_program.h"
+
+#define MAX_MODULES 128
+
+typedef struct {
+    char key[256];
+    mq_msl_module *m;
+} module_entry;
+
+typedef struct {
+    module_entry mods[MAX_MODULES];
+    int nmods, next;
+    int workers;
+} msl_cpu_state;
+
+/* The kernels' MqParams (metal/mq_metal.h), field for field. */
+typedef struct {
+    uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,
+        n_levels;
+} msl_params;
+
+static mq_msl_module *module_for(msl_cpu_state *s, const char *file, const char *defines,
+                                 mq_error *err)
+{
+    char key[256], msg[1024];
+    snprintf(key, sizeof key, "%s %s", file, defines);
+    for (int i = 0; i < s->nmods; i++)
+        if (!strcmp(s->mods[i].key, key))
+            return s->mods[i].m;
+    mq_msl_module *m = mq_msl_module_load(file, NULL, defines, NULL, msg, sizeof msg);
+    if (!m) {
+        mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
+        return NULL;
+    }
+    module_entry *e;
+    if (s->nmods < MAX_MODULES) {
+        e = &s->mods[s->nmods++];
+    } else { /* a long sweep: the oldest module leaves (nothing holds it) */
+        e = &s->mods[s->next];
+        s->next = (s->next + 1) % MAX_MODULES;
+        mq_msl_module_free(e->m);
+    }
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->m = m;
+    return m;
+}
+
+/* A device buffer holding a copy of n bytes (NULL src: filled with fill). */
+static int upload(mq_msl_buffer *b, const void *src, size_t n, int fill, mq_error *err)
+{
+    char msg[256];
+    if (mq_msl_buffer_alloc(b, n, msg, sizeof msg)) {
+        mq_fail(err, MQ_E_NOMEM, "msl-cpu: %s", msg);
+        return -1;
+    }
+    if (src)
+        memcpy(b->data, src, n);
+    else
+        memset(b->data, fill, n);
+    return 0;
+}
+
+enum { B_A, B_W0, B_W1, B_C, B_P, B_WS, B_ZEROS, B_GRID, B_SU, B_SV, B_COUNT };
+
+static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                             const uint16_t *A, float *C, const mq_candidate *c,
+                             const mq_limits *lim, mq_error *err)
+{
+    msl_cpu_state *s = b->state;
+    mq_plan plan;
+    mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
+    if (st)
+        return st;
+    const char *file, *function;
+    char defines[256], msg[1024];
+    if (mq_metal_program(p, c, &file, &function, defines, sizeof defines, msg, sizeof msg))
+        return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
+    mq_msl_module *gemm = module_for(s, file, defines, err);
+    mq_msl_module *red = gemm && plan.k_slices > 1
+                             ? module_for(s, "marlin_gemm_fp4_striped.metal", "", err)
+                             : NULL;
+    if (!gemm || (plan.k_slices > 1 && !red))
+        return err->code;
+
+    size_t K = (size_t)p->K, N = (size_t)p->N, M = (size_t)p->M, G = K / (size_t)p->group;
+    size_t MN = M * N;
+    mq_msl_buffer buf[B_COUNT];
+    memset(buf, 0, sizeof buf);
+    msl_params mp = {(uint32_t)p->M, (uint32_t)p->N, (uint32_t)p->K, (uint32_t)p->group,
+                     (uint32_t)plan.m_tiles, (uint32_t)plan.n_tiles, (uint32_t)plan.k_slices,
+                     (uint32_t)plan.k_slice_len, (uint32_t)plan.threadgroups,
+                     (uint32_t)plan.work_per_tg, (uint32_t)w->n_levels};
+    int bad = upload(&buf[B_A], A, M * K * 2, 0, err) || upload(&buf[B_P], &mp, sizeof mp, 0, err) ||
+              /* outputs start as NaN: an element no thread writes cannot pass */
+              upload(&buf[B_C], NULL, MN * 2, 0xff, err) ||
+              upload(&buf[B_WS], NULL, plan.workspace_bytes ? plan.workspace_bytes : 16, 0xff, err);
+    if (!bad && mq_format_is_trellis(w->format)) {
+        size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
+        bad = upload(&buf[B_W0], w->indices,
+                     tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)), 0, err) ||
+              upload(&buf[B_W1], w->tscales, G * N * sizeof(float), 0, err) ||
+              upload(&buf[B_GRID], w->grid, (size_t)w->n_levels * sizeof(float), 0, err) ||
+              upload(&buf[B_SU], w->su, K * sizeof(float), 0, err) ||
+              upload(&buf[B_SV], w->sv, N * sizeof(float), 0, err);
+    } else if (!bad) {
+        bad = upload(&buf[B_W0], w->packed, K / 8 * N * sizeof(uint32_t), 0, err) ||
+              upload(&buf[B_W1], w->scales, G * N * sizeof(uint16_t), 0, err) ||
+              (w->format == MQ_FMT_U4 && upload(&buf[B_ZEROS], w->zeros, G * N, 0, err));
+    }
+    if (!bad) {
+        /* the binding of metal.c: A, weights, scales, C, params, then the
+         * variant's own buffers from index 5 */
+        mq_msl_launch l = {{&buf[B_A], &buf[B_W0], &buf[B_W1], &buf[B_C], &buf[B_P]},
+                           {(unsigned)plan.grid_x, (unsigned)plan.grid_y, (unsigned)plan.grid_z},
+                           {(unsigned)plan.threads_per_tg, 1, 1},
+                           s->workers,
+                           0};
+        mq_msl_program prog;
+        const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
+        for (int i = 0; pi->extra[i] != MQ_BUF_END; i++)
+            l.buffers[5 + i] = pi->extra[i] == MQ_BUF_WORKSPACE ? &buf[B_WS]
+                               : pi->extra[i] == MQ_BUF_ZEROS   ? &buf[B_ZEROS]
+                               : pi->extra[i] == MQ_BUF_GRID    ? &buf[B_GRID]
+                               : pi->extra[i] == MQ_BUF_SU      ? &buf[B_SU]
+                                                                : &buf[B_SV];
+        if (mq_msl_run(gemm, function, &l, msg, sizeof msg)) {
+            bad = 1;
+            mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
+        } else if (red) { /* the reduction, after the GEMM as in one command buffer */
+            mq_msl_launch r = {{&buf[B_WS], &buf[B_C], &buf[B_P]},
+                               {(unsigned)((MN + 255) / 256), 1, 1},
+                               {256, 1, 1},
+                               s->workers,
+                               0};
+            if (mq_msl_run(red, "marlin_splitk_reduce", &r, msg, sizeof msg)) {
+                bad = 1;
+                mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
+            }
+        }
+    }
+    if (!bad) {
+        const uint16_t *out = buf[B_C].data;
+        for (size_t i = 0; i < MN; i++)
+            C[i] = mq_half_to_float(out[i]);
+    }
+    for (int i = 0; i < B_COUNT; i++)
+        mq_msl_buffer_free(&buf[i]);
+    return bad ? (err->code ? err->code : MQ_E_ARG) : MQ_OK;
+}
+
+static void msl_cpu_close(mq_backend *b)
+{
+    msl_cpu_state *s = b->state;
+    for (int i = 0; s && i < s->nmods; i++)
+        mq_msl_module_free(s->mods[i].m);
+    free(s);
+    free(b);
+}
+
+mq_backend *mq_backend_msl_cpu_open(const mq_backend_opts *o, mq_error *err)
+{
+    const char *cxx = mq_msl_cxx(NULL);
+    if (!cxx) {
+        mq_fail(err, MQ_E_SYSTEM,
+                "unavailable: no C++ compiler to build the Metal kernels (install clang or g++, "
+                "or set MQ_MSL_CXX)");
+        return NULL;
+    }
+    msl_cpu_state *s = calloc(1, sizeof *s);
+    mq_backend *b = calloc(1, sizeof *b);
+    if (!s || !b) {
+        free(s);
+        free(b);
+        mq_fail(err, MQ_E_NOMEM, "unavailable: out of memory");
+        return NULL;
+    }
+    s->workers = o ? o->threads : 0;
+    b->name = "msl-cpu";
+    b->verify_only = 1;
+    /* the Metal kernels' arithmetic: FP16 weights, FP16 C (metal/mq_metal.h) */
+    b->arith = (mq_backend_arith){.half_weights = 1, .half_output = 1};
+    snprintf(b->device, sizeof b->device, "MSL executor on the CPU (%s)", cxx);
+    b->threads = s->workers;
+    b->run = msl_cpu_run;
+    b->close = msl_cpu_close;
+    b->state = s;
+    return b;
+}

@@ -1,0 +1,694 @@
+/* msl_module.c - MSL source to a loaded kernel module for the executor
+ * (msl_exec.h): translate the source (threadgroup arrays become the
+ * threadgroup's shared storage), preprocess it with the tuned macros,
+ * find each kernel's parameter list in the preprocessed text (macros may
+ * write kernels, as gemm_trellis.metal does), generate one C entry per
+ * kernel that binds [[buffer(n)]] and the position attributes, compile the
+ * whole as a shared object into a cache keyed by a hash of exactly what was
+ * compiled, and dlopen it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "msl_exec.h"
+#include "msl_program.h"
+
+#ifndef MQ_SOURCE_DIR
+#define MQ_SOURCE_DIR "."
+#endif
+
+#define MAX_KERNELS 16
+
+typedef struct {
+    char name[96];
+    mq_msl_entry_fn entry;
+    unsigned used; /* [[buffer(n)]] bits */
+} kernel_info;
+
+struct mq_msl_module {
+    void *dl;
+    kernel_info k[MAX_KERNELS];
+    int nk;
+};
+
+extern const mq_msl_api mq_msl_host_api; /* msl_exec.c */
+
+/* ---- a growing string ---------------------------------------------------- */
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *t, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = (b->len + n + 1) * 2 + 256;
+        char *ns = realloc(b->s, nc);
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = nc;
+    }
+    memcpy(b->s + b->len, t, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static int is_id(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Past whitespace and line continuations. */
+static const char *skip_ws(const char *p)
+{
+    for (;;) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+            p++;
+        else if (p[0] == '\\' && p[1] == '\n')
+            p += 2;
+        else
+            return p;
+    }
+}
+
+/* Past a comment or a string/char literal starting at p (p itself if none). */
+static const char *skip_literal(const char *p)
+{
+    if (p[0] == '/' && p[1] == '/') {
+        while (*p && *p != '\n')
+            p++;
+        return p;
+    }
+    if (p[0] == '/' && p[1] == '*') {
+        const char *e = strstr(p + 2, "*/");
+        return e ? e + 2 : p + strlen(p);
+    }
+    if (*p == '"' || *p == '\'') {
+        char q = *p++;
+        while (*p && *p != q)
+            p += (*p == '\\' && p[1]) ? 2 : 1;
+        return *p ? p + 1 : p;
+    }
+    return p;
+}
+
+/* At p just after the identifier `threadgroup`: a declaration
+ * `T name[a][b];` gets the type's text, the name and the dimensions' text,
+ * and the end (after ';'); 0 when it is anything else (a pointer, a cast, a
+ * parameter). */
+static int tg_array_decl(const char *p, const char **type_b, const char **type_e,
+                         const char **name_b, const char **name_e, const char **dims_b,
+                         const char **dims_e, const char **end)
+{
+    const char *last_id_b = NULL, *last_id_e = NULL;
+    p = skip_ws(p);
+    *type_b = p;
+    while (*p && is_id((unsigned char)*p)) { /* identifiers and :: only */
+        last_id_b = p;
+        while (is_id((unsigned char)*p))
+            p++;
+        last_id_e = p;
+        p = skip_ws(p);
+        if (p[0] == ':' && p[1] == ':')
+            p = skip_ws(p + 2);
+    }
+    if (*p != '[' || !last_id_b || last_id_b == *type_b)
+        return 0;
+    *type_e = last_id_b;
+    *name_b = last_id_b;
+    *name_e = last_id_e;
+    *dims_b = p;
+    while (*p == '[') { /* balanced bracket groups, then ';' */
+        int depth = 0;
+        do {
+            if (*p == '[')
+                depth++;
+            else if (*p == ']')
+                depth--;
+            else if (!*p || *p == ';' || *p == '{' || *p == '}')
+                return 0;
+            p++;
+        } while (depth > 0);
+        *dims_e = p;
+        p = skip_ws(p);
+    }
+    if (*p != ';')
+        return 0;
+    *end = p + 1;
+    return 1;
+}
+
+char *mq_msl_translate(const char *src)
+{
+    strbuf b = {0};
+    const char *p = src;
+    while (*p) {
+        const char *q = skip_literal(p);
+        if (q != p) {
+            sb_add(&b, p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
+        if (!is_id((unsigned char)*p)) {
+            sb_add(&b, p++, 1);
+            continue;
+        }
+        const char *id = p;
+        while (is_id((unsigned char)*p))
+            p++;
+        const char *tb, *te, *nb, *ne, *db, *de, *end;
+        if (p - id == 11 && !memcmp(id, "threadgroup", 11) &&
+            tg_array_decl(p, &tb, &te, &nb, &ne, &db, &de, &end)) {
+            /* trim the type's trailing blanks */
+            while (te > tb && (te[-1] == ' ' || te[-1] == '\t'))
+                te--;
+            sb_add(&b, "auto &", 6);
+            sb_add(&b, nb, (size_t)(ne - nb));
+            sb_add(&b, " = metal::mq_msl_tg_array<", 26);
+            sb_add(&b, tb, (size_t)(te - tb));
+            sb_add(&b, db, (size_t)(de - db));
+            sb_add(&b, ">();", 4);
+            p = end;
+        } else {
+            sb_add(&b, id, (size_t)(p - id));
+        }
+    }
+    if (!b.s && !b.oom)
+        sb_add(&b, "", 0);
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---- kernel signatures -------------------------------------------------- */
+
+/* The position attributes a kernel parameter may carry, and the field of
+ * mq_msl_thread that gives it. */
+static const char *const position_attrs[] = {
+    "threadgroup_position_in_grid", "thread_position_in_threadgroup",
+    "thread_position_in_grid",      "threads_per_threadgroup",
+    "threadgroups_per_grid",        "thread_index_in_threadgroup",
+    "simdgroup_index_in_threadgroup", "thread_index_in_simdgroup",
+    "simdgroups_per_threadgroup",   "threads_per_simdgroup",
+};
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        s[--n] = 0;
+    return s;
+}
+
+/* Preprocessed text drops its line markers' lines from parameters. */
+static void strip_line_markers(char *s)
+{
+    for (char *l = s; *l;) {
+        char *nl = strchr(l, '\n');
+        char *t = l;
+        while (*t == ' ' || *t == '\t')
+            t++;
+        if (*t == '#') {
+            size_t n = nl ? (size_t)(nl - l) : strlen(l);
+            memset(l, ' ', n);
+        }
+        if (!nl)
+            break;
+        l = nl + 1;
+    }
+}
+
+/* One parameter "TYPE NAME [[ATTR]]" as an argument expression of the
+ * entry; -1 and a message when the executor cannot bind it. */
+static int bind_param(const char *kname, char *param, strbuf *args, unsigned *used, char *err,
+                      size_t errlen)
+{
+    char *attr = strstr(param, "[[");
+    char *decl = trim(param);
+    if (!attr) {
+        snprintf(err, errlen, "kernel %s: parameter '%.80s' has no attribute to bind it", kname,
+                 decl);
+        return -1;
+    }
+    *attr = 0;
+    attr += 2;
+    char *ae = strstr(attr, "]]");
+    if (ae)
+        *ae = 0;
+    attr = trim(attr);
+    decl = trim(decl);
+    size_t n = strlen(decl);
+    while (n && is_id((unsigned char)decl[n - 1]))
+        n--;
+    char name[96];
+    snprintf(name, sizeof name, "%s", decl + n);
+    decl[n] = 0;
+    char *type = trim(decl);
+    int idx;
+    if (sscanf(attr, "buffer ( %d )", &idx) == 1 || sscanf(attr, "buffer(%d)", &idx) == 1) {
+        if (idx < 0 || idx >= MQ_MSL_MAX_BUFFERS) {
+            snprintf(err, errlen, "kernel %s: [[buffer(%d)]] is outside Metal's 0..%d", kname, idx,
+                     MQ_MSL_MAX_BUFFERS - 1);
+            return -1;
+        }
+        *used |= 1u << idx;
+        if (strchr(type, '&'))
+            sb_printf(args, "*(std::remove_reference<%s>::type *)t->buffers[%d]", type, idx);
+        else
+            sb_printf(args, "(%s)t->buffers[%d]", type, idx);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof position_attrs / sizeof position_attrs[0]; i++)
+        if (!strcmp(attr, position_attrs[i])) {
+            sb_printf(args, "metal::mq_detail::position<%s>(t->%s)", type, attr);
+            return 0;
+        }
+    snprintf(err, errlen, "kernel %s: parameter %s's attribute [[%.60s]] is not one the executor binds",
+             kname, name, attr);
+    return -1;
+}
+
+/* Find every kernel in preprocessed text and write its entry; the names
+ * and buffers into m. */
+static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *err, size_t errlen)
+{
+    const char *p = pre;
+    while ((p = strstr(p, "MQ_MSL_KERNEL"))) {
+        if ((p > pre && is_id((unsigned char)p[-1])) || is_id((unsigned char)p[13])) {
+            p += 13;
+            continue;
+        }
+        const char *q = skip_ws(p + 13);
+        if (strncmp(q, "void", 4) || is_id((unsigned char)q[4])) {
+            snprintf(err, errlen, "a kernel that does not return void (near '%.40s')", q);
+            return -1;
+        }
+        q = skip_ws(q + 4);
+        const char *nb = q;
+        while (is_id((unsigned char)*q))
+            q++;
+        char kname[96];
+        snprintf(kname, sizeof kname, "%.*s", (int)(q - nb), nb);
+        q = skip_ws(q);
+        if (*q != '(' || !kname[0]) {
+            snprintf(err, errlen, "cannot read the kernel's parameter list near '%.40s'", nb);
+            return -1;
+        }
+        /* the parameter list, split at top-level commas */
+        const char *b = ++q;
+        int depth = 0;
+        while (*q && (depth > 0 || *q != ')')) {
+            if (*q == '(' || *q == '[' || *q == '<')
+                depth++;
+            else if (*q == ')' || *q == ']' || *q == '>')
+                depth--;
+            q++;
+        }
+        char *params = strndup(b, (size_t)(q - b));
+        if (!params) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        strip_line_markers(params);
+        if (m->nk == MAX_KERNELS) {
+            free(params);
+            snprintf(err, errlen, "more than %d kernels in one source", MAX_KERNELS);
+            return -1;
+        }
+        kernel_info *k = &m->k[m->nk++];
+        snprintf(k->name, sizeof k->name, "%s", kname);
+        strbuf args = {0};
+        int rc = 0, first = 1;
+        depth = 0;
+        char *start = params;
+        for (char *s = params;; s++) {
+            if (*s == '(' || *s == '[' || *s == '<')
+                depth++;
+            else if (*s == ')' || *s == ']' || *s == '>')
+                depth--;
+            if (*s && !(*s == ',' && depth == 0))
+                continue;
+            int last = !*s;
+            *s = 0;
+            if (*trim(start)) {
+                if (!first)
+                    sb_add(&args, ", ", 2);
+                first = 0;
+                if ((rc = bind_param(kname, start, &args, &k->used, err, errlen)))
+                    break;
+            }
+            if (last)
+                break;
+            start = s + 1;
+        }
+        free(params);
+        if (rc || args.oom) {
+            free(args.s);
+            if (!rc)
+                snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        sb_printf(out, "\nextern \"C\" __attribute__((visibility(\"default\"), used)) void "
+                       "mq_msl_entry_%s(const mq_msl_thread *t)\n{\n    %s(",
+                  kname, kname);
+        sb_add(out, args.s ? args.s : "", args.s ? strlen(args.s) : 0);
+        sb_add(out, ");\n}\n", 5);
+        free(args.s);
+        p = q;
+    }
+    if (m->nk == 0) {
+        snprintf(err, errlen, "no kernel function in the source");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- compiling ------------------------------------------------------------ */
+
+const char *mq_msl_include_dir(void)
+{
+    const char *d = getenv("MQ_MSL_INCLUDE");
+    return d && *d ? d : MQ_SOURCE_DIR "/backends/msl_cpu";
+}
+
+static int have_program(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+const char *mq_msl_cxx(const mq_msl_compile_opts *o)
+{
+    if (o && o->cxx && *o->cxx)
+        return o->cxx;
+    const char *e = getenv("MQ_MSL_CXX");
+    if (e && *e)
+        return e;
+    static const char *found;
+    static int looked;
+    if (!looked) {
+        looked = 1;
+        found = have_program("clang++") ? "clang++" : have_program("g++") ? "g++" : NULL;
+    }
+    return found;
+}
+
+static void cache_dir(const mq_msl_compile_opts *o, char *out, size_t n)
+{
+    const char *d = o && o->cache_dir ? o->cache_dir : getenv("MQ_MSL_CACHE");
+    if (d && *d) {
+        snprintf(out, n, "%s", d);
+        return;
+    }
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (x && *x)
+        snprintf(out, n, "%s/mq-msl", x);
+    else if (h && *h)
+        snprintf(out, n, "%s/.cache/mq-msl", h);
+    else
+        snprintf(out, n, "/tmp/mq-msl-%d", (int)getuid());
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *s = tmp + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    strbuf b = {0};
+    char chunk[65536];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        sb_add(&b, chunk, got);
+    fclose(f);
+    if (b.oom || !b.s) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+static int spit(const char *path, const char *text, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int bad = fwrite(text, 1, n, f) != n;
+    return fclose(f) || bad ? -1 : 0;
+}
+
+/* The first line of a compiler log that says error (without the temporary
+ * directory), else its first line. */
+static void first_error(const char *log_path, const char *dir, char *out, size_t n)
+{
+    FILE *l = fopen(log_path, "r");
+    char line[1024], first[1024] = "";
+    out[0] = 0;
+    while (l && fgets(line, sizeof line, l)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!first[0])
+            snprintf(first, sizeof first, "%s", line);
+        if (strstr(line, "error")) {
+            snprintf(first, sizeof first, "%s", line);
+            break;
+        }
+    }
+    if (l)
+        fclose(l);
+    const char *s = first;
+    size_t dl = strlen(dir);
+    if (!strncmp(s, dir, dl) && s[dl] == '/')
+        s += dl + 1;
+    snprintf(out, n, "%s", s);
+}
+
+static int run_cmd(const char *cmd)
+{
+    int st = system(cmd);
+    return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* " -DA=1 -DB=2" from "A=1 B=2". */
+static void define_flags(const char *defines, char *out, size_t n)
+{
+    size_t used = 0;
+    char d[128];
+    int k;
+    out[0] = 0;
+    while (defines && sscanf(defines, " %127s%n", d, &k) == 1 && used + strlen(d) + 4 < n) {
+        used += (size_t)snprintf(out + used, n - used, " -D%s", d);
+        defines += k;
+    }
+}
+
+static void rm_rf(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (run_cmd(cmd)) { /* nothing more to do: a leftover temporary directory */
+    }
+}
+
+static mq_msl_module *load_so(const char *so, mq_msl_module *m, char *err, size_t errlen)
+{
+    m->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    mq_msl_bind_fn bind = m->dl ? (mq_msl_bind_fn)dlsym(m->dl, "mq_msl_bind") : NULL;
+    if (!bind) {
+        snprintf(err, errlen, "%s: %s", so, m->dl ? "no mq_msl_bind" : dlerror());
+        mq_msl_module_free(m);
+        return NULL;
+    }
+    bind(&mq_msl_host_api);
+    for (int i = 0; i < m->nk; i++) {
+        char sym[128];
+        snprintf(sym, sizeof sym, "mq_msl_entry_%s", m->k[i].name);
+        m->k[i].entry = (mq_msl_entry_fn)dlsym(m->dl, sym);
+        if (!m->k[i].entry) {
+            snprintf(err, errlen, "%s: no %s", so, sym);
+            mq_msl_module_free(m);
+            return NULL;
+        }
+    }
+    return m;
+}
+
+mq_msl_module *mq_msl_module_load(const char *file, const char *src, const char *defines,
+                                  const mq_msl_compile_opts *o, char *err, size_t errlen)
+{
+    const char *cxx = mq_msl_cxx(o);
+    if (!cxx) {
+        snprintf(err, errlen, "no C++ compiler for the MSL executor (clang++ or g++; or set MQ_MSL_CXX)");
+        return NULL;
+    }
+    char dir[1024], tmp[1100], path[1200], log[1200], dflags[1024], cmd[8192];
+    cache_dir(o, dir, sizeof dir);
+    if (strchr(dir, '\'') || mkdirs(dir)) {
+        snprintf(err, errlen, "%s: cannot make the executor's cache directory", dir);
+        return NULL;
+    }
+    snprintf(tmp, sizeof tmp, "%s/tmp-XXXXXX", dir);
+    if (!mkdtemp(tmp)) {
+        snprintf(err, errlen, "%s: cannot make a temporary directory: %s", dir, strerror(errno));
+        return NULL;
+    }
+    mq_msl_module *m = calloc(1, sizeof *m);
+    char *text = NULL, *translated = NULL, *pre = NULL;
+    strbuf full = {0};
+    if (!m)
+        goto oom;
+    if (src)
+        text = strdup(src);
+    else
+        text = mq_metal_source(file, err, errlen);
+    if (!text) {
+        if (src)
+            goto oom;
+        goto fail;
+    }
+    if (!(translated = mq_msl_translate(text)))
+        goto oom;
+    /* preprocess: the kernel mark stays a token to find */
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    snprintf(path, sizeof path, "%s/%s", tmp, base);
+    snprintf(log, sizeof log, "%s/log", tmp);
+    define_flags(defines, dflags, sizeof dflags);
+    if (spit(path, translated, strlen(translated)))
+        goto io;
+    snprintf(cmd, sizeof cmd,
+             "%s -std=c++17 -E -x c++ -isystem '%s' -DMQ_MSL_PREPROCESS%s '%s' -o '%s/pre.ii' "
+             "> '%s' 2>&1",
+             cxx, mq_msl_include_dir(), dflags, path, tmp, log);
+    if (run_cmd(cmd)) {
+        char first[512];
+        first_error(log, tmp, first, sizeof first);
+        snprintf(err, errlen, "%s (%s) does not preprocess: %s", file, defines, first);
+        goto fail;
+    }
+    snprintf(path, sizeof path, "%s/pre.ii", tmp);
+    if (!(pre = slurp(path)))
+        goto io;
+    sb_add(&full, pre, strlen(pre));
+    if (write_entries(pre, &full, m, err, errlen))
+        goto fail;
+    if (full.oom)
+        goto oom;
+    /* the cache key: what is compiled and how */
+    const char *cflags = o && o->cflags ? o->cflags : (getenv("MQ_MSL_CFLAGS") ? getenv("MQ_MSL_CFLAGS") : "");
+    char flags[1024];
+    snprintf(flags, sizeof flags, "-std=c++17 -O1 -g0 -fPIC -shared -w -x c++ -DMQ_MSL_KERNEL= %s",
+             cflags);
+    uint64_t h1 = fnv(14695981039346656037ull, full.s, full.len);
+    uint64_t h2 = fnv(0x9e3779b97f4a7c15ull, full.s, full.len);
+    h1 = fnv(fnv(h1, flags, strlen(flags)), cxx, strlen(cxx));
+    h2 = fnv(fnv(h2, cxx, strlen(cxx)), flags, strlen(flags));
+    char so[1100];
+    snprintf(so, sizeof so, "%s/%016llx%016llx.so", dir, (unsigned long long)h1,
+             (unsigned long long)h2);
+    if (access(so, R_OK)) {
+        snprintf(path, sizeof path, "%s/module.cpp", tmp);
+        if (spit(path, full.s, full.len))
+            goto io;
+        snprintf(cmd, sizeof cmd, "%s %s '%s' -o '%s/module.so' > '%s' 2>&1", cxx, flags, path, tmp,
+                 log);
+        if (run_cmd(cmd)) {
+            char first[512];
+            first_error(log, tmp, first, sizeof first);
+            snprintf(err, errlen, "%s (%s) does not compile: %s", file, defines, first);
+            goto fail;
+        }
+        snprintf(path, sizeof path, "%s/module.so", tmp);
+        if (rename(path, so)) /* atomic: a concurrent compile of the same key is the same file */
+            goto io;
+    }
+    free(text);
+    free(translated);
+    free(pre);
+    free(full.s);
+    rm_rf(tmp);
+    return load_so(so, m, err, errlen);
+oom:
+    snprintf(err, errlen, "out of memory compiling %s", file);
+    goto fail;
+io:
+    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+fail:
+    free(text);
+    free(translated);
+    free(pre);
+    free(full.s);
+    free(m);
+    rm_rf(tmp);
+    return NULL;
+}
+
+void mq_msl_module_free(mq_msl_module *m)
+{
+    if (!m)
+        return;
+    if (m->dl)
+        dlclose(m->dl);
+    free(m);
+}
+
+mq_msl_entry_fn mq_msl_kernel(const mq_msl_module *m, const char *name, unsigned *buffers_used)
+{
+    for (int i = 0; m && i < m->nk; i++)
+        if (!strcmp(m->k[i].name, name)) {
+            if (buffers_used)
+                *buffers_used = m->k[i].used;
+            return m->k[i].entry;
+        }
+    return NULL;
+}
