@@ -69,15 +69,18 @@ int mq_msl_buffer_alloc(mq_msl_buffer *b, size_t bytes, char *err, size_t errlen
     size_t P = page_size(), region = (bytes + P - 1) / P * P;
     if (!region)
         region = P;
+    /* past the end, an inaccessible region as long as the buffer (64 pages
+     * at least): a row-sized overrun lands there, not in the next buffer */
+    size_t tail = region > 64 * P ? region : 64 * P;
     memset(b, 0, sizeof *b);
-    b->map_bytes = region + 2 * P;
+    b->map_bytes = P + region + tail;
     b->map = mmap(NULL, b->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (b->map == MAP_FAILED) {
         b->map = NULL;
         snprintf(err, errlen, "cannot map a %zu-byte device buffer: %s", bytes, strerror(errno));
         return -1;
     }
-    if (mprotect(b->map, P, PROT_NONE) || mprotect(b->map + P + region, P, PROT_NONE)) {
+    if (mprotect(b->map, P, PROT_NONE) || mprotect(b->map + P + region, tail, PROT_NONE)) {
         snprintf(err, errlen, "cannot protect a device buffer's guard pages: %s", strerror(errno));
         mq_msl_buffer_free(b);
         return -1;
@@ -86,7 +89,7 @@ int mq_msl_buffer_alloc(mq_msl_buffer *b, size_t bytes, char *err, size_t errlen
     size_t start = (region - bytes) & ~(size_t)15;
     b->data = b->map + P + start;
     b->bytes = bytes;
-    memset((unsigned char *)b->data + bytes, CANARY, region - start - bytes);
+    memset((unsigned char *)b->data + bytes, CANARY, region - start - bytes); /* < 16 bytes */
     return 0;
 }
 
@@ -469,7 +472,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
         if (a >= lo && a < lo + P)
             snprintf(msg, sizeof msg, "an access %lu bytes before the start of buffer(%d)",
                      (unsigned long)(d - a), b);
-        else if (a >= hi - P && a < hi)
+        else if (a >= lo + P && a < hi) /* past the data: its tail */
             snprintf(msg, sizeof msg,
                      "an access at byte %lu of buffer(%d), which has %zu bytes (out of bounds)",
                      (unsigned long)(a - d), b, buf->bytes);
@@ -560,7 +563,8 @@ static double now_s(void)
 static int check_canary(const mq_msl_buffer *b, int index, char *err, size_t errlen)
 {
     const unsigned char *end = (const unsigned char *)b->data + b->bytes;
-    const unsigned char *lim = b->map + b->map_bytes - page_size();
+    const unsigned char *lim = (const unsigned char *)(((uintptr_t)end + page_size() - 1) /
+                                                       page_size() * page_size());
     for (const unsigned char *p = end; p < lim; p++)
         if (*p != CANARY) {
             snprintf(err, errlen,

@@ -55,9 +55,9 @@ mq_msl_entry_fn mq_msl_kernel(const mq_msl_module *m, const char *name, unsigned
 /* ---- buffers and launches (msl_exec.c) --------------------------------- */
 
 /* A device buffer: `bytes` usable bytes whose start is 16-byte aligned and
- * whose end lies within 16 bytes of an inaccessible page (a canary fills the
- * slack), with another inaccessible page before it. Shared with the child
- * that runs a launch. */
+ * whose end lies within 16 bytes of an inaccessible region as long as the
+ * buffer (64 pages at least; a canary fills the slack), with an
+ * inaccessible page before it. Shared with the child that runs a launch. */
 typedef struct {
     void *data;
     size_t bytes;

@@ -505,6 +505,22 @@ static void first_error(const char *log_path, const char *dir, char *out, size_t
             break;
         }
     }
+    /* clang puts a failed static_assert's message after its condition: keep
+     * the message when the line is long */
+    const char *msg = strstr(first, "\" \"");
+    if (!msg)
+        msg = strstr(first, "failed due to requirement");
+    if (msg && strlen(first) > 200) {
+        const char *q = strrchr(first, '"');
+        const char *open = q && q > first ? q - 1 : NULL;
+        while (open && open > first && *open != '"')
+            open--;
+        if (open && open < q) {
+            char tmp[1024];
+            snprintf(tmp, sizeof tmp, "static_assert failed: %.*s", (int)(q - open - 1), open + 1);
+            snprintf(first, sizeof first, "%s", tmp);
+        }
+    }
     if (l)
         fclose(l);
     const char *s = first;

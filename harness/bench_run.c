@@ -35,6 +35,9 @@ static void print_result(const mq_result *r, int tty)
         printf("%-8s M=%-4d N=%-6d K=%-6d %-52s %9.4f ms +-%4.1f%% %4d reps %7.1f GFLOP/s\n",
                mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, name, r->st.median * 1e3,
                100 * mq_stats_ci_rel(&r->st), r->st.n, r->gflops);
+    else if (!strcmp(r->status, "verified"))
+        printf("%-8s M=%-4d N=%-6d K=%-6d %-52s verified (not timed)\n",
+               mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, name);
     else
         printf("%-8s M=%-4d N=%-6d K=%-6d %-52s %s: %s\n", mq_format_name(r->p.format), r->p.M,
                r->p.N, r->p.K, name, r->status, r->error);
@@ -117,9 +120,10 @@ int mq_bench_explain(const mq_bench_job *j, const mq_chip *chip)
 static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
                     const int counts[5], double wall, double kernel_s, int whole)
 {
-    printf("\n%s on %s (%s backend): %d ok, %d wrong, %d error, %d illegal, %d skipped "
+    printf("\n%s on %s (%s backend): %d %s, %d wrong, %d error, %d illegal, %d skipped "
            "(--resume); results in %s\n",
-           j->label, t->chip.name, t->be->name, counts[0], counts[1], counts[2], counts[3],
+           j->label, t->chip.name, t->be->name, counts[0],
+           t->be->verify_only ? "verified" : "ok", counts[1], counts[2], counts[3],
            counts[4], out);
     if (wall > 0 && counts[0] + counts[1] + counts[2])
         printf("measurement overhead: %.1f%% of %.1f s (setup, references, checks, "
@@ -127,7 +131,7 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
                100 * (1 - kernel_s / wall), wall);
     mq_results now;
     char err[4400];
-    if (!whole || mq_results_load(out, &now, err, sizeof err))
+    if (!whole || t->be->verify_only || mq_results_load(out, &now, err, sizeof err))
         return;
     mq_problem p;
     int s;
@@ -147,7 +151,7 @@ int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w
 {
     int tty = isatty(fileno(stderr)) && !j->quiet, rc = 0;
     double t_start = mq_now(), kernel_s = 0;
-    int counts[5] = {0}; /* ok, wrong, error, illegal, skipped */
+    int counts[5] = {0}; /* ok or verified, wrong, error, illegal, skipped */
     static mq_measurement m;
     static mq_bench_problem bp; /* zeroed: kept across problems that share weights */
     int total = 0, done = 0, s;
@@ -201,7 +205,7 @@ int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w
                 rc = 2;
                 break;
             }
-            counts[!strcmp(m.status, "ok")      ? 0
+            counts[!strcmp(m.status, "ok") || !strcmp(m.status, "verified") ? 0
                    : !strcmp(m.status, "wrong") ? 1
                    : !strcmp(m.status, "error") ? 2
                                                 : 3]++;

@@ -266,8 +266,8 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
                  m->worst_ratio);
         return;
     }
-    if (o->max_reps == 0 || b->verify_only) { /* verification only */
-        snprintf(m->status, sizeof m->status, "ok");
+    if (o->max_reps == 0 || b->verify_only) { /* verification only: no time */
+        snprintf(m->status, sizeof m->status, "verified");
         return;
     }
     for (int i = 0; i < o->warmups; i++) {

@@ -44,7 +44,7 @@ double mq_verify_bound(int K, double sum_abs, double ref, const mq_backend_arith
 typedef struct {
     double budget_s;  /* stop after this much timed running ... */
     double ci_rel;    /* ... or once the 95% CI of the median is within +-ci_rel */
-    int min_reps, max_reps, warmups; /* max_reps 0: verify only, no timing */
+    int min_reps, max_reps, warmups; /* max_reps 0: verify only, no timing ("verified") */
 } mq_measure_opts;
 
 mq_measure_opts mq_measure_defaults(void); /* 0.5 s, 2%, 5..1000 reps, 1 warm-up */
@@ -52,7 +52,7 @@ mq_measure_opts mq_measure_defaults(void); /* 0.5 s, 2%, 5..1000 reps, 1 warm-up
 #define MQ_MAX_SAMPLES 4096
 
 typedef struct {
-    char status[16];      /* ok, wrong, error, illegal */
+    char status[16];      /* ok (verified and timed), verified (not timed), wrong, error, illegal */
     char error[256];      /* the reason when not ok */
     mq_stats st;
     double samples[MQ_MAX_SAMPLES];

@@ -221,12 +221,14 @@ static int parse_row(char **f, mq_result *r, char *why, size_t n)
     for (int i = 0; i < 5; i++)
         if (mq_parse_int(f[13 + i], 0, MAX_DIM, params[i], bad, sizeof bad))
             return snprintf(why, n, "%s: %s", columns[13 + i], bad), -1;
-    static const char *const statuses[] = {"ok", "wrong", "error", "illegal"};
+    static const char *const statuses[] = {"ok", "verified", "wrong", "error", "illegal"};
     int known = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         known |= !strcmp(f[18], statuses[i]);
     if (!known)
-        return snprintf(why, n, "status '%.40s' is not ok, wrong, error or illegal", f[18]), -1;
+        return snprintf(why, n, "status '%.40s' is not ok, verified, wrong, error or illegal",
+                        f[18]),
+               -1;
     COPY(r->status, f[18], "status");
     COPY(r->error, f[19], "error");
     double *stats[] = {&r->st.median, &r->st.p10, &r->st.p90, &r->st.mad, &r->st.ci_lo,

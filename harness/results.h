@@ -21,7 +21,7 @@ typedef struct {
     char chip[32], backend[16];
     mq_problem p;
     mq_candidate c;
-    char status[16]; /* ok, wrong, error, illegal */
+    char status[16]; /* ok, verified (not timed), wrong, error, illegal */
     char error[256];
     mq_stats st;
     double gflops, weight_gbs;

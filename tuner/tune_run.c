@@ -90,7 +90,7 @@ static int pick_predicted(mq_tuner *T, const mq_suite *suite, int s, const mq_pr
             return -1;
         static mq_measurement m;
         mq_measure(T->be, &T->bp, &cs[best].c, T->lim, &vo, &m);
-        if (!strcmp(m.status, "ok"))
+        if (!strcmp(m.status, "verified"))
             return best;
         cs[best].time = -1; /* wrong on the CPU model: never chosen */
     }

@@ -1,0 +1,666 @@
+/* test_msl_exec.c - the MSL executor and the msl-cpu backend.
+ * The executor's semantics, each on a small kernel written here: Apple's
+ * simdgroup_matrix lane layout (thread_elements) and multiply-accumulate,
+ * an operand gathered from the lanes, simd collectives in a partial
+ * simdgroup, FP16 rounding against the library's converter, threadgroup
+ * memory shared through a barrier and NaN where no thread wrote, and the
+ * faults it must report (a barrier in divergent control flow, a store past
+ * a buffer into its slack and into its guard page, threadgroup memory over
+ * 32 KB when compiled and when run, an unbound buffer, an endless loop).
+ * Then every variant x format of metal/ on the executor through the
+ * harness against the float64 reference: the smallest, the seed and the
+ * largest legal tiles, split_k 1, 2 and 3 where the variant splits, M of
+ * 1, 3 and 17 with N = 200 (no tile divides it); and planted defects in
+ * the real kernels (nibble order, a dropped K element, a missing barrier,
+ * a store past M, threadgroup memory over 32 KB) that must each fail. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check.h"
+#include "chips.h"
+#include "measure.h"
+#include "msl_exec.h"
+#include "msl_program.h"
+#include "probes.h"
+#include "space.h"
+
+static char cache[] = "/tmp/mq-msl-test-XXXXXX";
+static mq_msl_compile_opts copts;
+
+static mq_msl_module *compile(const char *name, const char *src, const char *defines, char *err,
+                              size_t n)
+{
+    return mq_msl_module_load(name, src, defines, &copts, err, n);
+}
+
+/* One launch of kernel `fn` from src over grid x threads with up to 4
+ * buffers of the given byte sizes (initial contents from init, may be
+ * NULL); 0 or -1 with err. */
+typedef struct {
+    size_t bytes[4];
+    const void *init[4];
+    mq_msl_buffer b[4];
+} bufs;
+
+static int launch(const char *src, const char *fn, bufs *bs, unsigned grid, unsigned threads,
+                  double timeout, char *err, size_t n)
+{
+    mq_msl_module *m = compile("test.metal", src, "", err, n);
+    if (!m)
+        return -1;
+    mq_msl_launch l = {{0}, {grid, 1, 1}, {threads, 1, 1}, 1, timeout};
+    int rc = 0;
+    for (int i = 0; i < 4 && bs->bytes[i]; i++) {
+        if (mq_msl_buffer_alloc(&bs->b[i], bs->bytes[i], err, n)) {
+            rc = -1;
+            break;
+        }
+        if (bs->init[i])
+            memcpy(bs->b[i].data, bs->init[i], bs->bytes[i]);
+        l.buffers[i] = &bs->b[i];
+    }
+    if (rc == 0)
+        rc = mq_msl_run(m, fn, &l, err, n);
+    mq_msl_module_free(m);
+    return rc;
+}
+
+static void free_bufs(bufs *bs)
+{
+    for (int i = 0; i < 4; i++)
+        mq_msl_buffer_free(&bs->b[i]);
+}
+
+/* ---- the semantics ---------------------------------------------------------- */
+
+static const char *layout_src =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void layout(device float *out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]])\n"
+    "{\n"
+    "    simdgroup_float8x8 m;\n"
+    "    m.thread_elements()[0] = float(lane * 2);\n"
+    "    m.thread_elements()[1] = float(lane * 2 + 1);\n"
+    "    simdgroup_store(m, out, 8);\n"
+    "}\n";
+
+static void test_layout(void)
+{
+    char err[1024];
+    bufs bs = {.bytes = {64 * 4}};
+    int rc = launch(layout_src, "layout", &bs, 1, 32, 0, err, sizeof err);
+    CHECK(rc == 0, "expected the layout kernel to run: %s", err);
+    const float *out = bs.b[0].data;
+    int bad = 0;
+    /* MLX steel's get_coord: lane l holds row (l/4 & 4) + (l/2) % 4,
+     * columns (l/4 & 2) * 2 + (l % 2) * 2 and +1 */
+    for (unsigned l = 0; rc == 0 && l < 32; l++) {
+        unsigned r = ((l / 4) & 4) + (l / 2) % 4, c = ((l / 4) & 2) * 2 + (l % 2) * 2;
+        bad += out[r * 8 + c] != (float)(2 * l) || out[r * 8 + c + 1] != (float)(2 * l + 1);
+    }
+    CHECK(rc == 0 && bad == 0, "expected thread_elements in Apple's lane layout, %d lanes differ",
+          bad);
+    free_bufs(&bs);
+}
+
+static const char *mma_src =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void mma(device const half *a [[buffer(0)]], device const half *b [[buffer(1)]],\n"
+    "                device float *d [[buffer(2)]], device float *e [[buffer(3)]],\n"
+    "                uint lane [[thread_index_in_simdgroup]])\n"
+    "{\n"
+    "    simdgroup_half8x8 A, B;\n"
+    "    simdgroup_load(A, a, 8);\n"
+    "    simdgroup_load(B, b, 8);\n"
+    "    simdgroup_float8x8 C = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);\n"
+    "    simdgroup_multiply_accumulate(C, A, B, C);\n"
+    "    simdgroup_store(C, d, 8);\n"
+    "    // an operand each lane holds only its part of: gathered from the lanes\n"
+    "    simdgroup_half8x8 T;\n"
+    "    T.thread_elements()[0] = half(float(lane));\n"
+    "    T.thread_elements()[1] = half(-float(lane));\n"
+    "    simdgroup_float8x8 Z = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);\n"
+    "    simdgroup_multiply_accumulate(Z, T, B, Z);\n"
+    "    simdgroup_store(Z, e, 8);\n"
+    "}\n";
+
+static void test_mma(void)
+{
+    uint16_t a[64], b[64];
+    float af[64], bf[64];
+    for (int i = 0; i < 64; i++) {
+        af[i] = (float)((i * 7) % 13 - 6) / 4;
+        bf[i] = (float)((i * 5) % 11 - 5) / 8;
+        a[i] = mq_float_to_half(af[i]);
+        b[i] = mq_float_to_half(bf[i]);
+    }
+    char err[1024];
+    bufs bs = {.bytes = {128, 128, 256, 256}, .init = {a, b}};
+    int rc = launch(mma_src, "mma", &bs, 1, 32, 0, err, sizeof err);
+    CHECK(rc == 0, "expected the mma kernel to run: %s", err);
+    const float *d = bs.b[2].data, *e = bs.b[3].data;
+    int bad = 0, bad_t = 0;
+    for (int r = 0; rc == 0 && r < 8; r++)
+        for (int c = 0; c < 8; c++) {
+            double s = 1, t = 0;
+            for (int k = 0; k < 8; k++) {
+                s += (double)af[r * 8 + k] * bf[k * 8 + c];
+                /* T(r, k): the lane holding (r, k), + for the even column */
+                unsigned l = (r & 4) * 4 + (k & 4) * 2 + (r % 4) * 2 + (k % 4) / 2;
+                t += (k % 2 ? -(double)l : (double)l) * bf[k * 8 + c];
+            }
+            bad += fabs(d[r * 8 + c] - s) > 1e-5;
+            bad_t += fabs(e[r * 8 + c] - t) > 1e-4;
+        }
+    CHECK(rc == 0 && bad == 0, "expected simdgroup_multiply_accumulate to give A x B + C, %d differ",
+          bad);
+    CHECK(rc == 0 && bad_t == 0,
+          "expected an operand built with thread_elements to be gathered from the lanes, %d "
+          "differ",
+          bad_t);
+    free_bufs(&bs);
+}
+
+static const char *simd_src =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void simd(device float *out [[buffer(0)]], uint tid [[thread_index_in_threadgroup]],\n"
+    "                 uint lane [[thread_index_in_simdgroup]])\n"
+    "{\n"
+    "    float x = float(tid + 1);\n"
+    "    out[tid * 5 + 0] = simd_sum(x);\n"
+    "    out[tid * 5 + 1] = simd_shuffle_xor(x, ushort(1));\n"
+    "    out[tid * 5 + 2] = simd_shuffle_down(x, ushort(4));\n"
+    "    out[tid * 5 + 3] = simd_prefix_exclusive_sum(x);\n"
+    "    out[tid * 5 + 4] = simd_max(lane < 3u ? 100.0f + x : x);\n"
+    "}\n";
+
+static void test_simd(void)
+{
+    enum { T = 48 }; /* a full simdgroup and one of 16 lanes */
+    char err[1024];
+    bufs bs = {.bytes = {T * 5 * 4}};
+    int rc = launch(simd_src, "simd", &bs, 1, T, 0, err, sizeof err);
+    CHECK(rc == 0, "expected the simd kernel to run: %s", err);
+    const float *o = bs.b[0].data;
+    int bad = 0;
+    for (int t = 0; rc == 0 && t < T; t++) {
+        int base = t / 32 * 32, n = t < 32 ? 32 : T - 32, lane = t % 32;
+        double sum = 0, pre = 0;
+        for (int i = 0; i < n; i++)
+            sum += base + i + 1;
+        for (int i = 0; i < lane; i++)
+            pre += base + i + 1;
+        double xo = (lane ^ 1) < n ? base + (lane ^ 1) + 1 : t + 1;
+        double dn = lane + 4 < n ? t + 4 + 1 : t + 1;
+        double mx = 100 + base + 3;
+        bad += o[t * 5] != sum || o[t * 5 + 1] != xo || o[t * 5 + 2] != dn || o[t * 5 + 3] != pre ||
+               o[t * 5 + 4] != mx;
+    }
+    CHECK(rc == 0 && bad == 0,
+          "expected simd_sum/shuffle_xor/shuffle_down/prefix_exclusive_sum/max over each "
+          "simdgroup's lanes (48 threads: 32 + 16), %d threads differ",
+          bad);
+    free_bufs(&bs);
+}
+
+static const char *half_src =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void conv(device const float *in [[buffer(0)]], device ushort *out [[buffer(1)]],\n"
+    "                 device ushort *prod [[buffer(2)]], uint gid [[thread_position_in_grid]])\n"
+    "{\n"
+    "    out[gid] = as_type<ushort>(half(in[gid]));\n"
+    "    prod[gid] = as_type<ushort>(half(in[gid]) * half(in[(gid + 1) % 4096u]));\n"
+    "}\n";
+
+static void test_half(void)
+{
+    enum { N = 4096 };
+    static float in[N];
+    static const float fixed[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65519.0f, 65520.0f,
+                                  0x1p-25f, 3 * 0x1p-26f, -0.0f, 1e-8f};
+    uint32_t s = 12345;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        int e = (int)(s >> 27) - 20; /* 2^-20 .. 2^11: subnormal halves to large ones */
+        in[i] = ldexpf((float)(s & 0xffffff) / 0x1p24f + 0.5f, e) * ((s >> 26) & 1 ? -1 : 1);
+    }
+    memcpy(in, fixed, sizeof fixed);
+    char err[1024];
+    bufs bs = {.bytes = {N * 4, N * 2, N * 2}, .init = {in}};
+    int rc = launch(half_src, "conv", &bs, N / 64, 64, 0, err, sizeof err);
+    CHECK(rc == 0, "expected the conversion kernel to run: %s", err);
+    const uint16_t *o = bs.b[1].data, *pr = bs.b[2].data;
+    int bad = 0, badp = 0;
+    for (int i = 0; rc == 0 && i < N; i++) {
+        bad += o[i] != mq_float_to_half(in[i]);
+        float p = mq_half_to_float(mq_float_to_half(in[i])) *
+                  mq_half_to_float(mq_float_to_half(in[(i + 1) % N]));
+        badp += pr[i] != mq_float_to_half(p); /* exact in float, then rounded once */
+    }
+    CHECK(rc == 0 && bad == 0, "expected half(float) to round as mq_float_to_half, %d of %d differ",
+          bad, N);
+    CHECK(rc == 0 && badp == 0, "expected half * half rounded once to FP16, %d of %d differ", badp,
+          N);
+    CHECK(rc == 0 && o[0] == 0x3c00 && o[1] == 0x3c02 && o[2] == 0x7bff && o[3] == 0x7c00 &&
+              o[4] == 0 && o[5] == 1,
+          "expected ties to even, saturation at 65520 and subnormal rounding, got %04x %04x %04x "
+          "%04x %04x %04x",
+          o[0], o[1], o[2], o[3], o[4], o[5]);
+    free_bufs(&bs);
+}
+
+static const char *tg_src =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void rotate(device float *out [[buffer(0)]], uint tid [[thread_index_in_threadgroup]],\n"
+    "                   uint n [[threads_per_threadgroup]], uint tg [[threadgroup_position_in_grid]])\n"
+    "{\n"
+    "    threadgroup float share[256];\n"
+    "    share[tid] = float(tg * 1000u + tid);\n"
+    "    BARRIER\n"
+    "    out[tg * n + tid] = share[(tid + 1u) % n];\n"
+    "}\n";
+
+static char *with(const char *src, const char *mark, const char *text)
+{
+    const char *at = strstr(src, mark);
+    size_t n = strlen(src) + strlen(text) + 1;
+    char *s = malloc(n);
+    if (!s || !at)
+        return free(s), NULL;
+    snprintf(s, n, "%.*s%s%s", (int)(at - src), src, text, at + strlen(mark));
+    return s;
+}
+
+static void test_threadgroup_memory(void)
+{
+    char err[1024];
+    char *good = with(tg_src, "BARRIER", "threadgroup_barrier(mem_flags::mem_threadgroup);");
+    char *racy = with(tg_src, "BARRIER", "");
+    bufs bs = {.bytes = {3 * 96 * 4}};
+    int rc = launch(good, "rotate", &bs, 3, 96, 0, err, sizeof err);
+    const float *o = bs.b[0].data;
+    int bad = 0;
+    for (int g = 0; rc == 0 && g < 3; g++)
+        for (int t = 0; t < 96; t++)
+            bad += o[g * 96 + t] != (float)(g * 1000 + (t + 1) % 96);
+    CHECK(rc == 0 && bad == 0,
+          "expected a threadgroup array shared by the threadgroup's threads after a barrier: "
+          "%s, %d differ",
+          rc ? err : "ran", bad);
+    free_bufs(&bs);
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 96 * 4;
+    rc = launch(racy, "rotate", &bs, 1, 96, 0, err, sizeof err);
+    o = bs.b[0].data;
+    CHECK(rc == 0 && isnan(o[0]) && o[95] == 0.0f,
+          "expected a read before the writer's store (no barrier) to see NaN, not the value: "
+          "got %g (thread 95 reads thread 0's: %g)",
+          rc ? -1.0 : o[0], rc ? -1.0 : o[95]);
+    free_bufs(&bs);
+    free(good);
+    free(racy);
+}
+
+static void expect_error(const char *what, const char *src, const char *fn, bufs *bs,
+                         unsigned grid, unsigned threads, double timeout, const char *needle,
+                         const char *needle2)
+{
+    char err[1024] = "";
+    int rc = launch(src, fn, bs, grid, threads, timeout, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, needle) && (!needle2 || strstr(err, needle2)),
+          "expected %s to be refused with '%s'%s%s, got %s", what, needle, needle2 ? " and " : "",
+          needle2 ? needle2 : "", rc ? err : "success");
+    free_bufs(bs);
+}
+
+static void test_faults(void)
+{
+    const char *head = "#include <metal_stdlib>\nusing namespace metal;\n";
+    char src[2048];
+    bufs bs = {.bytes = {40}};
+    snprintf(src, sizeof src,
+             "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_index_in_threadgroup]])\n"
+             "{ if (t < 16u) return; threadgroup_barrier(mem_flags::mem_threadgroup); o[0] = 1.0f; }\n",
+             head);
+    expect_error("a barrier some threads returned before", src, "k", &bs, 1, 64, 0, "deadlock",
+                 "16 returned");
+    /* 10 floats: index 10 lands in the slack before the guard, 5000 in it */
+    snprintf(src, sizeof src,
+             "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_position_in_grid]])\n"
+             "{ o[t + IDX] = 1.0f; }\n",
+             head);
+    char *slack = with(src, "IDX", "1u"), *far = with(src, "IDX", "5000u");
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 40;
+    expect_error("a store one element past a buffer", slack, "k", &bs, 1, 10, 0, "buffer(0)",
+                 "out of bounds");
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 40;
+    expect_error("a store far past a buffer", far, "k", &bs, 1, 10, 0, "buffer(0), which has 40 bytes",
+                 "thread");
+    free(slack);
+    free(far);
+    snprintf(src, sizeof src,
+             "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_index_in_threadgroup]])\n"
+             "{ threadgroup float big[9000]; big[t] = 1.0f; o[0] = big[0]; }\n",
+             head);
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 4;
+    expect_error("a threadgroup array over 32 KB", src, "k", &bs, 1, 32, 0, "does not compile",
+                 "32 KB of threadgroup memory");
+    snprintf(src, sizeof src,
+             "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_index_in_threadgroup]])\n"
+             "{ threadgroup float a[5000]; threadgroup float b[5000]; a[t] = b[t] = 1.0f;\n"
+             "  o[0] = a[0] + b[0]; }\n",
+             head);
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 4;
+    expect_error("two threadgroup arrays over 32 KB together", src, "k", &bs, 1, 32, 0,
+                 "threadgroup memory of 40000 bytes", "32768");
+    snprintf(src, sizeof src,
+             "%skernel void k(device float *o [[buffer(0)]], device float *p [[buffer(1)]])\n"
+             "{ o[0] = p[0]; }\n",
+             head);
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 4;
+    expect_error("a kernel whose buffer is not bound", src, "k", &bs, 1, 1, 0, "buffer(1)",
+                 "sets none");
+    snprintf(src, sizeof src,
+             "%skernel void k(device float *o [[buffer(0)]])\n"
+             "{ volatile int go = 1; while (go) {} o[0] = 1.0f; }\n",
+             head);
+    memset(&bs, 0, sizeof bs);
+    bs.bytes[0] = 4;
+    expect_error("an endless loop", src, "k", &bs, 1, 1, 1, "did not finish", NULL);
+}
+
+/* ---- the real kernels ---------------------------------------------------------- */
+
+typedef struct {
+    mq_problem p;
+    mq_candidate c;
+} job;
+
+static int same_tiles(const mq_candidate *a, const mq_candidate *b)
+{
+    return a->variant == b->variant && a->p.tile_m == b->p.tile_m && a->p.tile_n == b->p.tile_n &&
+           a->p.tile_k == b->p.tile_k;
+}
+
+/* The representative set: per problem and variant, the smallest, seed and
+ * largest legal tiles (split_k 1), and split_k 2 and 3 of the seed tiles
+ * (or the smallest) where the variant splits. */
+static int pick(const mq_problem *p, const mq_chip *chip, job *js, int n, int cap)
+{
+    mq_space sp;
+    if (mq_space_enumerate(p, chip, MQ_SPACE_FULL, &sp))
+        return n;
+    for (int v = 0; v < mq_variant_count(); v++) {
+        if (!mq_variant_serves((mq_variant)v, p->format))
+            continue;
+        const mq_variant_info *vi = mq_variant_get((mq_variant)v);
+        int lo = -1, hi = -1, seed = -1;
+        for (int i = 0; i < sp.n; i++) {
+            const mq_candidate *c = &sp.e[i].c;
+            if (!sp.e[i].legal || (int)c->variant != v || c->p.split_k != 1)
+                continue;
+            long area = (long)c->p.tile_m * c->p.tile_n * c->p.tile_k;
+            if (lo < 0 || area < (long)sp.e[lo].c.p.tile_m * sp.e[lo].c.p.tile_n * sp.e[lo].c.p.tile_k)
+                lo = i;
+            if (hi < 0 || area > (long)sp.e[hi].c.p.tile_m * sp.e[hi].c.p.tile_n * sp.e[hi].c.p.tile_k)
+                hi = i;
+            if (seed < 0 && c->p.tile_m == vi->defaults.tile_m && c->p.tile_n == vi->defaults.tile_n &&
+                c->p.tile_k == vi->defaults.tile_k)
+                seed = i;
+        }
+        int picks[3] = {lo, seed, hi};
+        for (int k = 0; k < 3; k++) {
+            int dup = picks[k] < 0;
+            for (int j = 0; j < k && !dup; j++)
+                dup = picks[j] == picks[k];
+            if (!dup && n < cap)
+                js[n++] = (job){*p, sp.e[picks[k]].c};
+        }
+        int base = seed >= 0 ? seed : lo;
+        for (int sk = 2; sk <= 3 && base >= 0; sk++)
+            for (int i = 0; i < sp.n; i++)
+                if (sp.e[i].legal && sp.e[i].c.p.split_k == sk &&
+                    same_tiles(&sp.e[i].c, &sp.e[base].c)) {
+                    if (n < cap)
+                        js[n++] = (job){*p, sp.e[i].c};
+                    break;
+                }
+    }
+    mq_space_free(&sp);
+    return n;
+}
+
+static void test_real_kernels(void)
+{
+    mq_chip chip;
+    char err[1024];
+    if (mq_chip_load_named(mq_chips_default_path(), "m4max", &chip, err, sizeof err)) {
+        CHECK(0, "m4max: %s", err);
+        return;
+    }
+    mq_limits lim = mq_chip_limits(&chip);
+    static job js[512];
+    int n = 0;
+    static const int ms[] = {1, 3, 17};
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int mi = 0; mi < 3; mi++) {
+            mq_problem p = {(mq_format)f, ms[mi], 200, 384, 64};
+            n = pick(&p, &chip, js, n, 512);
+        }
+    /* every distinct program compiled first, in parallel */
+    static char progs[512][600];
+    int np = 0;
+    for (int i = 0; i < n; i++) {
+        const char *file, *fn;
+        char d[256], key[600];
+        if (mq_metal_program(&js[i].p, &js[i].c, &file, &fn, d, sizeof d, err, sizeof err))
+            continue;
+        snprintf(key, sizeof key, "%s|%s", file, d);
+        int k = 0;
+        while (k < np && strcmp(progs[k], key))
+            k++;
+        if (k == np)
+            snprintf(progs[np++], sizeof progs[0], "%s", key);
+    }
+    double t0 = mq_now();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int running = 0, failed_compiles = 0;
+    for (int i = 0; i <= np; i++) {
+        while (running > 0 && (running >= cores || i == np)) {
+            int st;
+            if (wait(&st) < 0)
+                break;
+            running--;
+            failed_compiles += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+        }
+        if (i == np)
+            break;
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            char file[600], *bar;
+            snprintf(file, sizeof file, "%s", progs[i]);
+            bar = strchr(file, '|');
+            *bar = 0;
+            mq_msl_module *m = compile(file, NULL, bar + 1, err, sizeof err);
+            if (!m)
+                fprintf(stderr, "%s\n", err);
+            _exit(m ? 0 : 1);
+        }
+        running += pid > 0;
+    }
+    CHECK(failed_compiles == 0, "expected every program of the set to compile, %d failed",
+          failed_compiles);
+    double t1 = mq_now();
+    /* then each job through the harness, verified against the float64 reference */
+    mq_backend_opts bo = {0}; /* a worker per core */
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    CHECK(b != NULL, "expected the msl-cpu backend to open: %s", e.msg);
+    if (!b)
+        return;
+    int ok = 0, per_vf[64][MQ_FMT_COUNT] = {{0}};
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    mq_measure_opts mo = mq_measure_defaults();
+    static mq_measurement m;
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || memcmp(&js[i].p, &js[i - 1].p, sizeof js[i].p)) {
+            mq_bench_problem_free(&bp);
+            memset(&bp, 0, sizeof bp);
+            if (mq_bench_problem_setup(&bp, &js[i].p, 1, NULL, 0, &e)) {
+                CHECK(0, "set up: %s", e.msg);
+                break;
+            }
+        }
+        mq_measure(b, &bp, &js[i].c, &lim, &mo, &m);
+        char name[128];
+        mq_candidate_str(&js[i].c, name, sizeof name);
+        CHECK(!strcmp(m.status, "verified"),
+              "expected %s M=%d N=200 K=384 %s on the executor to match the reference: %s %s",
+              mq_format_name(js[i].p.format), js[i].p.M, name, m.status, m.error);
+        if (!strcmp(m.status, "verified")) {
+            ok++;
+            if ((int)js[i].c.variant < 64)
+                per_vf[js[i].c.variant][js[i].p.format]++;
+        }
+    }
+    mq_bench_problem_free(&bp);
+    mq_backend_close(b);
+    for (int v = 0; v < mq_variant_count() && v < 64; v++)
+        for (int f = 0; f < MQ_FMT_COUNT; f++)
+            if (mq_variant_serves((mq_variant)v, (mq_format)f))
+                CHECK(per_vf[v][f] >= 3, "expected %s on %s executed on several tiles and Ms, got %d",
+                      mq_variant_get((mq_variant)v)->name, mq_format_name((mq_format)f),
+                      per_vf[v][f]);
+    printf("msl-cpu: %d programs compiled (%.1f s), %d launches of %d executed and verified "
+           "(%.1f s)\n",
+           np, t1 - t0, ok, n, mq_now() - t1);
+}
+
+/* A copy of metal/ with one edit; "" when the edit's text is not there. */
+static int planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n)
+{
+    snprintf(dir, n, "/tmp/mq-planted-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    char cmd[1024], path[512];
+    snprintf(cmd, sizeof cmd, "cp %s/*.metal %s/*.h %s/", mq_metal_source_dir(), mq_metal_source_dir(),
+             dir);
+    if (system(cmd))
+        return -1;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    char *text = calloc(1, 1 << 20);
+    size_t got = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    char *at = text ? strstr(text, from) : NULL;
+    int rc = -1;
+    if (at && got) {
+        f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+            rc = fclose(f) ? -1 : 0;
+        }
+    }
+    free(text);
+    return rc;
+}
+
+static void planted(const char *what, const char *file, const char *from, const char *to,
+                    mq_format fmt, int M, mq_candidate c, const char *status, const char *needle)
+{
+    char dir[64];
+    int rc = planted_dir(file, from, to, dir, sizeof dir);
+    CHECK(rc == 0, "expected to plant %s in metal/%s", what, file);
+    setenv("MQ_METAL_DIR", dir, 1);
+    mq_chip chip;
+    char err[512];
+    mq_backend_opts bo = {1};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    if (rc == 0 && b && !mq_chip_load_named(mq_chips_default_path(), "m4max", &chip, err, sizeof err)) {
+        mq_limits lim = mq_chip_limits(&chip);
+        mq_problem p = {fmt, M, 200, 384, 64};
+        mq_bench_problem bp;
+        memset(&bp, 0, sizeof bp);
+        mq_measure_opts mo = mq_measure_defaults();
+        static mq_measurement m;
+        if (mq_bench_problem_setup(&bp, &p, 1, NULL, 0, &e) == 0) {
+            mq_measure(b, &bp, &c, &lim, &mo, &m);
+            CHECK(!strcmp(m.status, status) && (!needle || strstr(m.error, needle)),
+                  "expected %s to be %s%s%s, got %s: %s", what, status, needle ? " naming " : "",
+                  needle ? needle : "", m.status, m.error);
+        }
+        mq_bench_problem_free(&bp);
+    }
+    mq_backend_close(b);
+    unsetenv("MQ_METAL_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+}
+
+static void test_planted(void)
+{
+    mq_candidate fp4_2d = {MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}};
+    mq_candidate striped = {MQ_VAR_MARLIN_FP4_STRIPED, {64, 64, 32, 0, 1}};
+    mq_candidate fused_u4 = {MQ_VAR_FUSED_U4, {64, 64, 32, 0, 1}};
+    planted("a wrong nibble order", "mq_metal.h", "(word >> (4u * i))", "(word >> (4u * (i ^ 1u)))",
+            MQ_FMT_FP4, 17, fp4_2d, "wrong", NULL);
+    planted("an off-by-one that drops the last K row of a word (u4, fused)", "mq_metal.h",
+            "out[i] = mq_u4_to_half(", "out[i] = i == 7u ? half(0.0h) : mq_u4_to_half(", MQ_FMT_U4,
+            3, fused_u4, "wrong", NULL);
+    planted("a missing barrier between staging and multiplying", "marlin_gemm_fp4_striped.metal",
+            "threadgroup_barrier(mem_flags::mem_threadgroup);\n            mq_mma_staged",
+            "mq_mma_staged", MQ_FMT_FP4, 17, striped, "wrong", NULL);
+    planted("a store past M on a ragged tile", "mq_metal.h", "if (r < M && c < N) {",
+            "if (c < N) {", MQ_FMT_FP4, 17, fp4_2d, "error", "out of bounds");
+    planted("threadgroup memory over 32 KB", "mq_metal.h",
+            "#define MQ_STAGED_SMEM(TILE_HALVES) MQ_MAX((TILE_HALVES), SIMDGROUPS * 128)",
+            "#define MQ_STAGED_SMEM(TILE_HALVES) (MQ_MAX((TILE_HALVES), SIMDGROUPS * 128) + 16384)",
+            MQ_FMT_FP4, 17, fp4_2d, "error", "32 KB of threadgroup memory");
+}
+
+int main(void)
+{
+    if (!mkdtemp(cache)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    copts.cache_dir = cache;
+    setenv("MQ_MSL_CACHE", cache, 1);
+    if (!mq_msl_cxx(NULL)) {
+        CHECK(0, "expected a C++ compiler for the executor (make deps installs clang)");
+        return check_done("msl_exec");
+    }
+    test_layout();
+    test_mma();
+    test_simd();
+    test_half();
+    test_threadgroup_memory();
+    test_faults();
+    test_real_kernels();
+    test_planted();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    if (system(cmd)) {
+    }
+    return check_done("msl_exec");
+}
