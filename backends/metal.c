@@ -28,7 +28,7 @@
 #define MAX_WEIGHTS 4352
 
 typedef struct {
-    char key[160];
+    char key[320];
     id pipeline;
     NSUInteger max_threads;
 } pipeline_entry;
@@ -164,7 +164,7 @@ static void reserve_pipelines(metal_state *s, int n)
 static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char *function,
                                     const char *defines, mq_error *err)
 {
-    char key[160];
+    char key[320];
     snprintf(key, sizeof key, "%s %s", function, defines);
     for (int i = 0; i < s->npipes; i++)
         if (!strcmp(s->pipes[i].key, key))
@@ -181,12 +181,12 @@ static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char
         return NULL;
     }
     /* the tuned macros as MTLCompileOptions.preprocessorMacros */
-    id keys[8], vals[8];
+    id keys[12], vals[12];
     int nm = 0;
     char name[32];
     int value, used = 0;
     const char *d = defines;
-    while (nm < 8 && sscanf(d, " %31[^=]=%d%n", name, &value, &used) == 2) {
+    while (nm < 12 && sscanf(d, " %31[^=]=%d%n", name, &value, &used) == 2) {
         keys[nm] = mq_objc_nsstring(rt, name);
         vals[nm] = MSG(rt, id, int)(rt->get_class("NSNumber"), rt->sel("numberWithInt:"), value);
         nm++;
@@ -256,7 +256,7 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
     if (st)
         return st;
     const char *file, *function;
-    char defines[160], msg[256];
+    char defines[256], msg[256];
     if (mq_metal_program(p, c, &file, &function, defines, sizeof defines, msg, sizeof msg))
         return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
     void *pool = rt->pool_push();

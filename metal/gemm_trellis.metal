@@ -26,6 +26,7 @@
                      uint lane [[thread_index_in_simdgroup]])                              \
     {                                                                                       \
         threadgroup half smem[MQ_TRELLIS_SMEM];                                             \
+        MQ_CHECK_PLAN(sizeof(smem));                                                        \
         MqWeights w = {nullptr, nullptr, nullptr, indices, tscales, grid, su, sv};         \
         mq_fused_gemm<MQ_DEQ_TRELLIS, 2>(A, w, C, p, smem, tg, tid, sg, lane);             \
     }

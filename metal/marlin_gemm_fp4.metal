@@ -18,6 +18,7 @@ kernel void marlin_gemm_fp4(device const half *A [[buffer(0)]],
 {
     // one block: [A0 | A1 | B0 | B1]; the epilogue reuses it as scratch
     threadgroup half smem[MQ_STAGED_SMEM(2 * (TILE_M * TILE_K + TILE_K * TILE_N))];
+    MQ_CHECK_PLAN(sizeof(smem));
     threadgroup half *As[2] = {smem, smem + TILE_M * TILE_K};
     threadgroup half *Bs[2] = {smem + 2 * TILE_M * TILE_K,
                                smem + 2 * TILE_M * TILE_K + TILE_K * TILE_N};

@@ -21,6 +21,7 @@ kernel void marlin_gemm_fp4_striped(device const half *A [[buffer(0)]],
                                     uint lane [[thread_index_in_simdgroup]])
 {
     threadgroup half smem[MQ_STAGED_SMEM(TILE_M * TILE_K + TILE_K * TILE_N)];
+    MQ_CHECK_PLAN(sizeof(smem));
     threadgroup half *As = smem, *Bs = smem + TILE_M * TILE_K;
     threadgroup float *scratch = (threadgroup float *)smem + sg * 64u;
     const uint sg_row = (sg / uint(SG_COLS)) * uint(SG_M), sg_col = (sg % uint(SG_COLS)) * uint(SG_N);

@@ -49,6 +49,7 @@ kernel void mlx_qmm_splitk_fp4(device const half *A [[buffer(0)]],
                                uint lane [[thread_index_in_simdgroup]])
 {
     threadgroup half smem[MLX_SMEM]; // threadgroup memory is declared in the kernel itself
+    MQ_CHECK_PLAN(sizeof(smem));
     mlx_qmm_body<false>(A, packed, scales, nullptr, C, p, workspace, smem, tg, tid, sg, lane);
 }
 
@@ -65,5 +66,6 @@ kernel void mlx_qmm_splitk_u4(device const half *A [[buffer(0)]],
                               uint lane [[thread_index_in_simdgroup]])
 {
     threadgroup half smem[MLX_SMEM];
+    MQ_CHECK_PLAN(sizeof(smem));
     mlx_qmm_body<true>(A, packed, scales, zeros, C, p, workspace, smem, tg, tid, sg, lane);
 }

@@ -57,6 +57,19 @@ using namespace metal;
 static_assert(TILE_M % 8 == 0 && TILE_N % 8 == 0 && TILE_K % 8 == 0,
               "tiles are multiples of the 8x8 simdgroup matrix");
 
+// The planner's figures for the candidate (kernels/variants.c), which every
+// backend passes with the tuned macros: each kernel checks that the
+// threadgroup memory it declares and the threads it assumes are what the
+// planner counted for occupancy and legality, so the two cannot disagree.
+#if defined(MQ_PLAN_TG_BYTES) && defined(MQ_PLAN_THREADS)
+#define MQ_CHECK_PLAN(tg_bytes)                                                              \
+    static_assert((tg_bytes) == MQ_PLAN_TG_BYTES,                                           \
+                  "the kernel's threadgroup memory differs from the planner's");           \
+    static_assert(THREADS == MQ_PLAN_THREADS, "the kernel's threads differ from the planner's")
+#else
+#define MQ_CHECK_PLAN(tg_bytes) static_assert(true, "")
+#endif
+
 // ---- the runtime parameters (filled from the CPU model's mq_plan) --------
 struct MqParams {
     uint M, N, K, group;

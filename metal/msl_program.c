@@ -46,9 +46,20 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **fi
     }
     *file = pi->file;
     *function = pi->function;
-    snprintf(defines, n, "TILE_M=%d TILE_N=%d TILE_K=%d SG_M=%d SG_N=%d TRELLIS_BITS=%d",
+    /* the planner's threadgroup memory and threads, for the kernel's own
+     * check (MQ_CHECK_PLAN in mq_metal.h); the limits do not change them */
+    mq_plan plan;
+    mq_error e;
+    if (mq_plan_candidate(p, c, NULL, &plan, &e)) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
+    snprintf(defines, n,
+             "TILE_M=%d TILE_N=%d TILE_K=%d SG_M=%d SG_N=%d TRELLIS_BITS=%d MQ_PLAN_TG_BYTES=%d "
+             "MQ_PLAN_THREADS=%d",
              c->p.tile_m, c->p.tile_n, c->p.tile_k, vi->sg_m, vi->sg_n,
-             mq_format_is_trellis(p->format) ? mq_format_bits(p->format) : 4);
+             mq_format_is_trellis(p->format) ? mq_format_bits(p->format) : 4, plan.tg_mem_bytes,
+             plan.threads_per_tg);
     return 0;
 }
 

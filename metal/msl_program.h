@@ -28,8 +28,10 @@ const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate 
 
 /* What a backend compiles for a candidate: the source file in metal/, the
  * kernel function, and the preprocessor definitions ("TILE_M=64 TILE_N=64
- * ..." separated by spaces). -1 and a message for a variant or format that
- * has no kernel. */
+ * ..." separated by spaces, ending with the planner's MQ_PLAN_TG_BYTES and
+ * MQ_PLAN_THREADS, which each kernel checks its own against). -1 and a
+ * message for a variant or format that has no kernel, or a candidate the
+ * planner refuses. */
 int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
                      const char **function, char *defines, size_t n, char *err, size_t errlen);
 

@@ -1,9 +1,11 @@
-/* test_metal.c - the Metal side as far as Linux allows: every MSL kernel,
- * expanded exactly as the backend hands it to Metal and compiled with the
- * tuned macros of real candidates (the seed configuration and the smallest
- * and largest legal tiles of each variant and format on m4max), passes
- * clang++ -fsyntax-only against tests/metal_compat/metal_stdlib; a planted
- * typo and a planted type error fail it; the backend builds here and
+/* test_metal.c - the Metal side as far as Linux allows: every distinct
+ * legal program (each MSL kernel, expanded as the backend hands it to Metal,
+ * with the tuned macros of every legal candidate of every described chip),
+ * translated as the executor translates it, passes clang++ -fsyntax-only
+ * against backends/msl_cpu/metal_stdlib in its strict mode (address spaces
+ * real, FP16 the Apple target's own, an arm64-apple target); a planted typo,
+ * a type error, a simdgroup_load from thread memory and a device pointer
+ * used as threadgroup memory fail it; the backend builds here and
  * reports itself unavailable, and "auto" falls back to the CPU model
  * saying so; device names and architecture names map to chips. */
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "measure.h"
 #include "backend.h"
 #include "chips.h"
+#include "msl_exec.h"
 #include "msl_program.h"
 #include "space.h"
 
@@ -24,7 +27,26 @@
 #define MQ_SOURCE_DIR "."
 #endif
 
-/* clang++ -fsyntax-only on a source text with -D definitions; the exit
+/* The strict check's compiler and flags: an Apple target, freestanding
+ * (no host headers), metal_stdlib with address spaces made real. */
+#define STRICT_CXX                                                                              \
+    "clang++ -target arm64-apple-macos13 -ffreestanding -nostdinc++ -std=c++17 -fsyntax-only "   \
+    "-x c++ -DMQ_MSL_STRICT -Wall -Wextra -Werror -Wno-unknown-attributes "                     \
+    "-Wno-unused-parameter -isystem "
+
+/* Write MSL source as the executor translates it; -1 on failure. */
+static int write_translated(const char *path, const char *src)
+{
+    char *t = mq_msl_translate(src);
+    FILE *f = t ? fopen(path, "w") : NULL;
+    int rc = f && fputs(t, f) >= 0 ? 0 : -1;
+    if (f && fclose(f))
+        rc = -1;
+    free(t);
+    return rc;
+}
+
+/* The strict syntax check of a source text with -D definitions; the exit
  * status (0: it compiles) and the first error line in first_error. */
 static int syntax_check(const char *src, const char *defines, char *first_error, size_t n)
 {
@@ -32,15 +54,11 @@ static int syntax_check(const char *src, const char *defines, char *first_error,
     int fd = mkstemp(path);
     if (fd < 0)
         return -1;
-    FILE *f = fdopen(fd, "w");
-    fputs(src, f);
-    fclose(f);
+    close(fd);
+    if (write_translated(path, src))
+        return -1;
     snprintf(log, sizeof log, "%s.log", path);
-    size_t used = (size_t)snprintf(cmd, sizeof cmd,
-                                   "clang++ -std=c++17 -fsyntax-only -x c++ -isystem "
-                                   "%s/tests/metal_compat -Wall -Wextra -Werror "
-                                   "-Wno-unknown-attributes -Wno-unused-parameter",
-                                   MQ_SOURCE_DIR);
+    size_t used = (size_t)snprintf(cmd, sizeof cmd, STRICT_CXX "%s", mq_msl_include_dir());
     char d[64];
     const char *s = defines;
     int k;
@@ -67,14 +85,14 @@ static int syntax_check(const char *src, const char *defines, char *first_error,
 }
 
 typedef struct {
-    char file[64], defines[160];
+    char file[64], defines[256];
 } program;
 
 /* The distinct programs of the candidates the test compiles. */
 static int add_program(program *ps, int n, const mq_problem *p, const mq_candidate *c)
 {
     const char *file, *fn;
-    char defines[160], err[256];
+    char defines[256], err[256];
     if (mq_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
         CHECK(0, "expected a Metal program for every legal candidate: %s", err);
         return n;
@@ -109,17 +127,11 @@ static int sweep(const program *ps, int np)
                   "expected metal/%s with its headers expanded: %s", ps[i].file,
                   src ? "an #include is left" : err);
             snprintf(path, sizeof path, "%s/%d.metal", dir, nfiles);
-            FILE *f = fopen(path, "w");
-            if (f && src)
-                fputs(src, f);
-            if (f)
-                fclose(f);
+            CHECK(src && write_translated(path, src) == 0, "expected to write %s", path);
             free(src);
             files[nfiles++] = ps[i].file;
         }
-        fprintf(cmds, "clang++ -std=c++17 -fsyntax-only -x c++ -isystem %s/tests/metal_compat "
-                      "-Wall -Wextra -Werror -Wno-unknown-attributes -Wno-unused-parameter",
-                MQ_SOURCE_DIR);
+        fprintf(cmds, STRICT_CXX "%s", mq_msl_include_dir());
         char d[64];
         const char *t = ps[i].defines;
         int k;
@@ -237,6 +249,32 @@ static void test_syntax(void)
             memcpy(at, "as_type<half>(uint  (bits))", 27);
         CHECK(at && syntax_check(src, "", first, sizeof first) != 0 && strstr(first, "as_type"),
               "expected as_type between different sizes to fail the check, got '%s'", first);
+        free(src);
+    }
+    /* address spaces are real: a simdgroup_load from thread memory, and a
+     * device pointer used as threadgroup memory, do not compile */
+    src = mq_metal_source("marlin_gemm_fused.metal", err, sizeof err);
+    if (src) {
+        char *bad = NULL;
+        const char *from = "simdgroup_load(b, staging, 8);";
+        char *at = strstr(src, from);
+        if (at && (bad = malloc(strlen(src) + 64)))
+            sprintf(bad, "%.*sthread half loc[64] = {}; simdgroup_load(b, loc, 8);%s",
+                    (int)(at - src), src, at + strlen(from));
+        CHECK(bad && syntax_check(bad, "", first, sizeof first) != 0 &&
+                  strstr(first, "simdgroup_load"),
+              "expected a simdgroup_load from thread memory to fail the check, got '%s'", first);
+        free(bad);
+        free(src);
+    }
+    src = mq_metal_source("marlin_gemm_fp4.metal", err, sizeof err);
+    if (src) {
+        char *at = strstr(src, "threadgroup half *As[2] = {smem,");
+        if (at)
+            memcpy(at, "threadgroup half *As[2] = {C   ,", 32);
+        CHECK(at && syntax_check(src, "", first, sizeof first) != 0,
+              "expected a device pointer used as threadgroup memory to fail the check, got '%s'",
+              first);
         free(src);
     }
     CHECK(syntax_check("#include \"mq_metal.h\"\n", "TILE_M=12", first, sizeof first) != 0,
