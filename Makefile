@@ -8,6 +8,7 @@
 #   make nightly    the nightly regression run (make nightly-accept: new baseline)
 #   make plots      redraw the README's pictures from the committed example results
 #   make fuzz-run   the parsers' libFuzzer targets, a few seconds each (make fuzz: build)
+#   make race       the MSL executor under ThreadSanitizer: a missing barrier is a race
 #   make install    libmq.a, mq.h, the tools and mq.pc under PREFIX (/usr/local)
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
 # CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS from the command line or the
@@ -57,7 +58,7 @@ TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
-.PHONY: all test sanitize portable fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps install clean FORCE
+.PHONY: all test sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -129,6 +130,15 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/fuzz_comm
 fuzz-run: fuzz
 	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
+# The executor and a kernel module under ThreadSanitizer (tests/msl_race.c):
+# clang, its own build directory, the module compiled with -fsanitize=thread
+# too; a report stops the launch's child with status 66.
+race: deps
+	$(MAKE) BUILD=build-tsan CC=clang OPT=-O1 SAN="-fsanitize=thread -fno-omit-frame-pointer" \
+	  build-tsan/tests/msl_race
+	MQ_MSL_CXX=clang++ MQ_MSL_CACHE=build-tsan/msl-cache \
+	  TSAN_OPTIONS="halt_on_error=1 exitcode=66" build-tsan/tests/msl_race
+
 bench: deps $(BUILD)/kernel-bench
 	$(BUILD)/kernel-bench $(BENCH_ARGS)
 
@@ -163,4 +173,4 @@ deps:
 	@scripts/install-deps.sh
 
 clean:
-	rm -rf build build-san build-portable build-clang build-fuzz
+	rm -rf build build-san build-portable build-clang build-fuzz build-tsan

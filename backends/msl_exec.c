@@ -50,6 +50,11 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+/* The scheduler's own bookkeeping is shared by the fibers of a worker by
+ * design (one runs at a time); TSan must see only the kernels' accesses and
+ * the barriers' release/acquire, so these functions are not instrumented. */
+#define SCHED __attribute__((no_sanitize("thread")))
+
 #define MAX_THREADS 1024 /* per threadgroup, as on Apple GPUs */
 #define MAX_SGS (MAX_THREADS / MQ_MSL_SIMD_WIDTH)
 #define XBYTES 64        /* the largest value one lane exchanges */
@@ -156,7 +161,7 @@ static void report_failure(const char *msg)
     atomic_store(&child_stop, 1);
 }
 
-static void switch_to_fiber(worker *w, int i)
+SCHED static void switch_to_fiber(worker *w, int i)
 {
     w->cur = i;
 #ifdef __SANITIZE_THREAD__
@@ -172,7 +177,7 @@ static void switch_to_fiber(worker *w, int i)
 }
 
 /* From the running fiber back to the worker; `last` when it never resumes. */
-static void yield_to_main(worker *w, int last)
+SCHED static void yield_to_main(worker *w, int last)
 {
     fiber *f = &w->f[w->cur];
 #ifdef __SANITIZE_THREAD__
@@ -191,7 +196,7 @@ static void yield_to_main(worker *w, int last)
 }
 
 static void fail_here(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void fail_here(worker *w, const char *fmt, ...)
+SCHED static void fail_here(worker *w, const char *fmt, ...)
 {
     fiber *f = &w->f[w->cur];
     if (!w->failed) {
@@ -209,7 +214,7 @@ static void fail_here(worker *w, const char *fmt, ...)
     abort(); /* not reached: a failed fiber is never resumed */
 }
 
-static void api_barrier(int scope)
+SCHED static void api_barrier(int scope)
 {
     worker *w = tw;
     fiber *f = &w->f[w->cur];
@@ -245,7 +250,7 @@ static void api_barrier(int scope)
 #endif
 }
 
-static void *api_tg_alloc(size_t bytes, size_t align)
+SCHED static void *api_tg_alloc(size_t bytes, size_t align)
 {
     worker *w = tw;
     fiber *f = &w->f[w->cur];
@@ -269,7 +274,7 @@ static void *api_tg_alloc(size_t bytes, size_t align)
     return w->tg_mem + off;
 }
 
-static unsigned api_exchange(const void *mine, size_t bytes, void *all)
+SCHED static unsigned api_exchange(const void *mine, size_t bytes, void *all)
 {
     worker *w = tw;
     fiber *f = &w->f[w->cur];
@@ -288,19 +293,19 @@ static unsigned api_exchange(const void *mine, size_t bytes, void *all)
     return (unsigned)w->sg_size[s];
 }
 
-static unsigned api_lane(void)
+SCHED static unsigned api_lane(void)
 {
     return tw->f[tw->cur].lane;
 }
 
-static void api_fail(const char *msg)
+SCHED static void api_fail(const char *msg)
 {
     fail_here(tw, "%s", msg);
 }
 
 const mq_msl_api mq_msl_host_api = {api_barrier, api_tg_alloc, api_exchange, api_lane, api_fail};
 
-static void fiber_main(void)
+SCHED static void fiber_main(void)
 {
     worker *w = tw;
     fiber *f = &w->f[w->cur];
@@ -316,7 +321,7 @@ static void fiber_main(void)
 }
 
 /* Who waits where, when no thread can go on. */
-static void describe_deadlock(worker *w)
+SCHED static void describe_deadlock(worker *w)
 {
     int tg = 0, sg = 0, done = 0, first_sg = -1;
     for (int i = 0; i < w->n; i++) {
@@ -343,7 +348,7 @@ static void describe_deadlock(worker *w)
 
 /* Make every thread of threadgroup (x, y, z) a fiber and run them to the
  * end; 0, or -1 with w->msg. */
-static int run_threadgroup(worker *w, const unsigned tgp[3])
+SCHED static int run_threadgroup(worker *w, const unsigned tgp[3])
 {
     const mq_msl_launch *l = w->l;
     const unsigned *T = l->threads, *G = l->grid;
@@ -422,7 +427,7 @@ static int run_threadgroup(worker *w, const unsigned tgp[3])
 
 static atomic_long next_tg;
 
-static void *worker_main(void *arg)
+SCHED static void *worker_main(void *arg)
 {
     worker *w = arg;
     tw = w;

@@ -51,18 +51,18 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_TRELLIS_PACKED] = {
         .name = "gemm_trellis_packed", .enum_name = "MQ_VAR_TRELLIS_PACKED",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
-        /* the staging block doubles as the epilogue's (metal/mq_fused.h) */
+        /* B staging and epilogue blocks of their own (metal/mq_fused.h) */
         .a_stages = 2, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
-        .epilogue_bytes_per_sg = 0, .tile_quantum = 16, .defaults = {64, 64, 32, 0, 1},
+        .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {64, 64, 32, 0, 1},
         .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed",
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
         .summary = "trellis prefill: fused codebook dequant, 64x64 tiles"},
     [MQ_VAR_TRELLIS_DECODE] = {
         .name = "gemm_trellis_packed_decode", .enum_name = "MQ_VAR_TRELLIS_DECODE",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
-        /* the staging block doubles as the epilogue's (metal/mq_fused.h) */
+        /* B staging and epilogue blocks of their own (metal/mq_fused.h) */
         .a_stages = 2, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
-        .epilogue_bytes_per_sg = 0, .tile_quantum = 16, .defaults = {32, 128, 32, 0, 1},
+        .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {32, 128, 32, 0, 1},
         .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed_decode",
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
         .summary = "trellis decode: fused codebook dequant, 32x128 tiles"},

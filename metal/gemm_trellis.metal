@@ -9,7 +9,9 @@
 // candidate; only the defaults and the entry names differ.
 #include "mq_fused.h"
 
-#define MQ_TRELLIS_SMEM (2 * TILE_M * TILE_K + SIMDGROUPS * 64)
+// the double-buffered A tile, then per simdgroup a B staging block and an
+// epilogue block (8x8 halves each)
+#define MQ_TRELLIS_SMEM (2 * TILE_M * TILE_K + SIMDGROUPS * 128)
 
 #define MQ_TRELLIS_KERNEL(name)                                                             \
     kernel void name(device const half *A [[buffer(0)]],                                   \
@@ -28,7 +30,7 @@
         threadgroup half smem[MQ_TRELLIS_SMEM];                                             \
         MQ_CHECK_PLAN(sizeof(smem));                                                        \
         MqWeights w = {nullptr, nullptr, nullptr, indices, tscales, grid, su, sv};         \
-        mq_fused_gemm<MQ_DEQ_TRELLIS, 2>(A, w, C, p, smem, tg, tid, sg, lane);             \
+        mq_fused_gemm<MQ_DEQ_TRELLIS, 2, true>(A, w, C, p, smem, tg, tid, sg, lane);             \
     }
 
 MQ_TRELLIS_KERNEL(gemm_trellis_packed)

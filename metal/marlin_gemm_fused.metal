@@ -21,7 +21,7 @@ kernel void marlin_gemm_fused_fp4(device const half *A [[buffer(0)]],
     threadgroup half smem[MQ_FUSED_SMEM];
     MQ_CHECK_PLAN(sizeof(smem));
     MqWeights w = {packed, scales, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
-    mq_fused_gemm<MQ_DEQ_FP4, 1>(A, w, C, p, smem, tg, tid, sg, lane);
+    mq_fused_gemm<MQ_DEQ_FP4, 1, false>(A, w, C, p, smem, tg, tid, sg, lane);
 }
 
 kernel void marlin_gemm_fused_u4(device const half *A [[buffer(0)]],
@@ -38,5 +38,5 @@ kernel void marlin_gemm_fused_u4(device const half *A [[buffer(0)]],
     threadgroup half smem[MQ_FUSED_SMEM];
     MQ_CHECK_PLAN(sizeof(smem));
     MqWeights w = {packed, scales, zeros, nullptr, nullptr, nullptr, nullptr, nullptr};
-    mq_fused_gemm<MQ_DEQ_U4, 1>(A, w, C, p, smem, tg, tid, sg, lane);
+    mq_fused_gemm<MQ_DEQ_U4, 1, false>(A, w, C, p, smem, tg, tid, sg, lane);
 }

@@ -4,8 +4,10 @@
 // B never is: each simdgroup decodes the 8x8 B sub-tile it is about to use,
 // lanes 0-7 one column each (8 K values: one packed word for fp4/u4, 8
 // codebook lookups for trellis), into its own 128-byte staging block, and
-// synchronizes with simdgroup_barrier only. The staging block doubles as
-// the epilogue's: accumulators leave as half through it.
+// synchronizes with simdgroup_barrier only. Accumulators leave as half
+// through a 128-byte epilogue block per simdgroup: the staging block itself
+// (fused fp4/u4, seed 002), or a block of its own after all the staging
+// blocks (trellis, seed 004's epilogue_staging).
 #ifndef MQ_FUSED_H
 #define MQ_FUSED_H
 
@@ -52,14 +54,16 @@ inline void mq_decode_column(thread const MqWeights &w, constant MqParams &p, ui
 }
 
 // A_STAGES: 1 (fused fp4/u4) or 2 (trellis: the next A tile loads while
-// this one is used).
-template <int DEQ, int A_STAGES>
+// this one is used). OWN_EPILOGUE: the epilogue block follows the staging
+// blocks instead of reusing them.
+template <int DEQ, int A_STAGES, bool OWN_EPILOGUE>
 inline void mq_fused_gemm(device const half *A, thread const MqWeights &w, device half *C,
                           constant MqParams &p, threadgroup half *smem, uint2 tg, uint tid,
                           uint sg, uint lane)
 {
     threadgroup half *As[2] = {smem, smem + (A_STAGES - 1) * TILE_M * TILE_K};
     threadgroup half *staging = smem + A_STAGES * TILE_M * TILE_K + sg * 64u;
+    threadgroup half *epilogue = OWN_EPILOGUE ? staging + SIMDGROUPS * 64 : staging;
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N);
     const uint sg_row = (sg / uint(SG_COLS)) * uint(SG_M), sg_col = (sg % uint(SG_COLS)) * uint(SG_N);
     const uint fm = MQ_MIN(uint(FRAG_M), (uint(TILE_M) - sg_row) / 8u);
@@ -95,19 +99,19 @@ inline void mq_fused_gemm(device const half *A, thread const MqWeights &w, devic
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
     }
-    // the epilogue: each fragment as half through the staging block
+    // the epilogue: each fragment as half through the epilogue block
     for (uint mi = 0; mi < fm; mi++)
         for (uint ni = 0; ni < fn; ni++) {
             simdgroup_half8x8 h;
             h.thread_elements()[0] = half(acc[mi][ni].thread_elements()[0]);
             h.thread_elements()[1] = half(acc[mi][ni].thread_elements()[1]);
-            simdgroup_store(h, staging, 8);
+            simdgroup_store(h, epilogue, 8);
             simdgroup_barrier(mem_flags::mem_threadgroup);
             for (uint e = lane; e < 64u; e += 32u) {
                 const uint r = row0 + sg_row + mi * 8u + e / 8u;
                 const uint c = col0 + sg_col + ni * 8u + e % 8u;
                 if (r < p.M && c < p.N)
-                    C[r * p.N + c] = staging[e];
+                    C[r * p.N + c] = epilogue[e];
             }
             simdgroup_barrier(mem_flags::mem_threadgroup);
         }
