@@ -2,8 +2,10 @@
  * prefill and decode): B is never staged as a tile. Each 16-column slice of
  * packed B is decoded in registers (the CPU analogue of the per-simdgroup
  * 8x8 staging) and used at once by every row of the A tile. Scales are
- * applied once per group: sum_k a*q*s = s * sum_k a*q, and for u4
- * sum_k a*(q-z)*s = s * (sum_k a*q - z * sum_k a).
+ * applied once per group: sum_k a*w*s = s * sum_k a*w, where w is the code's
+ * value (fp4) or q - z (u4, subtracted per weight before the product, as
+ * seeds 001/002 dequantize: a weight whose code is its zero point is exactly
+ * zero, never the difference of two rounded sums).
  *
  * Where the CPU has VDPBF16PS, fp4/u4 products take it: every code value is
  * exact in bf16, and each FP16 activation is split exactly into two bf16
@@ -28,7 +30,6 @@ typedef struct {
     int ncols;           /* valid columns from col (may be < 16*NV at the edge) */
     float *acc;          /* accumulators at (row block, col block), stride ldc */
     int ldc;
-    const float *asum;   /* u4: per row, sum of A over the group segment */
     const uint32_t *apairs; /* bf16 path: per row and 8 k, 4 hi then 4 lo pairs */
     int kp_end;          /* packed rows of B: prefetch stays below this */
     v16f lut;
@@ -43,23 +44,19 @@ MQ_INLINE int lane_count(const fused_args *f, int v) { return mq_min(16, f->ncol
 MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
                             v16f partial[8][4])
 {
-    const float *asum = f->asum;
     const mq_weights *w = f->w;
     size_t g = (size_t)(f->gs / w->group) * w->N + f->col;
     for (int v = 0; v < NV; v++) {
         int cnt = lane_count(f, v);
-        v16f sc, z = v16f_splat(0);
-        if (mq_format_is_trellis(w->format)) {
+        v16f sc;
+        if (mq_format_is_trellis(w->format))
             sc = mq_load_f32_n(w->tscales + g + 16 * v, cnt) *
                  mq_load_f32_n(w->sv + f->col + 16 * v, cnt);
-        } else {
+        else
             sc = v16h_load_n(w->scales + g + 16 * v, cnt);
-            if (w->format == MQ_FMT_U4)
-                z = v16b_load_n(w->zeros + g + 16 * v, cnt);
-        }
         for (int r = 0; r < MR; r++) {
             float *c = f->acc + (size_t)r * f->ldc + 16 * v;
-            v16f_store(c, v16f_load(c) + (partial[r][v] - z * asum[r]) * sc);
+            v16f_store(c, v16f_load(c) + partial[r][v] * sc);
         }
     }
 }
@@ -67,15 +64,21 @@ MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
 #if MQ_HAVE_BF16DOT
 /* One packed row (8 k) into the partials with VDPBF16PS: lane = bf16 pair
  * (w[k+j], w[k+j+4]) against the pairs (a[k+j], a[k+j+4]), high then low. */
-MQ_INLINE void q4_row(const int MR, const int NV, const fused_args *f, const v16u *words,
-                      int kp, v16f partial[8][4])
+MQ_INLINE void q4_row(const int MR, const int NV, const int U4, const fused_args *f,
+                      const v16u *words, const v16f *zv, int kp, v16f partial[8][4])
 {
     const uint32_t *ap = f->apairs + (kp * 8 - f->k_base);
     int set = DUAL(MR, NV) ? MR : 0;
     for (int j = 0; j < 4; j++) {
         v16u wp[4];
-        for (int v = 0; v < NV; v++)
+        for (int v = 0; v < NV; v++) {
             wp[v] = v16u_lut16_pair_bf16(f->lut32, words[v] >> (uint32_t)(4 * j));
+            if (U4) { /* q - z is an integer in [-15, 15]: exact in bf16 */
+                v16f lo = (v16f)(wp[v] << 16) - zv[v];
+                v16f hi = (v16f)(wp[v] & 0xffff0000u) - zv[v];
+                wp[v] = ((v16u)hi & 0xffff0000u) | ((v16u)lo >> 16);
+            }
+        }
         for (int r = 0; r < MR; r++) {
             v16u hi = (v16u){0} + ap[(size_t)r * f->lda + j];
             v16u lo = (v16u){0} + ap[(size_t)r * f->lda + 4 + j];
@@ -89,15 +92,20 @@ MQ_INLINE void q4_row(const int MR, const int NV, const fused_args *f, const v16
 #else
 /* One packed row (8 k) into the partials with FP32 FMAs; one 16-bit permute
  * decodes nibbles j (low half-lanes) and j+4 (high half-lanes). */
-MQ_INLINE void q4_row(const int MR, const int NV, const fused_args *f, const v16u *words,
-                      int kp, v16f partial[8][4])
+MQ_INLINE void q4_row(const int MR, const int NV, const int U4, const fused_args *f,
+                      const v16u *words, const v16f *zv, int kp, v16f partial[8][4])
 {
     const float *a = f->a + (kp * 8 - f->k_base);
     int set = DUAL(MR, NV) ? MR : 0; /* k and k+4 in separate chains */
     for (int j = 0; j < 4; j++) {
         v16f lo[4], hi[4];
-        for (int v = 0; v < NV; v++)
+        for (int v = 0; v < NV; v++) {
             v16f_lut16_pair(f->lut32, f->lut_f, words[v] >> (uint32_t)(4 * j), &lo[v], &hi[v]);
+            if (U4) { /* the weight is q - z, exactly */
+                lo[v] -= zv[v];
+                hi[v] -= zv[v];
+            }
+        }
         for (int r = 0; r < MR; r++) {
             float a0 = a[(size_t)r * f->lda + j], a4 = a[(size_t)r * f->lda + j + 4];
             for (int v = 0; v < NV; v++) {
@@ -109,14 +117,19 @@ MQ_INLINE void q4_row(const int MR, const int NV, const fused_args *f, const v16
 }
 #endif
 
-/* The K loop of block_q4; FULL (a constant) drops the edge masks. */
-MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_args *f,
-                       v16f partial[8][4])
+/* The K loop of block_q4; FULL and U4 (constants) drop the edge masks and
+ * select the zero points. */
+MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const int U4,
+                       const fused_args *f, v16f partial[8][4])
 {
     const mq_weights *w = f->w;
     int cnt[4];
-    for (int v = 0; v < NV; v++)
+    v16f zv[4]; /* u4: the group's zero points of the block's columns */
+    size_t g = (size_t)(f->gs / w->group) * w->N + f->col;
+    for (int v = 0; v < NV; v++) {
         cnt[v] = FULL ? 16 : lane_count(f, v);
+        zv[v] = U4 ? v16b_load_n(w->zeros + g + 16 * v, lane_count(f, v)) : v16f_splat(0);
+    }
     for (int kp = f->gs / 8; kp < (f->gs + f->seg) / 8; kp++) {
         const uint32_t *pk = w->packed + (size_t)kp * w->N + f->col;
         if (kp + PREFETCH_ROWS < f->kp_end)
@@ -125,7 +138,7 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const fused_a
         v16u words[4];
         for (int v = 0; v < NV; v++)
             words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);
-        q4_row(MR, NV, f, words, kp, partial);
+        q4_row(MR, NV, U4, f, words, zv, kp, partial);
     }
 }
 
@@ -136,10 +149,15 @@ MQ_INLINE void block_q4(const int MR, const int NV, const fused_args *f)
     for (int r = 0; r < (DUAL(MR, NV) ? 2 * MR : MR); r++)
         for (int v = 0; v < NV; v++)
             partial[r][v] = v16f_splat(0);
-    if (f->ncols >= 16 * NV)
-        q4_loop(MR, NV, 1, f, partial);
+    int u4 = f->w->format == MQ_FMT_U4, full = f->ncols >= 16 * NV;
+    if (u4 && full)
+        q4_loop(MR, NV, 1, 1, f, partial);
+    else if (u4)
+        q4_loop(MR, NV, 0, 1, f, partial);
+    else if (full)
+        q4_loop(MR, NV, 1, 0, f, partial);
     else
-        q4_loop(MR, NV, 0, f, partial);
+        q4_loop(MR, NV, 0, 0, f, partial);
     if (DUAL(MR, NV))
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++)
@@ -277,9 +295,6 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         f.lut32[i] = (b0 >> 16) | (b1 & 0xffff0000u);
     }
     f.kp_end = p->K / 8;
-    float asum[MQ_MAX_TILE]; /* u4: sum of A over a group segment, per row */
-    for (int r = 0; r < mv; r++)
-        asum[r] = 0.0f;
     if (trellis)
         f.tv = mq_trellis_view_of(w);
     memset(s->acc, 0, sizeof(float) * (size_t)mv * (size_t)ldc);
@@ -299,14 +314,6 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         f.seg = mq_min(p->group, kk);
         for (f.gs = kb; f.gs < kb + kk; f.gs += f.seg) {
             prefetch_group_params(w, f.gs / p->group + 2, col0, nv);
-            if (w->format == MQ_FMT_U4)
-                for (int r = 0; r < mv; r++) {
-                    const float *a = s->a_tile + (size_t)r * lda + (f.gs - kb);
-                    float sum = 0.0f;
-                    for (int k = 0; k < f.seg; k++)
-                        sum += a[k];
-                    asum[r] = sum;
-                }
             for (int v0 = 0; v0 < nvec;) {
                 int nvb = nv_full;
                 while (nvb > nvec - v0)
@@ -317,7 +324,6 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
                     int mr = mq_min(mr_full, mv - r0);
                     f.a = s->a_tile + (size_t)r0 * lda;
                     f.apairs = (const uint32_t *)s->b_tile + (size_t)r0 * lda;
-                    f.asum = asum + r0;
                     f.acc = s->acc + (size_t)r0 * ldc + 16 * v0;
                     fns[mr][nvb](&f);
                 }

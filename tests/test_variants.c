@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "measure.h"
 #include "mq.h"
 #include "testdata.h"
 
@@ -95,11 +96,81 @@ static void run_variant(mq_ctx *ctx, const fixture *fx, const mq_problem *p, mq_
     }
 }
 
+/* u4 as the seeds dequantize it, (q - z) * s per weight: codes at their
+ * zero point are exactly zero weights, so with every code at its zero point
+ * C is exactly 0, and with one non-zero weight per column every variant
+ * stays within the FP32 bound of sum |a*w| (the algebraic form
+ * s * (sum a*q - z * sum a) misses it by 5-110x: the difference of two
+ * rounded sums of |a*q|). */
+static void test_u4_zero_points(mq_ctx *ctx)
+{
+    enum { M = 5, N = 48, K = 512, G = 32 };
+    mq_error err;
+    mq_weights w;
+    CHECK(mq_weights_alloc(&w, MQ_FMT_U4, K, N, G, &err) == MQ_OK, "alloc: %s", err.msg);
+    uint16_t *A = malloc(sizeof(uint16_t) * M * K);
+    float *C = malloc(sizeof(float) * M * N);
+    double *ref = malloc(sizeof(double) * M * N), *abs = malloc(sizeof(double) * M * N);
+    td_fill_activations(A, M, K, 77u);
+    for (int pass = 0; pass < 2; pass++) {
+        /* codes 9..15 as zero points, every code at its zero point ... */
+        for (int g = 0; g < K / G; g++)
+            for (int n = 0; n < N; n++) {
+                w.zeros[g * N + n] = (uint8_t)(9 + (g + n) % 7);
+                w.scales[g * N + n] = mq_float_to_half(0.5f + (float)((g * 7 + n) % 5));
+            }
+        for (int kw = 0; kw < K / 8; kw++)
+            for (int n = 0; n < N; n++) {
+                uint32_t z = w.zeros[(kw * 8 / G) * N + n], word = 0;
+                for (int j = 0; j < 8; j++)
+                    word |= z << (4 * j);
+                /* ... but one: code 0 at k = 8 * (n % 64) (pass 1) */
+                if (pass == 1 && kw == n % (K / 8))
+                    word &= ~0xfu;
+                w.packed[(size_t)kw * N + n] = word;
+            }
+        CHECK(mq_reference_gemm(&w, A, M, ref, abs, &err) == MQ_OK, "reference: %s", err.msg);
+        for (int v = 0; v < MQ_VAR_COUNT; v++) {
+            if (!mq_variant_serves((mq_variant)v, MQ_FMT_U4))
+                continue;
+            mq_problem p = {MQ_FMT_U4, M, N, K, G};
+            mq_candidate c = {(mq_variant)v, mq_variant_get((mq_variant)v)->defaults};
+            int bad = 0;
+            double worst = 0; /* pass 0: the largest |C|; pass 1: of the bound */
+            if (mq_gemm(ctx, &p, &w, A, C, &c, NULL, &err) != MQ_OK) {
+                CHECK(0, "%s: %s", mq_variant_get((mq_variant)v)->name, err.msg);
+                continue;
+            }
+            for (int i = 0; i < M * N; i++) {
+                double bound = mq_verify_bound(K, abs[i], ref[i], NULL);
+                double e = fabs(C[i] - ref[i]);
+                bad += pass == 0 ? C[i] != 0.0f : e > bound;
+                if (pass == 0 && fabs(C[i]) > worst)
+                    worst = fabs(C[i]);
+                if (pass == 1 && bound > 0 && e / bound > worst)
+                    worst = e / bound;
+            }
+            CHECK(bad == 0,
+                  pass == 0 ? "%s u4: every code at its zero point gives C exactly 0, %d outputs "
+                              "are not (largest |C| %.3g)"
+                            : "%s u4: one non-zero weight per column stays within the FP32 bound, "
+                              "%d outputs do not (worst %.3g x)",
+                  mq_variant_get((mq_variant)v)->name, bad, worst);
+        }
+    }
+    free(A);
+    free(C);
+    free(ref);
+    free(abs);
+    mq_weights_free(&w);
+}
+
 int main(void)
 {
     mq_ctx *ctx;
     mq_error err;
     CHECK(mq_ctx_create(0, &ctx, &err) == MQ_OK, "context: %s", err.msg);
+    test_u4_zero_points(ctx);
     for (int s = 0; s < NSHAPES; s++) {
         const shape *sh = &shapes[s];
         float *W = malloc(sizeof(float) * sh->K * sh->N);
