@@ -34,6 +34,7 @@ typedef struct {
     int kp_end;          /* packed rows of B: prefetch stays below this */
     v16f lut;
     v16u lut32;          /* fp4/u4: bf16 halves of lut, twice (v16f_lut16_pair) */
+    v16u lut_u4;         /* u4, BF16 path: entry e = bf16(e - 15), e < 32 */
     const float *lut_f;
     mq_trellis_view tv;
 } fused_args;
@@ -65,20 +66,18 @@ MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
 /* One packed row (8 k) into the partials with VDPBF16PS: lane = bf16 pair
  * (w[k+j], w[k+j+4]) against the pairs (a[k+j], a[k+j+4]), high then low. */
 MQ_INLINE void q4_row(const int MR, const int NV, const int U4, const fused_args *f,
-                      const v16u *words, const v16f *zv, int kp, v16f partial[8][4])
+                      const v16u *words, const v16u *zidx, int kp, v16f partial[8][4])
 {
     const uint32_t *ap = f->apairs + (kp * 8 - f->k_base);
     int set = DUAL(MR, NV) ? MR : 0;
     for (int j = 0; j < 4; j++) {
         v16u wp[4];
-        for (int v = 0; v < NV; v++) {
-            wp[v] = v16u_lut16_pair_bf16(f->lut32, words[v] >> (uint32_t)(4 * j));
-            if (U4) { /* q - z is an integer in [-15, 15]: exact in bf16 */
-                v16f lo = (v16f)(wp[v] << 16) - zv[v];
-                v16f hi = (v16f)(wp[v] & 0xffff0000u) - zv[v];
-                wp[v] = ((v16u)hi & 0xffff0000u) | ((v16u)lo >> 16);
-            }
-        }
+        for (int v = 0; v < NV; v++)
+            /* u4: the index q + 15 - z (0..30) into bf16(e - 15) gives q - z
+             * exactly, both half-lanes in one permute */
+            wp[v] = U4 ? v16u_lut16_pair_bf16(
+                             f->lut_u4, ((words[v] >> (uint32_t)(4 * j)) & 0x000f000fu) + zidx[v])
+                       : v16u_lut16_pair_bf16(f->lut32, words[v] >> (uint32_t)(4 * j));
         for (int r = 0; r < MR; r++) {
             v16u hi = (v16u){0} + ap[(size_t)r * f->lda + j];
             v16u lo = (v16u){0} + ap[(size_t)r * f->lda + 4 + j];
@@ -130,6 +129,14 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const int U4,
         cnt[v] = FULL ? 16 : lane_count(f, v);
         zv[v] = U4 ? v16b_load_n(w->zeros + g + 16 * v, lane_count(f, v)) : v16f_splat(0);
     }
+#if MQ_HAVE_BF16DOT
+    v16u zidx[4]; /* u4: 15 - z in both half-lanes */
+    for (int v = 0; v < NV; v++)
+        zidx[v] = (15u - __builtin_convertvector(zv[v], v16u)) * 0x00010001u;
+#define Q4_ZERO zidx
+#else
+#define Q4_ZERO zv
+#endif
     for (int kp = f->gs / 8; kp < (f->gs + f->seg) / 8; kp++) {
         const uint32_t *pk = w->packed + (size_t)kp * w->N + f->col;
         if (kp + PREFETCH_ROWS < f->kp_end)
@@ -138,7 +145,7 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const int U4,
         v16u words[4];
         for (int v = 0; v < NV; v++)
             words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);
-        q4_row(MR, NV, U4, f, words, zv, kp, partial);
+        q4_row(MR, NV, U4, f, words, Q4_ZERO, kp, partial);
     }
 }
 
@@ -293,6 +300,13 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         memcpy(&b0, &lut_f[(2 * i) % 16], 4);
         memcpy(&b1, &lut_f[(2 * i + 1) % 16], 4);
         f.lut32[i] = (b0 >> 16) | (b1 & 0xffff0000u);
+    }
+    for (int i = 0; i < 16; i++) { /* bf16(e - 15) for e = 2i, 2i + 1: exact integers */
+        float lo = (float)(2 * i - 15), hi = (float)(2 * i + 1 - 15);
+        uint32_t b0, b1;
+        memcpy(&b0, &lo, 4);
+        memcpy(&b1, &hi, 4);
+        f.lut_u4[i] = (b0 >> 16) | (b1 & 0xffff0000u);
     }
     f.kp_end = p->K / 8;
     if (trellis)
