@@ -87,7 +87,7 @@ static uint64_t sample_print(uint64_t h, const void *p, size_t n)
 
 static uint64_t weights_print(const mq_weights *w)
 {
-    size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
     uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)K << 8) ^
                  ((uint64_t)N << 32) ^ ((uint64_t)w->group << 56);
     if (mq_format_is_trellis(w->format)) {
@@ -125,7 +125,7 @@ static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *
     memset(e, 0, sizeof *e);
     e->w = w;
     e->print = print;
-    size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
     if (mq_format_is_trellis(w->format)) {
         size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
         e->buf[0] = buffer_with(s, w->indices,

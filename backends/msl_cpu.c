@@ -97,7 +97,8 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
     if (!gemm || (plan.k_slices > 1 && !red))
         return err->code;
 
-    size_t K = (size_t)p->K, N = (size_t)p->N, M = (size_t)p->M, G = K / (size_t)p->group;
+    size_t K = (size_t)p->K, N = (size_t)p->N, M = (size_t)p->M;
+    size_t G = (size_t)mq_group_count(p->K, p->group);
     size_t MN = M * N;
     mq_msl_buffer buf[B_COUNT];
     memset(buf, 0, sizeof buf);

@@ -123,9 +123,27 @@ static mq_status check_dims(mq_format f, int K, int N, int group, mq_error *err)
         return mq_fail(err, MQ_E_SHAPE, "group size %d is not one of 32, 64, 128", group);
     if (K <= 0 || N <= 0)
         return mq_fail(err, MQ_E_SHAPE, "K=%d and N=%d must be positive", K, N);
+    return mq_check_k(f, K, group, err);
+}
+
+int mq_group_count(int K, int group)
+{
+    return group > 0 ? mq_cdiv(K, group) : 0;
+}
+
+mq_status mq_check_k(mq_format f, int K, int group, mq_error *err)
+{
+    if (mq_format_is_trellis(f)) { /* seed 004: ceil(K / group) groups */
+        if (K % MQ_TRELLIS_TILE)
+            return mq_fail(err, MQ_E_SHAPE, "K=%d is not a multiple of the %d-row trellis tile",
+                           K, MQ_TRELLIS_TILE);
+        return MQ_OK;
+    }
     if (K % group)
-        return mq_fail(err, MQ_E_SHAPE, "K=%d is not a multiple of the group size %d", K,
-                       group);
+        return mq_fail(err, MQ_E_SHAPE,
+                       "K=%d is not a multiple of the group size %d (%s needs whole groups; "
+                       "only the trellis formats allow a partial last group)",
+                       K, group, mq_format_name(f));
     return MQ_OK;
 }
 
@@ -143,7 +161,7 @@ mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group,
     w->N = N;
     w->group = group;
     w->owned = 1;
-    size_t groups = (size_t)(K / group) * (size_t)N;
+    size_t groups = (size_t)mq_group_count(K, group) * (size_t)N;
     int ok;
     if (!mq_format_is_trellis(f)) {
         w->packed = alloc_array((size_t)(K / 8) * (size_t)N, sizeof *w->packed);
@@ -236,7 +254,7 @@ mq_status mq_weights_check(const mq_weights *w, mq_error *err)
     mq_status st = check_dims(w->format, w->K, w->N, w->group, err);
     if (st)
         return st;
-    int K = w->K, N = w->N, G = w->K / w->group;
+    int K = w->K, N = w->N, G = mq_group_count(w->K, w->group);
     if (!mq_format_is_trellis(w->format)) {
         if (!w->packed || !w->scales || (w->format == MQ_FMT_U4 && !w->zeros))
             return mq_fail(err, MQ_E_WEIGHTS, "%s weights are missing an array",
@@ -285,7 +303,7 @@ mq_status mq_weights_check(const mq_weights *w, mq_error *err)
 
 size_t mq_weights_bytes(const mq_weights *w)
 {
-    size_t K = (size_t)w->K, N = (size_t)w->N, G = K / (size_t)w->group;
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
     if (!mq_format_is_trellis(w->format))
         return K / 8 * N * 4 + G * N * 2 + (w->format == MQ_FMT_U4 ? G * N : 0);
     int bits = mq_format_bits(w->format);

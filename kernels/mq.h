@@ -134,6 +134,13 @@ typedef struct {
 
 mq_status mq_problem_check(const mq_problem *p, mq_error *err);
 
+/* Groups along K: ceil(K / group). The trellis formats (seed 004) allow a
+ * partial last group (K a multiple of the 16-row trellis tile); fp4 and u4
+ * need K to be a multiple of the group. */
+int mq_group_count(int K, int group);
+/* K's rule for a format and group (the above); MQ_E_SHAPE naming it. */
+mq_status mq_check_k(mq_format f, int K, int group, mq_error *err);
+
 /* C[m][n] = sum_k A[m][k] * W[k][n] in float64 over exactly dequantized
  * weights. abs_out (may be NULL) gets sum_k |A||W|, for error bounds. */
 mq_status mq_reference_gemm(const mq_weights *w, const uint16_t *A, int M,

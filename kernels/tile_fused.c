@@ -214,7 +214,7 @@ static const block_fn tr_fns[9][5] = {
  * short row per group, too sparse for the hardware prefetcher. */
 static void prefetch_group_params(const mq_weights *w, int g, int col0, int nv)
 {
-    if (g >= w->K / w->group)
+    if (g >= mq_group_count(w->K, w->group))
         return;
     size_t at = (size_t)g * w->N + col0;
     for (int n = 0; n < nv; n += 32) {
@@ -327,6 +327,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
         f.k_base = kb;
         f.seg = mq_min(p->group, kk);
         for (f.gs = kb; f.gs < kb + kk; f.gs += f.seg) {
+            f.seg = mq_min(f.seg, kb + kk - f.gs); /* a partial last group */
             prefetch_group_params(w, f.gs / p->group + 2, col0, nv);
             for (int v0 = 0; v0 < nvec;) {
                 int nvb = nv_full;

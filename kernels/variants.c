@@ -151,10 +151,8 @@ mq_status mq_problem_check(const mq_problem *p, mq_error *err)
                        p->M, p->N, p->K);
     if (p->group != 32 && p->group != 64 && p->group != 128)
         return mq_fail(err, MQ_E_SHAPE, "group size %d is not one of 32, 64, 128", p->group);
-    if (p->K % p->group)
-        return mq_fail(err, MQ_E_SHAPE, "K=%d is not a multiple of the group size %d", p->K,
-                       p->group);
-    return mq_ok(err);
+    mq_status st = mq_check_k(p->format, p->K, p->group, err);
+    return st ? st : mq_ok(err);
 }
 
 static mq_status check_tile(const char *what, int v, int quantum, mq_error *err)

@@ -10,7 +10,8 @@
  * Then every variant x format of metal/ on the executor through the
  * harness against the float64 reference: the smallest, the seed and the
  * largest legal tiles, split_k 1, 2 and 3 where the variant splits, M of
- * 1, 3 and 17 with N = 200 (no tile divides it); and planted defects in
+ * 1, 3 and 17 with N = 200 (no tile divides it), trellis with a partial
+ * last group (K = 400, group 128); and planted defects in
  * the real kernels (nibble order, a dropped K element, a missing barrier,
  * a store past M, threadgroup memory over 32 KB) that must each fail. */
 #include <math.h>
@@ -461,6 +462,11 @@ static void test_real_kernels(void)
             mq_problem p = {(mq_format)f, ms[mi], 200, 384, 64};
             n = pick(&p, &chip, js, n, 512);
         }
+    /* seed 004's partial last group: trellis with K = 400, group 128 */
+    for (int f = MQ_FMT_TRELLIS2; f <= MQ_FMT_TRELLIS4; f++) {
+        mq_problem p = {(mq_format)f, 3, 200, 400, 128};
+        n = pick(&p, &chip, js, n, 512);
+    }
     /* every distinct program compiled first, in parallel */
     static char progs[512][600];
     int np = 0;
@@ -531,8 +537,8 @@ static void test_real_kernels(void)
         char name[128];
         mq_candidate_str(&js[i].c, name, sizeof name);
         CHECK(!strcmp(m.status, "verified"),
-              "expected %s M=%d N=200 K=384 %s on the executor to match the reference: %s %s",
-              mq_format_name(js[i].p.format), js[i].p.M, name, m.status, m.error);
+              "expected %s M=%d N=200 K=%d %s on the executor to match the reference: %s %s",
+              mq_format_name(js[i].p.format), js[i].p.M, js[i].p.K, name, m.status, m.error);
         if (!strcmp(m.status, "verified")) {
             ok++;
             if ((int)js[i].c.variant < 64)

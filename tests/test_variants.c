@@ -165,12 +165,77 @@ static void test_u4_zero_points(mq_ctx *ctx)
     mq_weights_free(&w);
 }
 
+/* Seed 004's partial last group: trellis weights with K = 400 and group
+ * 128 (groups of 128, 128, 128, 16) through every trellis variant, against
+ * the float64 reference; fp4 and u4 still refuse such a K, naming it. */
+static void test_partial_group(mq_ctx *ctx)
+{
+    enum { M = 5, N = 48, K = 400, G = 128 };
+    mq_error err;
+    float *W = malloc(sizeof(float) * K * N);
+    uint16_t *A = malloc(sizeof(uint16_t) * M * K);
+    float *C = malloc(sizeof(float) * M * N);
+    double *ref = malloc(sizeof(double) * M * N), *abs = malloc(sizeof(double) * M * N);
+    td_fill_weights(W, K, N, 9u);
+    td_fill_activations(A, M, K, 10u);
+    CHECK(mq_group_count(K, G) == 4, "expected ceil(400 / 128) = 4 groups, got %d",
+          mq_group_count(K, G));
+    for (int f = 0; f < MQ_FMT_COUNT; f++) {
+        mq_problem p = {(mq_format)f, M, N, K, G};
+        mq_weights w;
+        if (!mq_format_is_trellis((mq_format)f)) {
+            CHECK(mq_problem_check(&p, &err) == MQ_E_SHAPE && strstr(err.msg, "K=400") &&
+                      strstr(err.msg, "group size 128") &&
+                      mq_quantize(p.format, W, K, N, G, NULL, &w, &err) == MQ_E_SHAPE,
+                  "expected %s with K=400, group 128 to be refused naming K and the group, got "
+                  "'%s'",
+                  mq_format_name(p.format), err.msg);
+            continue;
+        }
+        CHECK(mq_problem_check(&p, &err) == MQ_OK &&
+                  mq_quantize(p.format, W, K, N, G, NULL, &w, &err) == MQ_OK &&
+                  mq_reference_gemm(&w, A, M, ref, abs, &err) == MQ_OK,
+              "expected %s with a partial last group to quantize: %s", mq_format_name(p.format),
+              err.msg);
+        /* the last group's scales come from its 16 rows only */
+        double amax = 0;
+        for (int k = 384; k < K; k++)
+            amax = fmax(amax, fabs(W[(size_t)k * N]));
+        CHECK(amax > 0 && fabs(w.tscales[3 * N] - amax) <= 1e-6 * amax,
+              "expected the partial last group's scale from its 16 rows (max |w| %g, the grid's "
+              "max 1), got %g",
+              amax, (double)w.tscales[3 * N]);
+        for (int v = 0; v < MQ_VAR_COUNT; v++) {
+            if (!mq_variant_serves((mq_variant)v, p.format))
+                continue;
+            mq_candidate c = {(mq_variant)v, mq_variant_get((mq_variant)v)->defaults};
+            int bad = 0;
+            if (mq_gemm(ctx, &p, &w, A, C, &c, NULL, &err) != MQ_OK) {
+                CHECK(0, "%s %s K=400: %s", mq_variant_get((mq_variant)v)->name,
+                      mq_format_name(p.format), err.msg);
+                continue;
+            }
+            for (int i = 0; i < M * N; i++)
+                bad += fabs(C[i] - ref[i]) > mq_verify_bound(K, abs[i], ref[i], NULL);
+            CHECK(bad == 0, "%s %s with a partial last group (K=400, group 128): %d outputs off",
+                  mq_variant_get((mq_variant)v)->name, mq_format_name(p.format), bad);
+        }
+        mq_weights_free(&w);
+    }
+    free(W);
+    free(A);
+    free(C);
+    free(ref);
+    free(abs);
+}
+
 int main(void)
 {
     mq_ctx *ctx;
     mq_error err;
     CHECK(mq_ctx_create(0, &ctx, &err) == MQ_OK, "context: %s", err.msg);
     test_u4_zero_points(ctx);
+    test_partial_group(ctx);
     for (int s = 0; s < NSHAPES; s++) {
         const shape *sh = &shapes[s];
         float *W = malloc(sizeof(float) * sh->K * sh->N);
