@@ -432,9 +432,8 @@ SCHED static void *worker_main(void *arg)
     worker *w = arg;
     tw = w;
     /* a fault on a fiber's stack (an overflow) needs a stack of its own */
-    stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16, .ss_flags = 0};
-    if (ss.ss_sp)
-        sigaltstack(&ss, NULL);
+    stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16, .ss_flags = 0}, old;
+    int have_ss = ss.ss_sp && sigaltstack(&ss, &old) == 0;
 #ifdef __SANITIZE_THREAD__
     w->main_tsan = __tsan_get_current_fiber();
 #endif
@@ -453,6 +452,10 @@ SCHED static void *worker_main(void *arg)
             break;
         }
     }
+    if (have_ss) /* the thread's own (a sanitizer's) signal stack back before it ends */
+        sigaltstack(&old, NULL);
+    if (have_ss)
+        free(ss.ss_sp);
     return NULL;
 }
 
