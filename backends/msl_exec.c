@@ -54,6 +54,9 @@
  * design (one runs at a time); TSan must see only the kernels' accesses and
  * the barriers' release/acquire, so these functions are not instrumented. */
 #define SCHED __attribute__((no_sanitize("thread")))
+/* getcontext/swapcontext return twice: kept out of line so no caller's
+ * locals need to survive them (-Wclobbered) */
+#define SWITCH __attribute__((noinline))
 
 #define MAX_THREADS 1024 /* per threadgroup, as on Apple GPUs */
 #define MAX_SGS (MAX_THREADS / MQ_MSL_SIMD_WIDTH)
@@ -161,7 +164,7 @@ static void report_failure(const char *msg)
     atomic_store(&child_stop, 1);
 }
 
-SCHED static void switch_to_fiber(worker *w, int i)
+SCHED SWITCH static void switch_to_fiber(worker *w, int i)
 {
     w->cur = i;
 #ifdef __SANITIZE_THREAD__
@@ -177,7 +180,7 @@ SCHED static void switch_to_fiber(worker *w, int i)
 }
 
 /* From the running fiber back to the worker; `last` when it never resumes. */
-SCHED static void yield_to_main(worker *w, int last)
+SCHED SWITCH static void yield_to_main(worker *w, int last)
 {
     fiber *f = &w->f[w->cur];
 #ifdef __SANITIZE_THREAD__
@@ -346,6 +349,20 @@ SCHED static void describe_deadlock(worker *w)
     w->failed = 1;
 }
 
+/* Thread i's context, to start at fiber_main on its own stack. */
+SCHED SWITCH static void make_fiber(worker *w, int i)
+{
+    fiber *f = &w->f[i];
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = w->stacks[i] + page_size();
+    f->ctx.uc_stack.ss_size = STACK_BYTES;
+    f->ctx.uc_link = NULL;
+    makecontext(&f->ctx, fiber_main, 0);
+#ifdef __SANITIZE_THREAD__
+    f->tsan = __tsan_create_fiber(0);
+#endif
+}
+
 /* Make every thread of threadgroup (x, y, z) a fiber and run them to the
  * end; 0, or -1 with w->msg. */
 SCHED static int run_threadgroup(worker *w, const unsigned tgp[3])
@@ -386,14 +403,7 @@ SCHED static int run_threadgroup(worker *w, const unsigned tgp[3])
         f->state = F_RUN;
         f->nalloc = 0;
         f->xparity = 0;
-        getcontext(&f->ctx);
-        f->ctx.uc_stack.ss_sp = w->stacks[i] + page_size();
-        f->ctx.uc_stack.ss_size = STACK_BYTES;
-        f->ctx.uc_link = NULL;
-        makecontext(&f->ctx, fiber_main, 0);
-#ifdef __SANITIZE_THREAD__
-        f->tsan = __tsan_create_fiber(0);
-#endif
+        make_fiber(w, i);
     }
     int rc = 0;
     for (;;) {

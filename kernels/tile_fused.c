@@ -147,6 +147,7 @@ MQ_INLINE void q4_loop(const int MR, const int NV, const int FULL, const int U4,
             words[v] = FULL ? *(const v16u_u *)(pk + 16 * v) : v16u_load_n(pk + 16 * v, cnt[v]);
         q4_row(MR, NV, U4, f, words, Q4_ZERO, kp, partial);
     }
+#undef Q4_ZERO
 }
 
 /* fp4 / u4: one packed word holds 8 consecutive k of a column. */

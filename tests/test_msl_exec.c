@@ -386,6 +386,39 @@ static void test_faults(void)
 
 /* ---- the real kernels ---------------------------------------------------------- */
 
+/* The helper no candidate names: marlin_zero_reduction clears a float
+ * buffer, whole float4s and the tail, and nothing past it. */
+static void test_zero_reduction(void)
+{
+    enum { N = 1003 };
+    char err[1024];
+    mq_msl_module *m = compile("marlin_zero_reduction.metal", NULL, "", err, sizeof err);
+    CHECK(m != NULL, "expected marlin_zero_reduction.metal to compile for the executor: %s", err);
+    if (!m)
+        return;
+    mq_msl_buffer buf, cnt;
+    uint32_t count = N;
+    int rc = mq_msl_buffer_alloc(&buf, N * 4, err, sizeof err) ||
+             mq_msl_buffer_alloc(&cnt, 4, err, sizeof err);
+    if (rc == 0) {
+        for (int i = 0; i < N; i++)
+            ((float *)buf.data)[i] = 1.0f;
+        memcpy(cnt.data, &count, 4);
+        mq_msl_launch l = {{&buf, &cnt}, {(N / 4 + 1 + 63) / 64, 1, 1}, {64, 1, 1}, 1, 0};
+        rc = mq_msl_run(m, "marlin_zero_reduction", &l, err, sizeof err);
+    }
+    int nonzero = 0;
+    for (int i = 0; rc == 0 && i < N; i++)
+        nonzero += ((float *)buf.data)[i] != 0.0f;
+    CHECK(rc == 0 && nonzero == 0,
+          "expected marlin_zero_reduction to clear all %d floats and nothing past them: %s, %d "
+          "left",
+          N, rc ? err : "ran", nonzero);
+    mq_msl_buffer_free(&buf);
+    mq_msl_buffer_free(&cnt);
+    mq_msl_module_free(m);
+}
+
 typedef struct {
     mq_problem p;
     mq_candidate c;
@@ -662,6 +695,7 @@ int main(void)
     test_half();
     test_threadgroup_memory();
     test_faults();
+    test_zero_reduction();
     test_real_kernels();
     test_planted();
     char cmd[128];
