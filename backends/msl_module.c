@@ -297,6 +297,19 @@ static int bind_param(const char *kname, char *param, strbuf *args, unsigned *us
     return -1;
 }
 
+/* Past whitespace and the preprocessor's line markers (g++ -E puts them
+ * between the tokens of a declaration that spans lines). */
+static const char *skip_ws_markers(const char *p)
+{
+    for (;;) {
+        p = skip_ws(p);
+        if (*p != '#')
+            return p;
+        while (*p && *p != '\n')
+            p++;
+    }
+}
+
 /* Find every kernel in preprocessed text and write its entry; the names
  * and buffers into m. */
 static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *err, size_t errlen)
@@ -307,18 +320,18 @@ static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *e
             p += 13;
             continue;
         }
-        const char *q = skip_ws(p + 13);
+        const char *q = skip_ws_markers(p + 13);
         if (strncmp(q, "void", 4) || is_id((unsigned char)q[4])) {
             snprintf(err, errlen, "a kernel that does not return void (near '%.40s')", q);
             return -1;
         }
-        q = skip_ws(q + 4);
+        q = skip_ws_markers(q + 4);
         const char *nb = q;
         while (is_id((unsigned char)*q))
             q++;
         char kname[96];
         snprintf(kname, sizeof kname, "%.*s", (int)(q - nb), nb);
-        q = skip_ws(q);
+        q = skip_ws_markers(q);
         if (*q != '(' || !kname[0]) {
             snprintf(err, errlen, "cannot read the kernel's parameter list near '%.40s'", nb);
             return -1;

@@ -691,6 +691,15 @@ int main(void)
     }
     test_layout();
     test_mma();
+    if (system("command -v g++ >/dev/null 2>&1") == 0) {
+        /* the other compiler the executor falls back to: its preprocessed
+         * text puts line markers inside declarations */
+        copts.cxx = "g++";
+        test_layout();
+        test_mma();
+        test_simd();
+        copts.cxx = NULL;
+    }
     test_simd();
     test_half();
     test_threadgroup_memory();
