@@ -36,7 +36,7 @@ typedef struct {
 typedef struct {
     const mq_weights *w; /* identity of the CPU-side copy ... */
     uint64_t print;      /* ... and of its contents (memory is reused across problems) */
-    id buf[8];           /* packed/indices, scales/tscales, zeros, grid, su, sv */
+    id buf[MQ_MSL_W_COUNT]; /* by mq_msl_weight_slot (metal/msl_program.h) */
 } weight_entry;
 
 typedef struct {
@@ -87,21 +87,13 @@ static uint64_t sample_print(uint64_t h, const void *p, size_t n)
 
 static uint64_t weights_print(const mq_weights *w)
 {
-    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
-    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)K << 8) ^
-                 ((uint64_t)N << 32) ^ ((uint64_t)w->group << 56);
-    if (mq_format_is_trellis(w->format)) {
-        h = sample_print(h, w->indices, ((K + 15) / 16) * ((N + 15) / 16) *
-                                            (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)));
-        h = sample_print(h, w->tscales, G * N * sizeof(float));
-        h = sample_print(h, w->su, K * sizeof(float));
-        h = sample_print(h, w->sv, N * sizeof(float));
-    } else {
-        h = sample_print(h, w->packed, K / 8 * N * sizeof(uint32_t));
-        h = sample_print(h, w->scales, G * N * sizeof(uint16_t));
-        if (w->format == MQ_FMT_U4)
-            h = sample_print(h, w->zeros, G * N);
-    }
+    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)w->K << 8) ^
+                 ((uint64_t)w->N << 32) ^ ((uint64_t)w->group << 56);
+    const void *ptr[MQ_MSL_W_COUNT];
+    size_t bytes[MQ_MSL_W_COUNT];
+    mq_msl_weight_arrays(w, ptr, bytes);
+    for (int i = 0; i < MQ_MSL_W_COUNT; i++)
+        h = sample_print(h, ptr[i], bytes[i]);
     return h;
 }
 
@@ -119,28 +111,18 @@ static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *
     } else { /* evict round-robin */
         e = &s->weights[s->next_weight];
         s->next_weight = (s->next_weight + 1) % MAX_WEIGHTS;
-        for (int j = 0; j < 8; j++)
+        for (int j = 0; j < MQ_MSL_W_COUNT; j++)
             mq_objc_release(&s->rt, e->buf[j]);
     }
     memset(e, 0, sizeof *e);
     e->w = w;
     e->print = print;
-    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
-    if (mq_format_is_trellis(w->format)) {
-        size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
-        e->buf[0] = buffer_with(s, w->indices,
-                                tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)));
-        e->buf[1] = buffer_with(s, w->tscales, G * N * sizeof(float));
-        e->buf[3] = buffer_with(s, w->grid, (size_t)w->n_levels * sizeof(float));
-        e->buf[4] = buffer_with(s, w->su, K * sizeof(float));
-        e->buf[5] = buffer_with(s, w->sv, N * sizeof(float));
-    } else {
-        e->buf[0] = buffer_with(s, w->packed, K / 8 * N * sizeof(uint32_t));
-        e->buf[1] = buffer_with(s, w->scales, G * N * sizeof(uint16_t));
-        if (w->format == MQ_FMT_U4)
-            e->buf[2] = buffer_with(s, w->zeros, G * N);
-    }
-    if (!e->buf[0] || !e->buf[1]) {
+    const void *ptr[MQ_MSL_W_COUNT];
+    size_t bytes[MQ_MSL_W_COUNT];
+    mq_msl_weight_arrays(w, ptr, bytes);
+    for (int i = 0; i < MQ_MSL_W_COUNT; i++)
+        e->buf[i] = buffer_with(s, ptr[i], bytes[i]);
+    if (!e->buf[MQ_MSL_W_CODES] || !e->buf[MQ_MSL_W_SCALES]) {
         mq_fail(err, MQ_E_NOMEM, "metal: cannot allocate the weight buffers");
         e->w = NULL;
         return NULL;
@@ -226,12 +208,6 @@ static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char
     return e;
 }
 
-/* The kernels' MqParams (metal/mq_metal.h), field for field. */
-typedef struct {
-    uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,
-        n_levels;
-} mq_metal_params;
-
 static void encode(const objc_rt *rt, id enc, id pso, MTLSize grid, MTLSize threads)
 {
     MSG(rt, void, id)(enc, rt->sel("setComputePipelineState:"), pso);
@@ -263,8 +239,8 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
     st = MQ_OK;
     reserve_pipelines(s, 2); /* the GEMM and the reduction */
     pipeline_entry *pe = pipeline_for(s, file, function, defines, err);
-    pipeline_entry *re = plan.k_slices > 1 ? pipeline_for(s, "marlin_gemm_fp4_striped.metal",
-                                                          "marlin_splitk_reduce", "", err)
+    pipeline_entry *re = plan.k_slices > 1 ? pipeline_for(s, MQ_MSL_REDUCE_FILE,
+                                                          MQ_MSL_REDUCE_FUNCTION, "", err)
                                            : NULL;
     weight_entry *we = pe && (re || plan.k_slices == 1) ? weights_for(s, w, err) : NULL;
     size_t MN = (size_t)p->M * p->N;
@@ -280,27 +256,21 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
     }
     if (st == MQ_OK) {
         memcpy(MSG0(rt, void *)(s->a_buf, rt->sel("contents")), A, (size_t)p->M * p->K * 2);
-        mq_metal_params mp = {(uint32_t)p->M, (uint32_t)p->N, (uint32_t)p->K,
-                              (uint32_t)p->group, (uint32_t)plan.m_tiles, (uint32_t)plan.n_tiles,
-                              (uint32_t)plan.k_slices, (uint32_t)plan.k_slice_len,
-                              (uint32_t)plan.threadgroups, (uint32_t)plan.work_per_tg,
-                              (uint32_t)w->n_levels};
+        mq_msl_params mp;
+        mq_msl_params_of(p, &plan, w, &mp);
         id cb = mq_objc_send0(rt, s->queue, "commandBuffer");
         id enc = mq_objc_send0(rt, cb, "computeCommandEncoder");
         mq_msl_program prog;
         const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
         set_buffer(rt, enc, s->a_buf, 0);
-        set_buffer(rt, enc, we->buf[0], 1);
-        set_buffer(rt, enc, we->buf[1], 2);
+        set_buffer(rt, enc, we->buf[MQ_MSL_W_CODES], 1);
+        set_buffer(rt, enc, we->buf[MQ_MSL_W_SCALES], 2);
         set_buffer(rt, enc, s->c_buf, 3);
         MSG(rt, void, const void *, NSUInteger, NSUInteger)(enc, rt->sel("setBytes:length:atIndex:"),
                                                             &mp, sizeof mp, 4);
         for (int i = 0; pi->extra[i] != MQ_BUF_END; i++) {
-            id x = pi->extra[i] == MQ_BUF_WORKSPACE ? s->ws_buf
-                   : pi->extra[i] == MQ_BUF_ZEROS   ? we->buf[2]
-                   : pi->extra[i] == MQ_BUF_GRID    ? we->buf[3]
-                   : pi->extra[i] == MQ_BUF_SU      ? we->buf[4]
-                                               : we->buf[5];
+            int slot = mq_msl_weight_slot_of(pi->extra[i]);
+            id x = slot < 0 ? s->ws_buf : we->buf[slot];
             set_buffer(rt, enc, x, (NSUInteger)(5 + i));
         }
         encode(rt, enc, pe->pipeline,
@@ -355,7 +325,7 @@ static void metal_close(mq_backend *b)
         for (int i = 0; i < s->npipes; i++)
             mq_objc_release(&s->rt, s->pipes[i].pipeline);
         for (int i = 0; i < s->nweights; i++)
-            for (int j = 0; j < 8; j++)
+            for (int j = 0; j < MQ_MSL_W_COUNT; j++)
                 mq_objc_release(&s->rt, s->weights[i].buf[j]);
         mq_objc_release(&s->rt, s->a_buf);
         mq_objc_release(&s->rt, s->c_buf);

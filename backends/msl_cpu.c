@@ -28,12 +28,6 @@ typedef struct {
     int workers;
 } msl_cpu_state;
 
-/* The kernels' MqParams (metal/mq_metal.h), field for field. */
-typedef struct {
-    uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,
-        n_levels;
-} msl_params;
-
 static mq_msl_module *module_for(msl_cpu_state *s, const char *file, const char *defines,
                                  mq_error *err)
 {
@@ -75,7 +69,9 @@ static int upload(mq_msl_buffer *b, const void *src, size_t n, int fill, mq_erro
     return 0;
 }
 
-enum { B_A, B_W0, B_W1, B_C, B_P, B_WS, B_ZEROS, B_GRID, B_SU, B_SV, B_COUNT };
+/* A run's buffers: A, C, the params, the workspace, then the weight
+ * arrays by mq_msl_weight_slot (metal/msl_program.h). */
+enum { B_A, B_C, B_P, B_WS, B_W, B_COUNT = B_W + MQ_MSL_W_COUNT };
 
 static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
                              const uint16_t *A, float *C, const mq_candidate *c,
@@ -92,53 +88,41 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
         return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
     mq_msl_module *gemm = module_for(s, file, defines, err);
     mq_msl_module *red = gemm && plan.k_slices > 1
-                             ? module_for(s, "marlin_gemm_fp4_striped.metal", "", err)
+                             ? module_for(s, MQ_MSL_REDUCE_FILE, "", err)
                              : NULL;
     if (!gemm || (plan.k_slices > 1 && !red))
         return err->code;
 
-    size_t K = (size_t)p->K, N = (size_t)p->N, M = (size_t)p->M;
-    size_t G = (size_t)mq_group_count(p->K, p->group);
-    size_t MN = M * N;
+    size_t MN = (size_t)p->M * (size_t)p->N;
     mq_msl_buffer buf[B_COUNT];
     memset(buf, 0, sizeof buf);
-    msl_params mp = {(uint32_t)p->M, (uint32_t)p->N, (uint32_t)p->K, (uint32_t)p->group,
-                     (uint32_t)plan.m_tiles, (uint32_t)plan.n_tiles, (uint32_t)plan.k_slices,
-                     (uint32_t)plan.k_slice_len, (uint32_t)plan.threadgroups,
-                     (uint32_t)plan.work_per_tg, (uint32_t)w->n_levels};
-    int bad = upload(&buf[B_A], A, M * K * 2, 0, err) || upload(&buf[B_P], &mp, sizeof mp, 0, err) ||
+    mq_msl_params mp;
+    mq_msl_params_of(p, &plan, w, &mp);
+    int bad = upload(&buf[B_A], A, (size_t)p->M * (size_t)p->K * 2, 0, err) ||
+              upload(&buf[B_P], &mp, sizeof mp, 0, err) ||
               /* outputs start as NaN: an element no thread writes cannot pass */
               upload(&buf[B_C], NULL, MN * 2, 0xff, err) ||
               upload(&buf[B_WS], NULL, plan.workspace_bytes ? plan.workspace_bytes : 16, 0xff, err);
-    if (!bad && mq_format_is_trellis(w->format)) {
-        size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
-        bad = upload(&buf[B_W0], w->indices,
-                     tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)), 0, err) ||
-              upload(&buf[B_W1], w->tscales, G * N * sizeof(float), 0, err) ||
-              upload(&buf[B_GRID], w->grid, (size_t)w->n_levels * sizeof(float), 0, err) ||
-              upload(&buf[B_SU], w->su, K * sizeof(float), 0, err) ||
-              upload(&buf[B_SV], w->sv, N * sizeof(float), 0, err);
-    } else if (!bad) {
-        bad = upload(&buf[B_W0], w->packed, K / 8 * N * sizeof(uint32_t), 0, err) ||
-              upload(&buf[B_W1], w->scales, G * N * sizeof(uint16_t), 0, err) ||
-              (w->format == MQ_FMT_U4 && upload(&buf[B_ZEROS], w->zeros, G * N, 0, err));
-    }
+    const void *ptr[MQ_MSL_W_COUNT];
+    size_t bytes[MQ_MSL_W_COUNT];
+    mq_msl_weight_arrays(w, ptr, bytes);
+    for (int i = 0; !bad && i < MQ_MSL_W_COUNT; i++)
+        bad = ptr[i] && upload(&buf[B_W + i], ptr[i], bytes[i], 0, err);
     if (!bad) {
         /* the binding of metal.c: A, weights, scales, C, params, then the
          * variant's own buffers from index 5 */
-        mq_msl_launch l = {{&buf[B_A], &buf[B_W0], &buf[B_W1], &buf[B_C], &buf[B_P]},
+        mq_msl_launch l = {{&buf[B_A], &buf[B_W + MQ_MSL_W_CODES], &buf[B_W + MQ_MSL_W_SCALES],
+                            &buf[B_C], &buf[B_P]},
                            {(unsigned)plan.grid_x, (unsigned)plan.grid_y, (unsigned)plan.grid_z},
                            {(unsigned)plan.threads_per_tg, 1, 1},
                            s->workers,
                            0};
         mq_msl_program prog;
         const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
-        for (int i = 0; pi->extra[i] != MQ_BUF_END; i++)
-            l.buffers[5 + i] = pi->extra[i] == MQ_BUF_WORKSPACE ? &buf[B_WS]
-                               : pi->extra[i] == MQ_BUF_ZEROS   ? &buf[B_ZEROS]
-                               : pi->extra[i] == MQ_BUF_GRID    ? &buf[B_GRID]
-                               : pi->extra[i] == MQ_BUF_SU      ? &buf[B_SU]
-                                                                : &buf[B_SV];
+        for (int i = 0; pi->extra[i] != MQ_BUF_END; i++) {
+            int slot = mq_msl_weight_slot_of(pi->extra[i]);
+            l.buffers[5 + i] = slot < 0 ? &buf[B_WS] : &buf[B_W + slot];
+        }
         if (mq_msl_run(gemm, function, &l, msg, sizeof msg)) {
             bad = 1;
             mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
@@ -148,7 +132,7 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
                                {256, 1, 1},
                                s->workers,
                                0};
-            if (mq_msl_run(red, "marlin_splitk_reduce", &r, msg, sizeof msg)) {
+            if (mq_msl_run(red, MQ_MSL_REDUCE_FUNCTION, &r, msg, sizeof msg)) {
                 bad = 1;
                 mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
             }

@@ -63,6 +63,64 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **fi
     return 0;
 }
 
+void mq_msl_params_of(const mq_problem *p, const mq_plan *plan, const mq_weights *w,
+                      mq_msl_params *out)
+{
+    *out = (mq_msl_params){(uint32_t)p->M, (uint32_t)p->N, (uint32_t)p->K, (uint32_t)p->group,
+                           (uint32_t)plan->m_tiles, (uint32_t)plan->n_tiles,
+                           (uint32_t)plan->k_slices, (uint32_t)plan->k_slice_len,
+                           (uint32_t)plan->threadgroups, (uint32_t)plan->work_per_tg,
+                           (uint32_t)w->n_levels};
+}
+
+void mq_msl_weight_arrays(const mq_weights *w, const void *ptr[MQ_MSL_W_COUNT],
+                          size_t bytes[MQ_MSL_W_COUNT])
+{
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
+    for (int i = 0; i < MQ_MSL_W_COUNT; i++) {
+        ptr[i] = NULL;
+        bytes[i] = 0;
+    }
+    if (mq_format_is_trellis(w->format)) {
+        size_t tiles = ((K + 15) / 16) * ((N + 15) / 16);
+        ptr[MQ_MSL_W_CODES] = w->indices;
+        bytes[MQ_MSL_W_CODES] = tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format));
+        ptr[MQ_MSL_W_SCALES] = w->tscales;
+        bytes[MQ_MSL_W_SCALES] = G * N * sizeof(float);
+        ptr[MQ_MSL_W_GRID] = w->grid;
+        bytes[MQ_MSL_W_GRID] = (size_t)w->n_levels * sizeof(float);
+        ptr[MQ_MSL_W_SU] = w->su;
+        bytes[MQ_MSL_W_SU] = K * sizeof(float);
+        ptr[MQ_MSL_W_SV] = w->sv;
+        bytes[MQ_MSL_W_SV] = N * sizeof(float);
+    } else {
+        ptr[MQ_MSL_W_CODES] = w->packed;
+        bytes[MQ_MSL_W_CODES] = K / 8 * N * sizeof(uint32_t);
+        ptr[MQ_MSL_W_SCALES] = w->scales;
+        bytes[MQ_MSL_W_SCALES] = G * N * sizeof(uint16_t);
+        if (w->format == MQ_FMT_U4) {
+            ptr[MQ_MSL_W_ZEROS] = w->zeros;
+            bytes[MQ_MSL_W_ZEROS] = G * N;
+        }
+    }
+}
+
+int mq_msl_weight_slot_of(mq_buffer_kind k)
+{
+    switch (k) {
+    case MQ_BUF_ZEROS:
+        return MQ_MSL_W_ZEROS;
+    case MQ_BUF_GRID:
+        return MQ_MSL_W_GRID;
+    case MQ_BUF_SU:
+        return MQ_MSL_W_SU;
+    case MQ_BUF_SV:
+        return MQ_MSL_W_SV;
+    default:
+        return -1;
+    }
+}
+
 const char *mq_metal_source_dir(void)
 {
     const char *d = getenv("MQ_METAL_DIR");

@@ -9,8 +9,44 @@
 #define MQ_MSL_PROGRAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mq.h"
+
+/* The second dispatch of every split-K candidate: the workspace's slices
+ * summed into C (metal/marlin_gemm_fp4_striped.metal, no tuned macros). */
+#define MQ_MSL_REDUCE_FILE "marlin_gemm_fp4_striped.metal"
+#define MQ_MSL_REDUCE_FUNCTION "marlin_splitk_reduce"
+
+/* The kernels' MqParams (metal/mq_metal.h), field for field. */
+typedef struct {
+    uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,
+        n_levels;
+} mq_msl_params;
+
+void mq_msl_params_of(const mq_problem *p, const mq_plan *plan, const mq_weights *w,
+                      mq_msl_params *out);
+
+/* A weight set's device arrays, in the order backends keep them: what
+ * buffer(1) and buffer(2) bind, then the extras a variant names. */
+typedef enum {
+    MQ_MSL_W_CODES,  /* packed words (fp4/u4) or trellis indices: buffer(1) */
+    MQ_MSL_W_SCALES, /* scales (half) or trellis tscales (float): buffer(2) */
+    MQ_MSL_W_ZEROS,
+    MQ_MSL_W_GRID,
+    MQ_MSL_W_SU,
+    MQ_MSL_W_SV,
+    MQ_MSL_W_COUNT
+} mq_msl_weight_slot;
+
+/* Each slot's host array and its size in bytes (NULL, 0: the format has
+ * none). */
+void mq_msl_weight_arrays(const mq_weights *w, const void *ptr[MQ_MSL_W_COUNT],
+                          size_t bytes[MQ_MSL_W_COUNT]);
+
+/* The weight slot an extra buffer binds; -1 for the workspace (not a
+ * weight array). */
+int mq_msl_weight_slot_of(mq_buffer_kind k);
 
 /* What runs a candidate: the source file, the kernel function, and the
  * buffers it binds after the common ones (MQ_BUF_END-terminated), all from

@@ -311,11 +311,14 @@ static void test_threadgroup_memory(void)
     free(racy);
 }
 
-static void expect_error(const char *what, const char *src, const char *fn, bufs *bs,
+/* A launch with one buffer of `bytes` that must be refused with needle
+ * (and needle2) in its message. */
+static void expect_error(const char *what, const char *src, const char *fn, size_t bytes,
                          unsigned grid, unsigned threads, double timeout, const char *needle,
                          const char *needle2)
 {
     char err[1024] = "";
+    bufs one = {.bytes = {bytes}}, *bs = &one;
     int rc = launch(src, fn, bs, grid, threads, timeout, err, sizeof err);
     CHECK(rc != 0 && strstr(err, needle) && (!needle2 || strstr(err, needle2)),
           "expected %s to be refused with '%s'%s%s, got %s", what, needle, needle2 ? " and " : "",
@@ -327,12 +330,11 @@ static void test_faults(void)
 {
     const char *head = "#include <metal_stdlib>\nusing namespace metal;\n";
     char src[2048];
-    bufs bs = {.bytes = {40}};
     snprintf(src, sizeof src,
              "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_index_in_threadgroup]])\n"
              "{ if (t < 16u) return; threadgroup_barrier(mem_flags::mem_threadgroup); o[0] = 1.0f; }\n",
              head);
-    expect_error("a barrier some threads returned before", src, "k", &bs, 1, 64, 0, "deadlock",
+    expect_error("a barrier some threads returned before", src, "k", 40, 1, 64, 0, "deadlock",
                  "16 returned");
     /* 10 floats: index 10 lands in the slack before the guard, 5000 in it */
     snprintf(src, sizeof src,
@@ -340,13 +342,9 @@ static void test_faults(void)
              "{ o[t + IDX] = 1.0f; }\n",
              head);
     char *slack = with(src, "IDX", "1u"), *far = with(src, "IDX", "5000u");
-    memset(&bs, 0, sizeof bs);
-    bs.bytes[0] = 40;
-    expect_error("a store one element past a buffer", slack, "k", &bs, 1, 10, 0, "buffer(0)",
+    expect_error("a store one element past a buffer", slack, "k", 40, 1, 10, 0, "buffer(0)",
                  "out of bounds");
-    memset(&bs, 0, sizeof bs);
-    bs.bytes[0] = 40;
-    expect_error("a store far past a buffer", far, "k", &bs, 1, 10, 0, "buffer(0), which has 40 bytes",
+    expect_error("a store far past a buffer", far, "k", 40, 1, 10, 0, "buffer(0), which has 40 bytes",
                  "thread");
     free(slack);
     free(far);
@@ -354,34 +352,26 @@ static void test_faults(void)
              "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_index_in_threadgroup]])\n"
              "{ threadgroup float big[9000]; big[t] = 1.0f; o[0] = big[0]; }\n",
              head);
-    memset(&bs, 0, sizeof bs);
-    bs.bytes[0] = 4;
-    expect_error("a threadgroup array over 32 KB", src, "k", &bs, 1, 32, 0, "does not compile",
+    expect_error("a threadgroup array over 32 KB", src, "k", 4, 1, 32, 0, "does not compile",
                  "32 KB of threadgroup memory");
     snprintf(src, sizeof src,
              "%skernel void k(device float *o [[buffer(0)]], uint t [[thread_index_in_threadgroup]])\n"
              "{ threadgroup float a[5000]; threadgroup float b[5000]; a[t] = b[t] = 1.0f;\n"
              "  o[0] = a[0] + b[0]; }\n",
              head);
-    memset(&bs, 0, sizeof bs);
-    bs.bytes[0] = 4;
-    expect_error("two threadgroup arrays over 32 KB together", src, "k", &bs, 1, 32, 0,
+    expect_error("two threadgroup arrays over 32 KB together", src, "k", 4, 1, 32, 0,
                  "threadgroup memory of 40000 bytes", "32768");
     snprintf(src, sizeof src,
              "%skernel void k(device float *o [[buffer(0)]], device float *p [[buffer(1)]])\n"
              "{ o[0] = p[0]; }\n",
              head);
-    memset(&bs, 0, sizeof bs);
-    bs.bytes[0] = 4;
-    expect_error("a kernel whose buffer is not bound", src, "k", &bs, 1, 1, 0, "buffer(1)",
+    expect_error("a kernel whose buffer is not bound", src, "k", 4, 1, 1, 0, "buffer(1)",
                  "sets none");
     snprintf(src, sizeof src,
              "%skernel void k(device float *o [[buffer(0)]])\n"
              "{ volatile int go = 1; while (go) {} o[0] = 1.0f; }\n",
              head);
-    memset(&bs, 0, sizeof bs);
-    bs.bytes[0] = 4;
-    expect_error("an endless loop", src, "k", &bs, 1, 1, 1, "did not finish", NULL);
+    expect_error("an endless loop", src, "k", 4, 1, 1, 1, "did not finish", NULL);
 }
 
 /* ---- the real kernels ---------------------------------------------------------- */
