@@ -58,7 +58,7 @@ TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/tune $(BUILD)/compare $
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
-.PHONY: all test sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps install clean FORCE
+.PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -103,6 +103,13 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB)
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
+
+# The GPU tests (tests/gpu_cuda.c): the cuda backend on an NVIDIA GPU, every
+# variant x format verified against the float64 reference; needs the CUDA
+# driver and NVRTC (CI has neither: scripts/gpu-run.sh runs it on a GPU machine,
+# which may have no package network, hence no deps step)
+test-gpu: $(BUILD)/tests/gpu_cuda $(TOOLS)
+	$(BUILD)/tests/gpu_cuda
 
 sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 \

@@ -1,6 +1,8 @@
 /* backend.h - what runs a candidate. One interface for every backend, each
  * backend one file implementing it: the CPU model (cpu.c), Metal on an Apple
- * GPU (metal.c), the Metal kernels on the CPU's MSL executor (msl_cpu.c). The measurement loop (harness/measure.c) knows only this
+ * GPU (metal.c), the Metal kernels on an NVIDIA GPU through NVRTC (cuda.c),
+ * the Metal kernels on the CPU's MSL executor (msl_cpu.c). The measurement
+ * loop (harness/measure.c) knows only this
  * interface; which backend runs and which chip a tool is about is decided in
  * one place (harness/target.c).
  *
@@ -27,6 +29,13 @@ typedef struct {
     int half_output;  /* C is stored as FP16 */
 } mq_backend_arith;
 
+/* A device's own limits, measured by its probes (the GPU backends). */
+typedef struct {
+    double read_gbs;   /* streaming read of a buffer far past the caches, GB/s */
+    double fma_gflops; /* FP32 FMA peak, GFLOP/s (an FMA is 2 flops) */
+    size_t read_bytes; /* the read probe's buffer */
+} mq_device_probe;
+
 typedef struct mq_backend mq_backend;
 struct mq_backend {
     const char *name;  /* "cpu", "metal" */
@@ -36,6 +45,8 @@ struct mq_backend {
     char arch[64];     /* its architecture name ("applegpu_g16s"); "" when it has none */
     int threads;       /* CPU-model workers; 0 for device backends */
     int verify_only;   /* its times are nobody's (the MSL executor): verify, never time */
+    size_t cache_bytes; /* the device's last-level cache (cold weights rotate past twice
+                         * it); 0: the host's */
     /* prepare a weight set ahead of its runs (upload it once); NULL: nothing to do */
     mq_status (*prepare)(mq_backend *b, const mq_weights *w, mq_error *err);
     /* run one candidate: C = A x dequant(w) */
@@ -44,6 +55,8 @@ struct mq_backend {
     /* the device's own time of the last run in seconds (Metal: the command
      * buffer's GPU end - start); NULL or < 0: time by the wall clock */
     double (*device_time)(const mq_backend *b);
+    /* measure the device's read bandwidth and FMA peak now; NULL: no probes */
+    mq_status (*probe)(mq_backend *b, mq_device_probe *out, mq_error *err);
     void (*close)(mq_backend *b);
     void *state;
 };
@@ -59,6 +72,7 @@ extern const int mq_backend_nkinds;
 
 mq_backend *mq_backend_cpu_open(const mq_backend_opts *o, mq_error *err);
 mq_backend *mq_backend_metal_open(const mq_backend_opts *o, mq_error *err);
+mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err);
 mq_backend *mq_backend_msl_cpu_open(const mq_backend_opts *o, mq_error *err);
 
 /* A backend by name, or "auto": the first device backend that opens, else

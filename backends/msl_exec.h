@@ -42,11 +42,46 @@ const char *mq_msl_cxx(const mq_msl_compile_opts *o);
  * the source tree. */
 const char *mq_msl_include_dir(void);
 
+/* A kernel's signature as the preprocessed source declares it: each
+ * parameter's type and name and what binds it ([[buffer(n)]] or a position
+ * attribute). Shared with the cuda backend (cuda_module.c), which binds the
+ * same parameters on a GPU. */
+#define MQ_MSL_MAX_PARAMS 32
+typedef struct {
+    char type[192];
+    char name[64];
+    int buffer;    /* n of [[buffer(n)]], or -1 for a position attribute */
+    char attr[64]; /* the position attribute ("thread_index_in_simdgroup") */
+} mq_msl_param;
+typedef struct {
+    char name[96];
+    mq_msl_param param[MQ_MSL_MAX_PARAMS];
+    int nparam;
+    unsigned used; /* [[buffer(n)]] bits */
+} mq_msl_kernel_sig;
+
+/* Every kernel of preprocessed text (mq_msl_preprocessed), at most max;
+ * -1 and a message when a kernel cannot be read or has a parameter no
+ * backend binds. */
+int mq_msl_read_kernels(const char *pre, mq_msl_kernel_sig *ks, int max, int *nk, char *err,
+                        size_t errlen);
+
+/* metal/FILE (or the text src) translated and preprocessed with DEFINES by
+ * the host C++ compiler against the executor's metal_stdlib, the kernel
+ * keyword kept as the token MQ_MSL_KERNEL: what mq_msl_read_kernels reads.
+ * NULL and a message on error; free() it. */
+char *mq_msl_preprocessed(const char *file, const char *src, const char *defines,
+                          const mq_msl_compile_opts *o, char *err, size_t errlen);
+
 /* The translation of an MSL source into the C++ the executor compiles:
  * every `threadgroup T name[n]...;` declared in a function becomes
  * `auto &name = metal::mq_msl_tg_array<T[n]...>();` (shared by the
  * threadgroup); nothing else changes. NULL on out of memory; free() it. */
 char *mq_msl_translate(const char *src);
+/* The translation for CUDA (backends/cuda_module.c): threadgroup arrays
+ * become `__shared__ __attribute__((aligned(16))) T name[n]...;` and half
+ * literals (1.5h) metal::half(1.5f). */
+char *mq_msl_translate_cuda(const char *src);
 
 /* Kernel entries of a module (for launches): NULL when it has no such
  * kernel. buffers_used gets a bit per [[buffer(n)]] the kernel binds. */

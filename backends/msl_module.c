@@ -163,7 +163,23 @@ static int tg_array_decl(const char *p, const char **type_b, const char **type_e
     return 1;
 }
 
-char *mq_msl_translate(const char *src)
+/* At p, a number (a pp-number: digits, '.', letters, exponent signs):
+ * its end. */
+static const char *number_end(const char *p)
+{
+    const char *q = p;
+    while (is_id((unsigned char)*q) || *q == '.' ||
+           ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E' || q[-1] == 'p' ||
+                                         q[-1] == 'P')))
+        q++;
+    return q;
+}
+
+/* Both translations: the executor's (threadgroup arrays to the
+ * threadgroup's storage) or CUDA's (threadgroup arrays to __shared__ ones,
+ * Metal's half literals 1.5h to metal::half(1.5f), since only the standard
+ * library may declare such a suffix and NVRTC has no system headers). */
+static char *translate(const char *src, int cuda)
 {
     strbuf b = {0};
     const char *p = src;
@@ -172,6 +188,22 @@ char *mq_msl_translate(const char *src)
         if (q != p) {
             sb_add(&b, p, (size_t)(q - p));
             p = q;
+            continue;
+        }
+        if (cuda && (p == src || !is_id((unsigned char)p[-1])) &&
+            ((*p >= '0' && *p <= '9') || (*p == '.' && p[1] >= '0' && p[1] <= '9'))) {
+            const char *e = number_end(p);
+            int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+            if (!hex && (e[-1] == 'h' || e[-1] == 'H') && e - p > 1) {
+                int real = memchr(p, '.', (size_t)(e - p)) || memchr(p, 'e', (size_t)(e - p)) ||
+                           memchr(p, 'E', (size_t)(e - p));
+                sb_add(&b, "metal::half(", 12);
+                sb_add(&b, p, (size_t)(e - 1 - p));
+                sb_add(&b, real ? "f)" : ".0f)", real ? 2 : 4);
+            } else {
+                sb_add(&b, p, (size_t)(e - p));
+            }
+            p = e;
             continue;
         }
         if (!is_id((unsigned char)*p)) {
@@ -187,12 +219,21 @@ char *mq_msl_translate(const char *src)
             /* trim the type's trailing blanks */
             while (te > tb && (te[-1] == ' ' || te[-1] == '\t'))
                 te--;
-            sb_add(&b, "auto &", 6);
-            sb_add(&b, nb, (size_t)(ne - nb));
-            sb_add(&b, " = metal::mq_msl_tg_array<", 26);
-            sb_add(&b, tb, (size_t)(te - tb));
-            sb_add(&b, db, (size_t)(de - db));
-            sb_add(&b, ">();", 4);
+            if (cuda) {
+                sb_add(&b, "__shared__ __attribute__((aligned(16))) ", 40);
+                sb_add(&b, tb, (size_t)(te - tb));
+                sb_add(&b, " ", 1);
+                sb_add(&b, nb, (size_t)(ne - nb));
+                sb_add(&b, db, (size_t)(de - db));
+                sb_add(&b, ";", 1);
+            } else {
+                sb_add(&b, "auto &", 6);
+                sb_add(&b, nb, (size_t)(ne - nb));
+                sb_add(&b, " = metal::mq_msl_tg_array<", 26);
+                sb_add(&b, tb, (size_t)(te - tb));
+                sb_add(&b, db, (size_t)(de - db));
+                sb_add(&b, ">();", 4);
+            }
             p = end;
         } else {
             sb_add(&b, id, (size_t)(p - id));
@@ -206,6 +247,9 @@ char *mq_msl_translate(const char *src)
     }
     return b.s;
 }
+
+char *mq_msl_translate(const char *src) { return translate(src, 0); }
+char *mq_msl_translate_cuda(const char *src) { return translate(src, 1); }
 
 /* ---- kernel signatures -------------------------------------------------- */
 
@@ -247,10 +291,10 @@ static void strip_line_markers(char *s)
     }
 }
 
-/* One parameter "TYPE NAME [[ATTR]]" as an argument expression of the
- * entry; -1 and a message when the executor cannot bind it. */
-static int bind_param(const char *kname, char *param, strbuf *args, unsigned *used, char *err,
-                      size_t errlen)
+/* One parameter "TYPE NAME [[ATTR]]": its type, name and binding; -1 and a
+ * message when it has none a backend can bind. */
+static int parse_param(const char *kname, char *param, mq_msl_param *out, unsigned *used,
+                       char *err, size_t errlen)
 {
     char *attr = strstr(param, "[[");
     char *decl = trim(param);
@@ -269,10 +313,14 @@ static int bind_param(const char *kname, char *param, strbuf *args, unsigned *us
     size_t n = strlen(decl);
     while (n && is_id((unsigned char)decl[n - 1]))
         n--;
-    char name[96];
-    snprintf(name, sizeof name, "%s", decl + n);
+    snprintf(out->name, sizeof out->name, "%s", decl + n);
     decl[n] = 0;
     char *type = trim(decl);
+    if (strlen(type) >= sizeof out->type) {
+        snprintf(err, errlen, "kernel %s: parameter %s's type is too long", kname, out->name);
+        return -1;
+    }
+    snprintf(out->type, sizeof out->type, "%s", type);
     int idx;
     if (sscanf(attr, "buffer ( %d )", &idx) == 1 || sscanf(attr, "buffer(%d)", &idx) == 1) {
         if (idx < 0 || idx >= MQ_MSL_MAX_BUFFERS) {
@@ -281,19 +329,18 @@ static int bind_param(const char *kname, char *param, strbuf *args, unsigned *us
             return -1;
         }
         *used |= 1u << idx;
-        if (strchr(type, '&'))
-            sb_printf(args, "*(std::remove_reference<%s>::type *)t->buffers[%d]", type, idx);
-        else
-            sb_printf(args, "(%s)t->buffers[%d]", type, idx);
+        out->buffer = idx;
+        out->attr[0] = 0;
         return 0;
     }
     for (size_t i = 0; i < sizeof position_attrs / sizeof position_attrs[0]; i++)
         if (!strcmp(attr, position_attrs[i])) {
-            sb_printf(args, "metal::mq_detail::position<%s>(t->%s)", type, attr);
+            out->buffer = -1;
+            snprintf(out->attr, sizeof out->attr, "%s", attr);
             return 0;
         }
     snprintf(err, errlen, "kernel %s: parameter %s's attribute [[%.60s]] is not one the executor binds",
-             kname, name, attr);
+             kname, out->name, attr);
     return -1;
 }
 
@@ -310,11 +357,11 @@ static const char *skip_ws_markers(const char *p)
     }
 }
 
-/* Find every kernel in preprocessed text and write its entry; the names
- * and buffers into m. */
-static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *err, size_t errlen)
+int mq_msl_read_kernels(const char *pre, mq_msl_kernel_sig *ks, int max, int *nk, char *err,
+                        size_t errlen)
 {
     const char *p = pre;
+    *nk = 0;
     while ((p = strstr(p, "MQ_MSL_KERNEL"))) {
         if ((p > pre && is_id((unsigned char)p[-1])) || is_id((unsigned char)p[13])) {
             p += 13;
@@ -329,10 +376,15 @@ static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *e
         const char *nb = q;
         while (is_id((unsigned char)*q))
             q++;
-        char kname[96];
-        snprintf(kname, sizeof kname, "%.*s", (int)(q - nb), nb);
+        if (*nk == max) {
+            snprintf(err, errlen, "more than %d kernels in one source", max);
+            return -1;
+        }
+        mq_msl_kernel_sig *k = &ks[*nk];
+        memset(k, 0, sizeof *k);
+        snprintf(k->name, sizeof k->name, "%.*s", (int)(q - nb), nb);
         q = skip_ws_markers(q);
-        if (*q != '(' || !kname[0]) {
+        if (*q != '(' || !k->name[0]) {
             snprintf(err, errlen, "cannot read the kernel's parameter list near '%.40s'", nb);
             return -1;
         }
@@ -352,15 +404,7 @@ static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *e
             return -1;
         }
         strip_line_markers(params);
-        if (m->nk == MAX_KERNELS) {
-            free(params);
-            snprintf(err, errlen, "more than %d kernels in one source", MAX_KERNELS);
-            return -1;
-        }
-        kernel_info *k = &m->k[m->nk++];
-        snprintf(k->name, sizeof k->name, "%s", kname);
-        strbuf args = {0};
-        int rc = 0, first = 1;
+        int rc = 0;
         depth = 0;
         char *start = params;
         for (char *s = params;; s++) {
@@ -373,10 +417,14 @@ static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *e
             int last = !*s;
             *s = 0;
             if (*trim(start)) {
-                if (!first)
-                    sb_add(&args, ", ", 2);
-                first = 0;
-                if ((rc = bind_param(kname, start, &args, &k->used, err, errlen)))
+                if (k->nparam == MQ_MSL_MAX_PARAMS) {
+                    snprintf(err, errlen, "kernel %s: more than %d parameters", k->name,
+                             MQ_MSL_MAX_PARAMS);
+                    rc = -1;
+                } else {
+                    rc = parse_param(k->name, start, &k->param[k->nparam++], &k->used, err, errlen);
+                }
+                if (rc)
                     break;
             }
             if (last)
@@ -384,24 +432,54 @@ static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *e
             start = s + 1;
         }
         free(params);
-        if (rc || args.oom) {
-            free(args.s);
-            if (!rc)
-                snprintf(err, errlen, "out of memory");
+        if (rc)
             return -1;
-        }
-        sb_printf(out, "\nextern \"C\" __attribute__((visibility(\"default\"), used)) void "
-                       "mq_msl_entry_%s(const mq_msl_thread *t)\n{\n    %s(",
-                  kname, kname);
-        sb_add(out, args.s ? args.s : "", args.s ? strlen(args.s) : 0);
-        sb_add(out, ");\n}\n", 5);
-        free(args.s);
+        (*nk)++;
         p = q;
     }
-    if (m->nk == 0) {
+    if (*nk == 0) {
         snprintf(err, errlen, "no kernel function in the source");
         return -1;
     }
+    return 0;
+}
+
+/* Every kernel of the preprocessed text, with its C entry for the executor
+ * binding [[buffer(n)]] and the position attributes; the names and buffers
+ * into m. */
+static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *err, size_t errlen)
+{
+    mq_msl_kernel_sig *ks = calloc(MAX_KERNELS, sizeof *ks);
+    if (!ks) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (mq_msl_read_kernels(pre, ks, MAX_KERNELS, &m->nk, err, errlen)) {
+        free(ks);
+        return -1;
+    }
+    for (int i = 0; i < m->nk; i++) {
+        const mq_msl_kernel_sig *k = &ks[i];
+        snprintf(m->k[i].name, sizeof m->k[i].name, "%s", k->name);
+        m->k[i].used = k->used;
+        sb_printf(out, "\nextern \"C\" __attribute__((visibility(\"default\"), used)) void "
+                       "mq_msl_entry_%s(const mq_msl_thread *t)\n{\n    %s(",
+                  k->name, k->name);
+        for (int j = 0; j < k->nparam; j++) {
+            const mq_msl_param *pa = &k->param[j];
+            if (j)
+                sb_add(out, ", ", 2);
+            if (pa->buffer < 0)
+                sb_printf(out, "metal::mq_detail::position<%s>(t->%s)", pa->type, pa->attr);
+            else if (strchr(pa->type, '&'))
+                sb_printf(out, "*(std::remove_reference<%s>::type *)t->buffers[%d]", pa->type,
+                          pa->buffer);
+            else
+                sb_printf(out, "(%s)t->buffers[%d]", pa->type, pa->buffer);
+        }
+        sb_add(out, ");\n}\n", 5);
+    }
+    free(ks);
     return 0;
 }
 
@@ -592,48 +670,46 @@ static mq_msl_module *load_so(const char *so, mq_msl_module *m, char *err, size_
     return m;
 }
 
-mq_msl_module *mq_msl_module_load(const char *file, const char *src, const char *defines,
-                                  const mq_msl_compile_opts *o, char *err, size_t errlen)
+/* A fresh temporary directory in the cache directory; -1 and a message. */
+static int make_tmp(const mq_msl_compile_opts *o, char *dir, size_t dn, char *tmp, size_t tn,
+                    char *err, size_t errlen)
 {
-    const char *cxx = mq_msl_cxx(o);
-    if (!cxx) {
-        snprintf(err, errlen, "no C++ compiler for the MSL executor (clang++ or g++; or set MQ_MSL_CXX)");
-        return NULL;
-    }
-    char dir[1024], tmp[1100], path[1200], log[1200], dflags[1024], cmd[8192];
-    cache_dir(o, dir, sizeof dir);
+    cache_dir(o, dir, dn);
     if (strchr(dir, '\'') || mkdirs(dir)) {
         snprintf(err, errlen, "%s: cannot make the executor's cache directory", dir);
-        return NULL;
+        return -1;
     }
-    snprintf(tmp, sizeof tmp, "%s/tmp-XXXXXX", dir);
+    snprintf(tmp, tn, "%s/tmp-XXXXXX", dir);
     if (!mkdtemp(tmp)) {
         snprintf(err, errlen, "%s: cannot make a temporary directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Preprocess in tmp: the translated text, the kernel mark kept a token. */
+static char *preprocess_in(const char *tmp, const char *cxx, const char *file, const char *src,
+                           const char *defines, char *err, size_t errlen)
+{
+    char path[1200], log[1200], dflags[1024], cmd[8192];
+    char *text = src ? strdup(src) : mq_metal_source(file, err, errlen);
+    char *translated = text ? mq_msl_translate(text) : NULL, *pre = NULL;
+    free(text);
+    if (!translated) {
+        if (src || text)
+            snprintf(err, errlen, "out of memory reading %s", file);
         return NULL;
     }
-    mq_msl_module *m = calloc(1, sizeof *m);
-    char *text = NULL, *translated = NULL, *pre = NULL;
-    strbuf full = {0};
-    if (!m)
-        goto oom;
-    if (src)
-        text = strdup(src);
-    else
-        text = mq_metal_source(file, err, errlen);
-    if (!text) {
-        if (src)
-            goto oom;
-        goto fail;
-    }
-    if (!(translated = mq_msl_translate(text)))
-        goto oom;
-    /* preprocess: the kernel mark stays a token to find */
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     snprintf(path, sizeof path, "%s/%s", tmp, base);
     snprintf(log, sizeof log, "%s/log", tmp);
     define_flags(defines, dflags, sizeof dflags);
-    if (spit(path, translated, strlen(translated)))
-        goto io;
+    if (spit(path, translated, strlen(translated))) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        free(translated);
+        return NULL;
+    }
+    free(translated);
     snprintf(cmd, sizeof cmd,
              "%s -std=c++17 -E -x c++ -isystem '%s' -DMQ_MSL_PREPROCESS%s '%s' -o '%s/pre.ii' "
              "> '%s' 2>&1",
@@ -642,11 +718,50 @@ mq_msl_module *mq_msl_module_load(const char *file, const char *src, const char 
         char first[512];
         first_error(log, tmp, first, sizeof first);
         snprintf(err, errlen, "%s (%s) does not preprocess: %s", file, defines, first);
-        goto fail;
+        return NULL;
     }
     snprintf(path, sizeof path, "%s/pre.ii", tmp);
     if (!(pre = slurp(path)))
-        goto io;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return pre;
+}
+
+char *mq_msl_preprocessed(const char *file, const char *src, const char *defines,
+                          const mq_msl_compile_opts *o, char *err, size_t errlen)
+{
+    const char *cxx = mq_msl_cxx(o);
+    char dir[1024], tmp[1100];
+    if (!cxx) {
+        snprintf(err, errlen, "no C++ compiler to preprocess the MSL source (clang++ or g++; or "
+                              "set MQ_MSL_CXX)");
+        return NULL;
+    }
+    if (make_tmp(o, dir, sizeof dir, tmp, sizeof tmp, err, errlen))
+        return NULL;
+    char *pre = preprocess_in(tmp, cxx, file, src, defines, err, errlen);
+    rm_rf(tmp);
+    return pre;
+}
+
+mq_msl_module *mq_msl_module_load(const char *file, const char *src, const char *defines,
+                                  const mq_msl_compile_opts *o, char *err, size_t errlen)
+{
+    const char *cxx = mq_msl_cxx(o);
+    if (!cxx) {
+        snprintf(err, errlen, "no C++ compiler for the MSL executor (clang++ or g++; or set MQ_MSL_CXX)");
+        return NULL;
+    }
+    char dir[1024], tmp[1100], path[1200], log[1200], cmd[8192];
+    if (make_tmp(o, dir, sizeof dir, tmp, sizeof tmp, err, errlen))
+        return NULL;
+    snprintf(log, sizeof log, "%s/log", tmp);
+    mq_msl_module *m = calloc(1, sizeof *m);
+    char *pre = NULL;
+    strbuf full = {0};
+    if (!m)
+        goto oom;
+    if (!(pre = preprocess_in(tmp, cxx, file, src, defines, err, errlen)))
+        goto fail;
     sb_add(&full, pre, strlen(pre));
     if (write_entries(pre, &full, m, err, errlen))
         goto fail;
@@ -680,8 +795,6 @@ mq_msl_module *mq_msl_module_load(const char *file, const char *src, const char 
         if (rename(path, so)) /* atomic: a concurrent compile of the same key is the same file */
             goto io;
     }
-    free(text);
-    free(translated);
     free(pre);
     free(full.s);
     rm_rf(tmp);
@@ -692,8 +805,6 @@ oom:
 io:
     snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 fail:
-    free(text);
-    free(translated);
     free(pre);
     free(full.s);
     free(m);

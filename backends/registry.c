@@ -6,6 +6,7 @@
 
 const mq_backend_kind mq_backend_kinds[] = {
     {"metal", mq_backend_metal_open}, /* the MSL kernels on an Apple GPU (macOS) */
+    {"cuda", mq_backend_cuda_open},   /* the MSL kernels on an NVIDIA GPU (NVRTC) */
     {"cpu", mq_backend_cpu_open},     /* the CPU model of every variant, here */
     /* the Metal kernels on the CPU, verification only: after cpu, so "auto"
      * never picks it */

@@ -117,8 +117,29 @@ int mq_bench_explain(const mq_bench_job *j, const mq_chip *chip)
     return 0;
 }
 
+/* The device's probes, when its backend has them: printed, and kept for
+ * the summary's shares (the better of the runs before and after). */
+static void run_probe(const mq_target *t, const char *when, mq_device_probe *keep)
+{
+    mq_device_probe pr;
+    mq_error e;
+    if (!t->be->probe)
+        return;
+    if (t->be->probe(t->be, &pr, &e)) {
+        fprintf(stderr, "bench: the device probes failed (%s): no shares reported\n", e.msg);
+        return;
+    }
+    printf("device probes %s: read %.0f GB/s (%zu MiB streamed), FP32 FMA %.0f GFLOP/s\n", when,
+           pr.read_gbs, pr.read_bytes >> 20, pr.fma_gflops);
+    if (pr.read_gbs > keep->read_gbs)
+        keep->read_gbs = pr.read_gbs;
+    if (pr.fma_gflops > keep->fma_gflops)
+        keep->fma_gflops = pr.fma_gflops;
+}
+
 static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
-                    const int counts[5], double wall, double kernel_s, int whole)
+                    const int counts[5], double wall, double kernel_s, int whole,
+                    const mq_device_probe *probe)
 {
     printf("\n%s on %s (%s backend): %d %s, %d wrong, %d error, %d illegal, %d skipped "
            "(--resume); results in %s\n",
@@ -140,8 +161,17 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
         char name[128] = "none verified";
         if (b)
             mq_candidate_str(&b->c, name, sizeof name);
-        printf("best %-8s M=%-4d N=%-6d K=%-6d %-52s %s\n", mq_format_name(p.format), p.M, p.N,
-               p.K, name, b ? "" : "(no ok row)");
+        printf("best %-8s M=%-4d N=%-6d K=%-6d %-52s ", mq_format_name(p.format), p.M, p.N,
+               p.K, name);
+        if (!b)
+            printf("(no ok row)\n");
+        else if (probe->read_gbs > 0 && probe->fma_gflops > 0)
+            printf("%.4f ms: weights %.0f GB/s = %.1f%% of the read probe, %.0f GFLOP/s = %.1f%% "
+                   "of the FMA probe\n",
+                   b->st.median * 1e3, b->weight_gbs, 100 * b->weight_gbs / probe->read_gbs,
+                   b->gflops, 100 * b->gflops / probe->fma_gflops);
+        else
+            printf("%.4f ms\n", b->st.median * 1e3);
     }
     mq_results_free(&now);
 }
@@ -156,6 +186,8 @@ int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w
     static mq_bench_problem bp; /* zeroed: kept across problems that share weights */
     int total = 0, done = 0, s;
     mq_problem p;
+    mq_device_probe probe = {0};
+    run_probe(t, "before", &probe);
     for (int i = 0; next_problem(j, &i, &p, &s);) { /* the work, for the progress bar */
         mq_space sp;
         if (candidates(j, &p, &t->chip, &sp) == 0)
@@ -216,7 +248,9 @@ int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w
         mq_space_free(&sp);
     }
     mq_bench_problem_free(&bp);
-    summary(j, t, out, counts, mq_now() - t_start, kernel_s, rc == 0);
+    if (rc == 0)
+        run_probe(t, "after", &probe);
+    summary(j, t, out, counts, mq_now() - t_start, kernel_s, rc == 0, &probe);
     /* a kernel that computed a wrong answer is a finding */
     if (rc == 0 && counts[1]) {
         fprintf(stderr, "bench: %d candidate%s computed wrong results (status wrong in %s)\n",

@@ -25,6 +25,7 @@ static const struct {
     const char *name;
     double lo, hi;
     int integral;
+    int optional; /* missing: 0 */
 } fields[MQ_CHIP_NFIELDS] = {
     [MQ_CHIP_GPU_CORES] = {"gpu_cores", 1, 4096, 1},
     [MQ_CHIP_TG_MEM_BYTES] = {"tg_mem_bytes", 1024, 1 << 20, 1},
@@ -36,6 +37,9 @@ static const struct {
     [MQ_CHIP_FP16_TFLOPS] = {"fp16_tflops", 1e-6, 1e5, 0},
     [MQ_CHIP_L2_BYTES] = {"l2_bytes", 0, 1e13, 1},
     [MQ_CHIP_SLC_BYTES] = {"slc_bytes", 0, 1e13, 1},
+    [MQ_CHIP_TG_MEM_PER_CORE_BYTES] = {"tg_mem_per_core_bytes", 0, 1 << 24, 1, 1},
+    [MQ_CHIP_MAX_THREADS_PER_CORE] = {"max_threads_per_core", 0, 65536, 1, 1},
+    [MQ_CHIP_TENSOR_FP16_TFLOPS] = {"tensor_fp16_tflops", 0, 1e5, 0, 1},
 };
 
 const char *mq_chips_default_path(void)
@@ -136,7 +140,10 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
     }
     for (int i = 0; rc == 0 && i < db->n; i++)
         for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
-            if (db->chips[i].v[f] < 0) {
+            if (db->chips[i].v[f] < 0 && fields[f].optional) {
+                db->chips[i].v[f] = 0;
+                snprintf(db->chips[i].source[f], sizeof db->chips[i].source[f], "not given");
+            } else if (db->chips[i].v[f] < 0) {
                 snprintf(err, errlen, "%s: chip %s has no %s", path, db->chips[i].name,
                          fields[f].name);
                 rc = -1;
@@ -273,21 +280,35 @@ int mq_chip_load_named(const char *path, const char *name, mq_chip *out, char *e
 int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const char *arch,
                         mq_chip *out, char *err, size_t errlen)
 {
-    /* "Apple M4 Max" -> "m4max": lower case, no "apple", no spaces */
-    char key[64] = "";
-    size_t k = 0;
+    /* "Apple M4 Max" -> "m4max", "NVIDIA H200" -> "h200": lower case, no
+     * vendor, no spaces; else the name's first word ("NVIDIA H100 80GB
+     * HBM3" -> "h100": the chips file's row describes that part) */
+    char key[64] = "", first[64] = "";
+    size_t k = 0, k1 = 0;
     const char *s = device_name ? device_name : "";
     if (!strncmp(s, "Apple ", 6))
         s += 6;
-    for (; *s && k + 1 < sizeof key; s++)
-        if (*s != ' ')
-            key[k++] = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
-    key[k] = 0;
-    for (int i = 0; i < db->n; i++)
-        if (k && !strcmp(db->chips[i].name, key)) {
-            *out = db->chips[i];
-            return 0;
+    else if (!strncmp(s, "NVIDIA ", 7))
+        s += 7;
+    int in_first = 1;
+    for (; *s && k + 1 < sizeof key; s++) {
+        char ch = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+        if (*s == ' ') {
+            in_first = 0;
+            continue;
         }
+        key[k++] = ch;
+        if (in_first && k1 + 1 < sizeof first)
+            first[k1++] = ch;
+    }
+    key[k] = 0;
+    first[k1] = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < db->n; i++)
+            if ((pass ? k1 : k) && !strcmp(db->chips[i].name, pass ? first : key)) {
+                *out = db->chips[i];
+                return 0;
+            }
     /* else the one chip with the device's architecture name */
     int found = -1, count = 0;
     char names[256] = "";

@@ -19,6 +19,11 @@ enum {
     MQ_CHIP_FP16_TFLOPS,
     MQ_CHIP_L2_BYTES,
     MQ_CHIP_SLC_BYTES,
+    /* optional (0 when a chip does not give them: the per-threadgroup
+     * figures above then stand for the core's too, as on Apple GPUs) */
+    MQ_CHIP_TG_MEM_PER_CORE_BYTES,
+    MQ_CHIP_MAX_THREADS_PER_CORE,
+    MQ_CHIP_TENSOR_FP16_TFLOPS,
     MQ_CHIP_NFIELDS
 };
 

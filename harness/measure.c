@@ -98,6 +98,10 @@ static int prepare_rows(mq_bench_problem *bp, const int *ms, int nms, mq_error *
     return 0;
 }
 
+static size_t device_cache_bytes;
+
+void mq_bench_set_device_cache(size_t bytes) { device_cache_bytes = bytes; }
+
 static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
 {
     float *W = malloc(sizeof(float) * (size_t)p->K * p->N);
@@ -113,10 +117,13 @@ static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq
     free(W);
     if (qs)
         return -1;
-    /* enough copies that the set exceeds twice the last-level cache */
+    /* enough copies that the set exceeds twice the last-level cache: the
+     * host's, or the device's where that is larger (a GPU's L2) */
     long llc = mq_cache_bytes(3);
     if (llc <= 0)
         llc = 32L << 20;
+    if (device_cache_bytes > (size_t)llc)
+        llc = (long)device_cache_bytes;
     size_t bytes = mq_weights_bytes(&w0);
     size_t copies = warm ? 1 : (2 * (size_t)llc) / bytes + 2;
     bp->ncopies = copies > 4096 ? 4096 : (int)copies;

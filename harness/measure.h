@@ -31,6 +31,10 @@ typedef struct {
  * reference of the sampled rows. ms lists the token counts that will follow
  * for the same weights (may be NULL): their reference rows are computed in
  * the same pass over the weights. bp must be zeroed before its first use. */
+/* The device's last-level cache (a GPU's L2): cold runs rotate weight
+ * copies past twice the larger of it and the host's. 0: the host's alone. */
+void mq_bench_set_device_cache(size_t bytes);
+
 int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, const int *ms,
                            int nms, mq_error *err);
 void mq_bench_problem_free(mq_bench_problem *bp);

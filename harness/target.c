@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "measure.h"
 #include "target.h"
 
 static void note(mq_target *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -171,6 +172,7 @@ int mq_target_open(const mq_target_opts *o, mq_target *t, char *err, size_t errl
         return -1;
     }
     t->lim = mq_chip_limits(&t->chip);
+    mq_bench_set_device_cache(t->be ? t->be->cache_bytes : 0);
     return 0;
 }
 

@@ -47,10 +47,14 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **fi
     *file = pi->file;
     *function = pi->function;
     /* the planner's threadgroup memory and threads, for the kernel's own
-     * check (MQ_CHECK_PLAN in mq_metal.h); the limits do not change them */
+     * check (MQ_CHECK_PLAN in mq_metal.h). The limits do not change them,
+     * only whether a chip can run the candidate, which the caller decided
+     * (an H100 block has 48 KB where an Apple threadgroup has 32 KB): the
+     * plan is made with room for every described chip */
     mq_plan plan;
     mq_error e;
-    if (mq_plan_candidate(p, c, NULL, &plan, &e)) {
+    const mq_limits roomy = {1 << 20, 4096, 32, 0};
+    if (mq_plan_candidate(p, c, &roomy, &plan, &e)) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;
     }

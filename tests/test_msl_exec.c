@@ -29,6 +29,7 @@
 #include "msl_program.h"
 #include "probes.h"
 #include "space.h"
+#include "testdata.h"
 
 static char cache[] = "/tmp/mq-msl-test-XXXXXX";
 static mq_msl_compile_opts copts;
@@ -409,65 +410,6 @@ static void test_zero_reduction(void)
     mq_msl_module_free(m);
 }
 
-typedef struct {
-    mq_problem p;
-    mq_candidate c;
-} job;
-
-static int same_tiles(const mq_candidate *a, const mq_candidate *b)
-{
-    return a->variant == b->variant && a->p.tile_m == b->p.tile_m && a->p.tile_n == b->p.tile_n &&
-           a->p.tile_k == b->p.tile_k;
-}
-
-/* The representative set: per problem and variant, the smallest, seed and
- * largest legal tiles (split_k 1), and split_k 2 and 3 of the seed tiles
- * (or the smallest) where the variant splits. */
-static int pick(const mq_problem *p, const mq_chip *chip, job *js, int n, int cap)
-{
-    mq_space sp;
-    if (mq_space_enumerate(p, chip, MQ_SPACE_FULL, &sp))
-        return n;
-    for (int v = 0; v < mq_variant_count(); v++) {
-        if (!mq_variant_serves((mq_variant)v, p->format))
-            continue;
-        const mq_variant_info *vi = mq_variant_get((mq_variant)v);
-        int lo = -1, hi = -1, seed = -1;
-        for (int i = 0; i < sp.n; i++) {
-            const mq_candidate *c = &sp.e[i].c;
-            if (!sp.e[i].legal || (int)c->variant != v || c->p.split_k != 1)
-                continue;
-            long area = (long)c->p.tile_m * c->p.tile_n * c->p.tile_k;
-            if (lo < 0 || area < (long)sp.e[lo].c.p.tile_m * sp.e[lo].c.p.tile_n * sp.e[lo].c.p.tile_k)
-                lo = i;
-            if (hi < 0 || area > (long)sp.e[hi].c.p.tile_m * sp.e[hi].c.p.tile_n * sp.e[hi].c.p.tile_k)
-                hi = i;
-            if (seed < 0 && c->p.tile_m == vi->defaults.tile_m && c->p.tile_n == vi->defaults.tile_n &&
-                c->p.tile_k == vi->defaults.tile_k)
-                seed = i;
-        }
-        int picks[3] = {lo, seed, hi};
-        for (int k = 0; k < 3; k++) {
-            int dup = picks[k] < 0;
-            for (int j = 0; j < k && !dup; j++)
-                dup = picks[j] == picks[k];
-            if (!dup && n < cap)
-                js[n++] = (job){*p, sp.e[picks[k]].c};
-        }
-        int base = seed >= 0 ? seed : lo;
-        for (int sk = 2; sk <= 3 && base >= 0; sk++)
-            for (int i = 0; i < sp.n; i++)
-                if (sp.e[i].legal && sp.e[i].c.p.split_k == sk &&
-                    same_tiles(&sp.e[i].c, &sp.e[base].c)) {
-                    if (n < cap)
-                        js[n++] = (job){*p, sp.e[i].c};
-                    break;
-                }
-    }
-    mq_space_free(&sp);
-    return n;
-}
-
 static void test_real_kernels(void)
 {
     mq_chip chip;
@@ -477,18 +419,18 @@ static void test_real_kernels(void)
         return;
     }
     mq_limits lim = mq_chip_limits(&chip);
-    static job js[512];
+    static mq_test_job js[512];
     int n = 0;
     static const int ms[] = {1, 3, 17};
     for (int f = 0; f < MQ_FMT_COUNT; f++)
         for (int mi = 0; mi < 3; mi++) {
             mq_problem p = {(mq_format)f, ms[mi], 200, 384, 64};
-            n = pick(&p, &chip, js, n, 512);
+            n = mq_test_pick(&p, &chip, js, n, 512);
         }
     /* seed 004's partial last group: trellis with K = 400, group 128 */
     for (int f = MQ_FMT_TRELLIS2; f <= MQ_FMT_TRELLIS4; f++) {
         mq_problem p = {(mq_format)f, 3, 200, 400, 128};
-        n = pick(&p, &chip, js, n, 512);
+        n = mq_test_pick(&p, &chip, js, n, 512);
     }
     /* every distinct program compiled first, in parallel */
     static char progs[512][600];

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "space.h"
 #include "testdata.h"
 
 float td_uniform(uint32_t *state)
@@ -49,4 +50,55 @@ mq_chip td_toy_chip(void)
     double v[MQ_CHIP_NFIELDS] = {5, 8192, 256, 32, 4, 100, 1, 1, 0, 0};
     memcpy(c.v, v, sizeof v);
     return c;
+}
+
+static int same_tiles(const mq_candidate *a, const mq_candidate *b)
+{
+    return a->variant == b->variant && a->p.tile_m == b->p.tile_m && a->p.tile_n == b->p.tile_n &&
+           a->p.tile_k == b->p.tile_k;
+}
+
+int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int n, int cap)
+{
+    mq_space sp;
+    if (mq_space_enumerate(p, chip, MQ_SPACE_FULL, &sp))
+        return n;
+    for (int v = 0; v < mq_variant_count(); v++) {
+        if (!mq_variant_serves((mq_variant)v, p->format))
+            continue;
+        const mq_variant_info *vi = mq_variant_get((mq_variant)v);
+        int lo = -1, hi = -1, seed = -1;
+        for (int i = 0; i < sp.n; i++) {
+            const mq_candidate *c = &sp.e[i].c;
+            if (!sp.e[i].legal || (int)c->variant != v || c->p.split_k != 1)
+                continue;
+            long area = (long)c->p.tile_m * c->p.tile_n * c->p.tile_k;
+            if (lo < 0 || area < (long)sp.e[lo].c.p.tile_m * sp.e[lo].c.p.tile_n * sp.e[lo].c.p.tile_k)
+                lo = i;
+            if (hi < 0 || area > (long)sp.e[hi].c.p.tile_m * sp.e[hi].c.p.tile_n * sp.e[hi].c.p.tile_k)
+                hi = i;
+            if (seed < 0 && c->p.tile_m == vi->defaults.tile_m && c->p.tile_n == vi->defaults.tile_n &&
+                c->p.tile_k == vi->defaults.tile_k)
+                seed = i;
+        }
+        int picks[3] = {lo, seed, hi};
+        for (int k = 0; k < 3; k++) {
+            int dup = picks[k] < 0;
+            for (int j = 0; j < k && !dup; j++)
+                dup = picks[j] == picks[k];
+            if (!dup && n < cap)
+                js[n++] = (mq_test_job){*p, sp.e[picks[k]].c};
+        }
+        int base = seed >= 0 ? seed : lo;
+        for (int sk = 2; sk <= 3 && base >= 0; sk++)
+            for (int i = 0; i < sp.n; i++)
+                if (sp.e[i].legal && sp.e[i].c.p.split_k == sk &&
+                    same_tiles(&sp.e[i].c, &sp.e[base].c)) {
+                    if (n < cap)
+                        js[n++] = (mq_test_job){*p, sp.e[i].c};
+                    break;
+                }
+    }
+    mq_space_free(&sp);
+    return n;
 }

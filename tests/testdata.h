@@ -32,4 +32,17 @@ void td_fill_activations(uint16_t *A, int M, int K, uint32_t seed);
 long td_count_outside_bound(const float *C, const double *ref, const double *absref,
                             long count, int K, double *worst_ratio);
 
+/* A candidate of a problem, for the tests that run kernels. */
+typedef struct {
+    mq_problem p;
+    mq_candidate c;
+} mq_test_job;
+
+/* The representative set the kernel-running tests use (test_msl_exec,
+ * gpu_cuda): per problem and variant, the smallest, seed and largest legal
+ * tiles of chip's full space (split_k 1), and split_k 2 and 3 of the seed
+ * tiles (or the smallest) where the variant splits. Appended to js from n,
+ * at most cap; the new count. */
+int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int n, int cap);
+
 #endif

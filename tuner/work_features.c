@@ -1,6 +1,6 @@
 /* work_features.c - see work_features.h. Residency: a core holds as many
- * threadgroups as its threadgroup memory and threads allow, capped by the
- * chip's (assumed) resident count. The busiest core's share of the
+ * threadgroups as its threadgroup memory and threads allow (the core's own
+ * figures where the chip gives them), capped by the chip's resident count. The busiest core's share of the
  * threadgroups sets the compute critical path; every threadgroup's loads
  * count toward memory traffic (no cache reuse across threadgroups). */
 #include <math.h>
@@ -31,9 +31,15 @@ void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_
     const mq_plan plan = *pl;
     const mq_limits lim = mq_chip_limits(chip);
     double cores = chip->v[MQ_CHIP_GPU_CORES];
-    double by_mem = plan.tg_mem_bytes > 0 ? floor(lim.tg_mem_bytes / (double)plan.tg_mem_bytes)
+    /* a core's own memory and thread limits where the chip gives them (an
+     * SM: 228 KB and 2048 threads), else the threadgroup's (Apple GPUs) */
+    double core_mem = chip->v[MQ_CHIP_TG_MEM_PER_CORE_BYTES] > 0
+                          ? chip->v[MQ_CHIP_TG_MEM_PER_CORE_BYTES] : lim.tg_mem_bytes;
+    double core_threads = chip->v[MQ_CHIP_MAX_THREADS_PER_CORE] > 0
+                              ? chip->v[MQ_CHIP_MAX_THREADS_PER_CORE] : lim.max_threads_per_tg;
+    double by_mem = plan.tg_mem_bytes > 0 ? floor(core_mem / (double)plan.tg_mem_bytes)
                                           : chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE];
-    double by_threads = floor(lim.max_threads_per_tg / (double)plan.threads_per_tg);
+    double by_threads = floor(core_threads / (double)plan.threads_per_tg);
     double resident = fmin(chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE], fmin(by_mem, by_threads));
     f->resident_per_core = resident < 1 ? 1 : resident;
     f->threadgroups = plan.threadgroups;

@@ -1,0 +1,76 @@
+#!/bin/sh
+# gpu-run.sh - the GPU sequence on a fresh NVIDIA machine (the cuda backend),
+# in one call: build, the GPU tests, then the stages asked for. Nothing is
+# installed: libgsl/libcsv are unpacked from .debs/*.deb (dpkg -x; see
+# README "Backends"), the CUDA driver and NVRTC are the machine's own.
+#   scripts/gpu-run.sh check     build, device facts, make test-gpu, bench --suite smoke
+#   scripts/gpu-run.sh measure   bench: N=4096 K=14336 and N=14336 K=4096, fp4 and u4,
+#                                M 1,16,128,512, every variant's full space
+#   scripts/gpu-run.sh tune      tune --chip CHIP (guided, default suite) and an
+#                                exhaustive tune of llama3-8b fp4 M 1,16; plots
+# Several stages may be named. Results go to results/CHIP/ and, with the
+# logs, into $OUT/gpu-results.tar.gz; the summary to $OUT/summary.txt.
+set -u
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT" /tmp/deps
+S="$OUT/summary.txt"
+: > "$S"
+say() { echo "$*" | tee -a "$S"; }
+for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+L=/tmp/deps/usr/lib/x86_64-linux-gnu
+export CPPFLAGS="-I/tmp/deps/usr/include" LDFLAGS="-L$L" LD_LIBRARY_PATH="$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MQ_CUDA_CACHE=/tmp/mq-cuda-cache
+say "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1)"
+say "== host: $(lscpu | grep 'Model name' | sed 's/ *Model name: *//'), $(nproc) cores; $(nvcc --version 2>/dev/null | tail -1)"
+if ! make -j"$(nproc)" all build/tests/gpu_cuda > "$OUT/build.log" 2>&1; then
+    say "build failed:"; tail -20 "$OUT/build.log" | tee -a "$S"; exit 1
+fi
+CHIP=$(build/tests/gpu_cuda --chip-only 2>/dev/null || true)
+[ -n "$CHIP" ] || CHIP=h100
+say "== chip $CHIP"
+rc=0
+for stage in "$@"; do
+case "$stage" in
+check)
+    say "== make test-gpu"
+    t0=$(date +%s)
+    make test-gpu > "$OUT/test-gpu.log" 2>&1; r=$?
+    grep -E "^gpu_cuda|FAIL|passed" "$OUT/test-gpu.log" | head -40 | tee -a "$S"
+    say "test-gpu exit $r in $(( $(date +%s) - t0 )) s"; [ $r -eq 0 ] || rc=1
+    say "== resource usage of the compiled kernels (cuobjdump -res-usage; LDL/STL: local memory)"
+    for c in $(ls -S "$MQ_CUDA_CACHE"/*.cubin | head -400); do
+        cuobjdump -res-usage "$c" 2>/dev/null | grep -A1 "Function mq_cuda_entry" | paste - - |
+            sed 's/Resource usage://' | awk -v n="$(cuobjdump -sass "$c" | grep -cE 'LDL|STL')" '{print $0, "LDL/STL", n}'
+    done | sort | uniq | tee "$OUT/res-usage.txt" | head -12 | tee -a "$S"
+    say "== bench --backend cuda --suite smoke"
+    build/bench --backend cuda --suite smoke --quiet --out "results/$CHIP/smoke.csv" \
+        > "$OUT/smoke.log" 2>&1; r=$?
+    tail -25 "$OUT/smoke.log" | tee -a "$S"; say "bench smoke exit $r"; [ $r -eq 0 ] || rc=1
+    ;;
+measure)
+    say "== bench: the issue's shapes, every variant's full space"
+    for f in fp4 u4; do
+        build/bench --backend cuda --shape 1x4096x14336 --shape 16x4096x14336 \
+            --shape 128x4096x14336 --shape 512x4096x14336 --shape 1x14336x4096 \
+            --shape 16x14336x4096 --shape 128x14336x4096 --shape 512x14336x4096 \
+            --formats $f --group 128 --space full --budget 0.1 --quiet \
+            --out "results/$CHIP/bench-$f.csv" > "$OUT/measure-$f.log" 2>&1; r=$?
+        grep -E "^device probes|^best|verified|ok," "$OUT/measure-$f.log" | tee -a "$S"
+        tail -3 "$OUT/measure-$f.log" | tee -a "$S"; say "bench $f exit $r"
+    done
+    ;;
+tune)
+    say "== tune --chip $CHIP (guided)"
+    build/tune --chip "$CHIP" --quiet > "$OUT/tune.log" 2>&1; r=$?
+    tail -40 "$OUT/tune.log" | tee -a "$S"; say "tune exit $r"
+    say "== tune --chip $CHIP --search exhaustive (llama3-8b, fp4, M 1,16)"
+    build/tune --chip "$CHIP" --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive \
+        --budget 0.05 --quiet --out-dir "results/$CHIP/exhaustive" > "$OUT/tune-exh.log" 2>&1; r=$?
+    tail -25 "$OUT/tune-exh.log" | tee -a "$S"; say "tune exhaustive exit $r"
+    ;;
+*)
+    say "unknown stage $stage"; rc=2 ;;
+esac
+done
+tar czf "$OUT/gpu-results.tar.gz" results/"$CHIP" "$OUT"/*.log 2>/dev/null
+exit $rc
