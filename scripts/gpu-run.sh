@@ -6,8 +6,9 @@
 #   scripts/gpu-run.sh check     build, device facts, make test-gpu, bench --suite smoke
 #   scripts/gpu-run.sh measure   bench: N=4096 K=14336 and N=14336 K=4096, fp4 and u4,
 #                                M 1,16,128,512, every variant's full space
-#   scripts/gpu-run.sh tune      tune --chip CHIP (guided, default suite) and an
-#                                exhaustive tune of llama3-8b fp4 M 1,16; plots
+#   scripts/gpu-run.sh tune      tune --chip CHIP, guided, measured on the GPU: the shapes of
+#                                results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512
+#   scripts/gpu-run.sh exhaustive  tune --search exhaustive, N=4096 K=14336 fp4, M 1,16
 # Several stages may be named. Results go to results/CHIP/ and, with the
 # logs, into $OUT/gpu-results.tar.gz; the summary to $OUT/summary.txt.
 set -u
@@ -60,12 +61,17 @@ measure)
     done
     ;;
 tune)
-    say "== tune --chip $CHIP (guided)"
-    build/tune --chip "$CHIP" --quiet > "$OUT/tune.log" 2>&1; r=$?
+    say "== tune --chip $CHIP (guided) on results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512"
+    build/tune --chip "$CHIP" --suite results/gpu-shapes.csv --m 1,16,128,512 --formats fp4,u4 \
+        --budget 0.05 --quiet > "$OUT/tune.log" 2>&1; r=$?
     tail -40 "$OUT/tune.log" | tee -a "$S"; say "tune exit $r"
-    say "== tune --chip $CHIP --search exhaustive (llama3-8b, fp4, M 1,16)"
-    build/tune --chip "$CHIP" --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive \
-        --budget 0.05 --quiet --out-dir "results/$CHIP/exhaustive" > "$OUT/tune-exh.log" 2>&1; r=$?
+    ;;
+exhaustive)
+    say "== tune --chip $CHIP --search exhaustive (N=4096 K=14336, fp4, M 1,16)"
+    head -2 results/gpu-shapes.csv > /tmp/one-shape.csv
+    build/tune --chip "$CHIP" --suite /tmp/one-shape.csv --m 1,16 --formats fp4 \
+        --search exhaustive --budget 0.02 --quiet --out-dir "results/$CHIP/exhaustive" \
+        > "$OUT/tune-exh.log" 2>&1; r=$?
     tail -25 "$OUT/tune-exh.log" | tee -a "$S"; say "tune exhaustive exit $r"
     ;;
 *)
