@@ -1,0 +1,307 @@
+/* test_cuda_prelude.c - the cuda backend as far as a machine without CUDA
+ * allows (CI): every distinct legal program of the NVIDIA chips (h100,
+ * h200: each MSL kernel with the tuned macros of every legal candidate),
+ * turned into CUDA exactly as the backend hands it to NVRTC
+ * (mq_cuda_source), passes clang's CUDA front end against
+ * backends/cuda/metal_stdlib with no CUDA toolkit (-nocudainc -nocudalib,
+ * device side only); one program per kernel file is compiled on to PTX; a
+ * planted typo fails; half literals and threadgroup arrays are translated;
+ * the backend reports itself unavailable without a driver and "auto" falls
+ * back saying so; NVIDIA device names map to their chips. NVRTC itself and
+ * the GPU run only in make test-gpu (tests/gpu_cuda.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check.h"
+#include "chips.h"
+#include "cuda_module.h"
+#include "msl_exec.h"
+#include "msl_program.h"
+#include "space.h"
+
+/* clang's CUDA mode, device side, no toolkit */
+#define CUDA_CXX                                                                                \
+    "clang++ -x cuda --cuda-device-only --cuda-gpu-arch=sm_80 -nocudainc -nocudalib -std=c++17 " \
+    "-Wno-unknown-cuda-version -Wno-unknown-attributes -isystem "
+
+typedef struct {
+    char file[64], defines[256];
+} program;
+
+static int add_program(program *ps, int n, const mq_problem *p, const mq_candidate *c)
+{
+    const char *file, *fn;
+    char defines[256], err[256];
+    if (mq_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
+        CHECK(0, "expected a program for every legal candidate: %s", err);
+        return n;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ps[i].file, file) && !strcmp(ps[i].defines, defines))
+            return n;
+    snprintf(ps[n].file, sizeof ps[n].file, "%s", file);
+    snprintf(ps[n].defines, sizeof ps[n].defines, "%s", defines);
+    return n + 1;
+}
+
+static void dflags(FILE *f, const char *defines)
+{
+    char d[64];
+    int k;
+    while (sscanf(defines, " %63s%n", d, &k) == 1) {
+        fprintf(f, " -D%s", d);
+        defines += k;
+    }
+}
+
+/* Compile one CUDA text (mode: -fsyntax-only or -S to PTX); the exit status
+ * and the first error line. */
+static int compile_one(const char *cu, const char *defines, const char *mode, char *first, size_t n)
+{
+    char path[] = "/tmp/mq-cuda-one-XXXXXX", cmd[2048];
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "w");
+    fputs(cu, f);
+    fclose(f);
+    FILE *c = fopen("/tmp/mq-cuda-one.cmd", "w");
+    if (!c)
+        return -1;
+    fprintf(c, CUDA_CXX "%s %s", mq_cuda_include_dir(), mode);
+    dflags(c, defines);
+    fprintf(c, " -o /dev/null %s > %s.log 2>&1\n", path, path);
+    fclose(c);
+    snprintf(cmd, sizeof cmd, "sh /tmp/mq-cuda-one.cmd");
+    int st = system(cmd);
+    snprintf(cmd, sizeof cmd, "%s.log", path);
+    FILE *l = fopen(cmd, "r");
+    char line[512];
+    first[0] = 0;
+    while (l && fgets(line, sizeof line, l))
+        if (strstr(line, "error")) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(first, n, "%s", line);
+            break;
+        }
+    if (l)
+        fclose(l);
+    unlink(cmd);
+    unlink(path);
+    unlink("/tmp/mq-cuda-one.cmd");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_every_program(void)
+{
+    char err[1024];
+    mq_chip_db db;
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
+        CHECK(0, "chips: %s", err);
+        return;
+    }
+    static program ps[4096];
+    int np = 0;
+    static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
+    static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
+    for (int ci = 0; ci < db.n; ci++) {
+        if (strcmp(db.chips[ci].name, "h100") && strcmp(db.chips[ci].name, "h200"))
+            continue;
+        for (int f = 0; f < MQ_FMT_COUNT; f++)
+            for (int gi = 0; gi < 3; gi++)
+                for (int mi = 0; mi < 5; mi++)
+                    for (int si = 0; si < 5; si++) {
+                        mq_problem p = {(mq_format)f, ms[mi], nk[si][0], nk[si][1], groups[gi]};
+                        mq_space sp;
+                        if (mq_problem_check(&p, NULL) ||
+                            mq_space_enumerate(&p, &db.chips[ci], MQ_SPACE_FULL, &sp))
+                            continue;
+                        for (int i = 0; i < sp.n && np < 4096; i++)
+                            if (sp.e[i].legal)
+                                np = add_program(ps, np, &p, &sp.e[i].c);
+                        mq_space_free(&sp);
+                    }
+    }
+    mq_chips_free(&db);
+    CHECK(np >= 300, "expected hundreds of distinct legal programs for h100/h200, got %d", np);
+    /* every program's CUDA text, then clang on all of them, a core each */
+    char dir[] = "/tmp/mq-cuda-sweep-XXXXXX", path[300];
+    if (!mkdtemp(dir))
+        return;
+    snprintf(path, sizeof path, "%s/cmds", dir);
+    FILE *cmds = fopen(path, "w");
+    int made = 0, ptx_done[16] = {0};
+    const char *ptx_files[16];
+    int nptx = 0;
+    for (int i = 0; cmds && i < np; i++) {
+        mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+        int nks = 0;
+        char *cu = mq_cuda_source(ps[i].file, NULL, ps[i].defines, ks, &nks, err, sizeof err);
+        CHECK(cu && nks > 0, "expected the CUDA source of %s (%s): %s", ps[i].file, ps[i].defines,
+              cu ? "no kernel" : err);
+        if (!cu)
+            continue;
+        snprintf(path, sizeof path, "%s/%d.cu", dir, i);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs(cu, f);
+            fclose(f);
+            made++;
+        }
+        free(cu);
+        /* the first program of each file also goes on to PTX */
+        int fi = 0;
+        while (fi < nptx && strcmp(ptx_files[fi], ps[i].file))
+            fi++;
+        const char *mode = "-fsyntax-only";
+        if (fi == nptx && nptx < 16) {
+            ptx_files[nptx] = ps[i].file;
+            ptx_done[nptx++] = 1;
+            mode = "-O1 -S";
+        }
+        fprintf(cmds, CUDA_CXX "%s %s", mq_cuda_include_dir(), mode);
+        dflags(cmds, ps[i].defines);
+        fprintf(cmds, " -o %s/%d.out %s/%d.cu > %s/%d.log 2>&1 || touch %s/%d.bad\n", dir, i, dir,
+                i, dir, i, dir, i);
+    }
+    if (cmds)
+        fclose(cmds);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "xargs -d '\\n' -P \"$(nproc)\" -n 1 sh -c < %s/cmds", dir);
+    int bad = system(cmd) != 0;
+    for (int i = 0; i < np; i++) {
+        snprintf(path, sizeof path, "%s/%d.bad", dir, i);
+        if (access(path, F_OK))
+            continue;
+        bad++;
+        char line[512] = "";
+        snprintf(path, sizeof path, "%s/%d.log", dir, i);
+        FILE *l = fopen(path, "r");
+        while (l && fgets(line, sizeof line, l) && !strstr(line, "error"))
+            ;
+        if (l)
+            fclose(l);
+        line[strcspn(line, "\n")] = 0;
+        CHECK(0, "expected metal/%s with %s to compile as CUDA: %s", ps[i].file, ps[i].defines,
+              line);
+    }
+    int ptx_ok = 0;
+    for (int i = 0; i < np; i++) { /* the PTX outputs hold the entries */
+        snprintf(path, sizeof path, "%s/%d.out", dir, i);
+        FILE *f = fopen(path, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, ".entry mq_cuda_entry_")) {
+                ptx_ok++;
+                break;
+            }
+        if (f)
+            fclose(f);
+    }
+    (void)ptx_done;
+    CHECK(ptx_ok >= nptx && nptx >= 5,
+          "expected PTX with a mq_cuda_entry_ kernel for one program of each of the %d files, got "
+          "%d",
+          nptx, ptx_ok);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd))
+        bad++;
+    CHECK(bad == 0 && made == np, "expected every program to compile as CUDA: %d of %d failed", bad,
+          np);
+    printf("cuda prelude: %d distinct legal programs of h100/h200 compiled by clang's CUDA mode "
+           "(%d to PTX), %d failed\n",
+           np, nptx, bad);
+}
+
+static void test_translation_and_failure(void)
+{
+    char err[1024], first[512];
+    /* half literals and threadgroup arrays */
+    char *t = mq_msl_translate_cuda("threadgroup half s[64]; half x = half(1.5h) + 2h; uint y = 0x1h0;");
+    CHECK(t && strstr(t, "__shared__ __attribute__((aligned(16))) half s[64];") &&
+              strstr(t, "metal::half(1.5f)") && strstr(t, "metal::half(2.0f)") && strstr(t, "0x1h0"),
+          "expected threadgroup arrays as __shared__ and half literals as metal::half(...f): %s",
+          t ? t : "(null)");
+    free(t);
+    /* the check can fail: a typo in a kernel */
+    char *src = mq_metal_source("marlin_gemm_fused.metal", err, sizeof err);
+    if (src) {
+        char *at = strstr(src, "simdgroup_multiply_accumulate(acc");
+        if (at)
+            memcpy(at, "simdgroup_multiply_acumulate ", 29);
+        mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+        int nks;
+        char *cu = at ? mq_cuda_source("marlin_gemm_fused.metal", src, "", ks, &nks, err, sizeof err)
+                      : NULL;
+        CHECK(cu && compile_one(cu, "", "-fsyntax-only", first, sizeof first) != 0 &&
+                  strstr(first, "acumulate"),
+              "expected a planted typo to fail the CUDA compile, naming it: %s", cu ? first : err);
+        free(cu);
+        free(src);
+    }
+    /* and a program that passes passes here too, to PTX */
+    mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+    int nks = 0;
+    char *cu = mq_cuda_source("marlin_zero_reduction.metal", NULL, "", ks, &nks, err, sizeof err);
+    CHECK(cu && nks == 1 && !strcmp(ks[0].name, "marlin_zero_reduction") && ks[0].used == 3u &&
+              compile_one(cu, "", "-O1 -S", first, sizeof first) == 0,
+          "expected marlin_zero_reduction as one CUDA entry binding buffers 0 and 1: %s",
+          cu ? first : err);
+    free(cu);
+}
+
+static void test_unavailable(void)
+{
+    mq_error e;
+    setenv("MQ_CUDA_LIB", "/nonexistent/libcuda.so.1", 1);
+    mq_backend_opts bo = {1};
+    mq_backend *b = mq_backend_cuda_open(&bo, &e);
+    CHECK(!b && strstr(e.msg, "unavailable:"), "expected cuda unavailable without a driver, got %s",
+          b ? "a backend" : e.msg);
+    mq_backend_close(b);
+    b = mq_backend_open("cuda", &bo, NULL, 0, &e);
+    CHECK(!b && strstr(e.msg, "cuda: unavailable"), "expected --backend cuda to say why: %s",
+          e.msg);
+    char note[1024];
+    b = mq_backend_open("auto", &bo, note, sizeof note, &e);
+    CHECK(b && !strcmp(b->name, "cpu") && strstr(note, "cuda: unavailable"),
+          "expected auto to fall back to the CPU model, saying cuda is unavailable: %s", note);
+    mq_backend_close(b);
+    unsetenv("MQ_CUDA_LIB");
+    /* NVIDIA device names are chips */
+    mq_chip_db db;
+    char err[512];
+    mq_chip c;
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
+        CHECK(0, "chips: %s", err);
+        return;
+    }
+    CHECK(mq_chip_from_device(&db, "NVIDIA H100 80GB HBM3", "sm_90", &c, err, sizeof err) == 0 &&
+              !strcmp(c.name, "h100") && c.v[MQ_CHIP_GPU_CORES] == 132 &&
+              c.v[MQ_CHIP_TG_MEM_PER_CORE_BYTES] > c.v[MQ_CHIP_TG_MEM_BYTES],
+          "expected 'NVIDIA H100 80GB HBM3' to be h100 with 132 SMs: %s", err);
+    CHECK(mq_chip_from_device(&db, "NVIDIA H200", "sm_90", &c, err, sizeof err) == 0 &&
+              !strcmp(c.name, "h200"),
+          "expected 'NVIDIA H200' to be h200: %s", err);
+    CHECK(mq_chip_from_device(&db, "NVIDIA A100-SXM4-80GB", "sm_80", &c, err, sizeof err) != 0 &&
+              strstr(err, "not in the chips file"),
+          "expected an undescribed GPU to be refused, naming it: %s", err);
+    CHECK(mq_chip_from_device(&db, "Apple M4 Max", "applegpu_g16s", &c, err, sizeof err) == 0 &&
+              !strcmp(c.name, "m4max") && c.v[MQ_CHIP_TG_MEM_PER_CORE_BYTES] == 0,
+          "expected Apple names to map as before, optional fields 0: %s", err);
+    mq_chips_free(&db);
+}
+
+int main(void)
+{
+    CHECK(system("command -v clang++ >/dev/null 2>&1") == 0,
+          "expected clang++ for the CUDA check (make deps installs clang)");
+    test_translation_and_failure();
+    test_unavailable();
+    test_every_program();
+    return check_done("cuda_prelude");
+}
