@@ -1,6 +1,7 @@
 /* test_metal.c - the Metal side as far as Linux allows: every distinct
  * legal program (each MSL kernel, expanded as the backend hands it to Metal,
- * with the tuned macros of every legal candidate of every described chip),
+ * with the tuned macros of every legal candidate of every described Apple
+ * chip; the NVIDIA chips' programs are tests/test_cuda_prelude.c's),
  * translated as the executor translates it, passes clang++ -fsyntax-only
  * against backends/msl_cpu/metal_stdlib in its strict mode (address spaces
  * real, FP16 the Apple target's own, an arm64-apple target); a planted typo,
@@ -195,7 +196,7 @@ static void test_syntax(void)
     static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
     static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
     for (int ci = 0; ci < db.n; ci++)
-        for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int f = 0; f < MQ_FMT_COUNT && !strncmp(db.chips[ci].arch, "applegpu", 8); f++)
             for (int gi = 0; gi < 3; gi++)
                 for (int mi = 0; mi < 5; mi++)
                     for (int si = 0; si < 5; si++) {
