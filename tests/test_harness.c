@@ -67,7 +67,7 @@ static void test_chips(void)
     mq_chip_db db;
     CHECK(mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) == 0,
           "the shipped chips file loads: %s", err);
-    CHECK(db.n == 14, "14 chips described (m1 .. m4max), got %d", db.n);
+    CHECK(db.n == 16, "16 chips described (m1 .. m4max, h100, h200), got %d", db.n);
     mq_chip c;
     CHECK(mq_chip_find(&db, "m4max", 0, &c, err, sizeof err) == 0 &&
               c.v[MQ_CHIP_GPU_CORES] == 40 && c.v[MQ_CHIP_MEM_BW_GBS] == 546 &&
