@@ -317,28 +317,6 @@ static mq_status ensure(cuda_state *s, dbuf *b, size_t n, mq_error *err)
     return MQ_OK;
 }
 
-static uint64_t sample_print(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; b && n && i < 512; i++) {
-        h ^= b[i * (n - 1) / 511];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-static uint64_t weights_print(const mq_weights *w)
-{
-    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)w->K << 8) ^
-                 ((uint64_t)w->N << 32) ^ ((uint64_t)w->group << 56);
-    const void *ptr[MQ_MSL_W_COUNT];
-    size_t bytes[MQ_MSL_W_COUNT];
-    mq_msl_weight_arrays(w, ptr, bytes);
-    for (int i = 0; i < MQ_MSL_W_COUNT; i++)
-        h = sample_print(h, ptr[i], bytes[i]);
-    return h;
-}
-
 static void free_weights(cuda_state *s, weight_entry *e)
 {
     for (int j = 0; j < MQ_MSL_W_COUNT; j++)
@@ -350,7 +328,7 @@ static void free_weights(cuda_state *s, weight_entry *e)
 /* The device arrays of a weight set, uploaded once per CPU-side copy. */
 static weight_entry *weights_for(cuda_state *s, const mq_weights *w, mq_error *err)
 {
-    uint64_t print = weights_print(w);
+    uint64_t print = mq_msl_weights_print(w);
     for (int i = 0; i < s->nweights; i++)
         if (s->weights[i].w == w && s->weights[i].print == print)
             return &s->weights[i];
@@ -407,16 +385,13 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     cuda_state *s = b->state;
     if (s->broken[0])
         return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
-    mq_plan plan;
-    mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
+    mq_msl_run_plan rp;
+    mq_status st = mq_msl_plan_run(p, c, lim, &rp, err);
     if (st)
         return st;
-    const char *file, *function;
-    char defines[256], msg[512];
-    if (mq_metal_program(p, c, &file, &function, defines, sizeof defines, msg, sizeof msg))
-        return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
+    const mq_plan plan = rp.plan;
     CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
-    CUmodule gemm = module_for(s, file, defines, err);
+    CUmodule gemm = module_for(s, rp.file, rp.defines, err);
     CUmodule red = gemm && plan.k_slices > 1 ? module_for(s, MQ_MSL_REDUCE_FILE, "", err) : NULL;
     if (!gemm || (plan.k_slices > 1 && !red))
         return err->code;
@@ -439,15 +414,13 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     /* the binding of metal.c: A, weights, scales, C, params, then the
      * variant's own buffers from index 5 */
     buffers g = {{s->a.p, we->buf[MQ_MSL_W_CODES], we->buf[MQ_MSL_W_SCALES], s->c.p, s->params.p}};
-    mq_msl_program prog;
-    const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
-    for (int i = 0; pi->extra[i] != MQ_BUF_END; i++) {
-        int slot = mq_msl_weight_slot_of(pi->extra[i]);
+    for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
+        int slot = mq_msl_weight_slot_of(rp.prog.extra[i]);
         g.p[5 + i] = slot < 0 ? s->ws.p : we->buf[slot];
     }
     buffers r = {{s->ws.p, s->c.p, s->params.p}};
     CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
-    st = launch(s, gemm, function, &g, (unsigned)plan.grid_x, (unsigned)plan.grid_y,
+    st = launch(s, gemm, rp.function, &g, (unsigned)plan.grid_x, (unsigned)plan.grid_y,
                 (unsigned)plan.grid_z, (unsigned)plan.threads_per_tg, err);
     if (!st && red) /* the reduction, after the GEMM on the same stream */
         st = launch(s, red, MQ_MSL_REDUCE_FUNCTION, &r, (unsigned)((MN + 255) / 256), 1, 1, 256,

@@ -72,36 +72,11 @@ static id buffer_with(metal_state *s, const void *bytes, size_t n)
         s->device, s->rt.sel("newBufferWithBytes:length:options:"), bytes, n, 0);
 }
 
-/* FNV-1a over bytes sampled evenly from an array (n bytes): cheap enough
- * for every run, and different for a new weight set that happens to be
- * allocated where a freed one was. */
-static uint64_t sample_print(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; b && n && i < 512; i++) {
-        h ^= b[i * (n - 1) / 511];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-static uint64_t weights_print(const mq_weights *w)
-{
-    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)w->K << 8) ^
-                 ((uint64_t)w->N << 32) ^ ((uint64_t)w->group << 56);
-    const void *ptr[MQ_MSL_W_COUNT];
-    size_t bytes[MQ_MSL_W_COUNT];
-    mq_msl_weight_arrays(w, ptr, bytes);
-    for (int i = 0; i < MQ_MSL_W_COUNT; i++)
-        h = sample_print(h, ptr[i], bytes[i]);
-    return h;
-}
-
 /* The device buffers of a weight set, uploaded once per CPU-side copy
  * (prepare uploads every copy of a problem before its first timed run). */
 static weight_entry *weights_for(metal_state *s, const mq_weights *w, mq_error *err)
 {
-    uint64_t print = weights_print(w);
+    uint64_t print = mq_msl_weights_print(w);
     for (int i = 0; i < s->nweights; i++)
         if (s->weights[i].w == w && s->weights[i].print == print)
             return &s->weights[i];
@@ -227,18 +202,15 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
 {
     metal_state *s = b->state;
     const objc_rt *rt = &s->rt;
-    mq_plan plan;
-    mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
+    mq_msl_run_plan rp;
+    mq_status st = mq_msl_plan_run(p, c, lim, &rp, err);
     if (st)
         return st;
-    const char *file, *function;
-    char defines[256], msg[256];
-    if (mq_metal_program(p, c, &file, &function, defines, sizeof defines, msg, sizeof msg))
-        return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
+    const mq_plan plan = rp.plan;
     void *pool = rt->pool_push();
     st = MQ_OK;
     reserve_pipelines(s, 2); /* the GEMM and the reduction */
-    pipeline_entry *pe = pipeline_for(s, file, function, defines, err);
+    pipeline_entry *pe = pipeline_for(s, rp.file, rp.function, rp.defines, err);
     pipeline_entry *re = plan.k_slices > 1 ? pipeline_for(s, MQ_MSL_REDUCE_FILE,
                                                           MQ_MSL_REDUCE_FUNCTION, "", err)
                                            : NULL;
@@ -260,16 +232,14 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
         mq_msl_params_of(p, &plan, w, &mp);
         id cb = mq_objc_send0(rt, s->queue, "commandBuffer");
         id enc = mq_objc_send0(rt, cb, "computeCommandEncoder");
-        mq_msl_program prog;
-        const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
         set_buffer(rt, enc, s->a_buf, 0);
         set_buffer(rt, enc, we->buf[MQ_MSL_W_CODES], 1);
         set_buffer(rt, enc, we->buf[MQ_MSL_W_SCALES], 2);
         set_buffer(rt, enc, s->c_buf, 3);
         MSG(rt, void, const void *, NSUInteger, NSUInteger)(enc, rt->sel("setBytes:length:atIndex:"),
                                                             &mp, sizeof mp, 4);
-        for (int i = 0; pi->extra[i] != MQ_BUF_END; i++) {
-            int slot = mq_msl_weight_slot_of(pi->extra[i]);
+        for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
+            int slot = mq_msl_weight_slot_of(rp.prog.extra[i]);
             id x = slot < 0 ? s->ws_buf : we->buf[slot];
             set_buffer(rt, enc, x, (NSUInteger)(5 + i));
         }

@@ -78,15 +78,13 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
                              const mq_limits *lim, mq_error *err)
 {
     msl_cpu_state *s = b->state;
-    mq_plan plan;
-    mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
+    mq_msl_run_plan rp;
+    mq_status st = mq_msl_plan_run(p, c, lim, &rp, err);
     if (st)
         return st;
-    const char *file, *function;
-    char defines[256], msg[1024];
-    if (mq_metal_program(p, c, &file, &function, defines, sizeof defines, msg, sizeof msg))
-        return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
-    mq_msl_module *gemm = module_for(s, file, defines, err);
+    const mq_plan plan = rp.plan;
+    char msg[1024];
+    mq_msl_module *gemm = module_for(s, rp.file, rp.defines, err);
     mq_msl_module *red = gemm && plan.k_slices > 1
                              ? module_for(s, MQ_MSL_REDUCE_FILE, "", err)
                              : NULL;
@@ -117,13 +115,11 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
                            {(unsigned)plan.threads_per_tg, 1, 1},
                            s->workers,
                            0};
-        mq_msl_program prog;
-        const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
-        for (int i = 0; pi->extra[i] != MQ_BUF_END; i++) {
-            int slot = mq_msl_weight_slot_of(pi->extra[i]);
+        for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
+            int slot = mq_msl_weight_slot_of(rp.prog.extra[i]);
             l.buffers[5 + i] = slot < 0 ? &buf[B_WS] : &buf[B_W + slot];
         }
-        if (mq_msl_run(gemm, function, &l, msg, sizeof msg)) {
+        if (mq_msl_run(gemm, rp.function, &l, msg, sizeof msg)) {
             bad = 1;
             mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
         } else if (red) { /* the reduction, after the GEMM as in one command buffer */

@@ -220,3 +220,38 @@ char *mq_metal_source(const char *file, char *err, size_t errlen)
     return out;
 }
 
+mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
+                          mq_msl_run_plan *out, mq_error *err)
+{
+    mq_status st = mq_plan_candidate(p, c, lim, &out->plan, err);
+    if (st)
+        return st;
+    char msg[512];
+    if (mq_metal_program(p, c, &out->file, &out->function, out->defines, sizeof out->defines, msg,
+                         sizeof msg))
+        return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
+    mq_msl_program_of(p, c, &out->prog);
+    return MQ_OK;
+}
+
+static uint64_t sample_print(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; b && n && i < 512; i++) {
+        h ^= b[i * (n - 1) / 511];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint64_t mq_msl_weights_print(const mq_weights *w)
+{
+    uint64_t h = 14695981039346656037ull ^ (uint64_t)w->format ^ ((uint64_t)w->K << 8) ^
+                 ((uint64_t)w->N << 32) ^ ((uint64_t)w->group << 56);
+    const void *ptr[MQ_MSL_W_COUNT];
+    size_t bytes[MQ_MSL_W_COUNT];
+    mq_msl_weight_arrays(w, ptr, bytes);
+    for (int i = 0; i < MQ_MSL_W_COUNT; i++)
+        h = sample_print(h, ptr[i], bytes[i]);
+    return h;
+}

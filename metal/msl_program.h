@@ -79,4 +79,25 @@ const char *mq_metal_source_dir(void);
  * NULL and a message on error; free() the result. */
 char *mq_metal_source(const char *file, char *err, size_t errlen);
 
+/* What every backend running the Metal kernels' source needs for one
+ * candidate: the plan under the chip's limits, the program (file, kernel
+ * function, the tuned macros), and the buffers it binds after the common
+ * ones. MQ_E_ILLEGAL and the reason when the planner refuses the candidate
+ * or no kernel serves it. */
+typedef struct {
+    mq_plan plan;
+    const char *file, *function;
+    char defines[256];
+    mq_msl_program prog;
+} mq_msl_run_plan;
+
+mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
+                          mq_msl_run_plan *out, mq_error *err);
+
+/* A fingerprint of a weight set's shape and contents (512 bytes sampled
+ * evenly from each array): cheap enough for every run, and different for a
+ * new set allocated where a freed one was, so device copies cached by the
+ * host pointer are not reused for other weights. */
+uint64_t mq_msl_weights_print(const mq_weights *w);
+
 #endif

@@ -4,8 +4,6 @@
 # installed: libgsl/libcsv are unpacked from .debs/*.deb (dpkg -x; see
 # README "Backends"), the CUDA driver and NVRTC are the machine's own.
 #   scripts/gpu-run.sh check     build, device facts, make test-gpu, bench --suite smoke
-#   scripts/gpu-run.sh measure   bench: N=4096 K=14336 and N=14336 K=4096, fp4 and u4,
-#                                M 1,16,128,512, every variant's full space
 #   scripts/gpu-run.sh tune      tune --chip CHIP, guided, measured on the GPU: the shapes of
 #                                results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512
 #   scripts/gpu-run.sh exhaustive  tune --search exhaustive, N=4096 K=14336 fp4, M 1,16
@@ -47,18 +45,6 @@ check)
     build/bench --backend cuda --suite smoke --quiet --out "results/$CHIP/smoke.csv" \
         > "$OUT/smoke.log" 2>&1; r=$?
     tail -25 "$OUT/smoke.log" | tee -a "$S"; say "bench smoke exit $r"; [ $r -eq 0 ] || rc=1
-    ;;
-measure)
-    say "== bench: the issue's shapes, every variant's full space"
-    for f in fp4 u4; do
-        build/bench --backend cuda --shape 1x4096x14336 --shape 16x4096x14336 \
-            --shape 128x4096x14336 --shape 512x4096x14336 --shape 1x14336x4096 \
-            --shape 16x14336x4096 --shape 128x14336x4096 --shape 512x14336x4096 \
-            --formats $f --group 128 --space full --budget 0.1 --quiet \
-            --out "results/$CHIP/bench-$f.csv" > "$OUT/measure-$f.log" 2>&1; r=$?
-        grep -E "^device probes|^best|verified|ok," "$OUT/measure-$f.log" | tee -a "$S"
-        tail -3 "$OUT/measure-$f.log" | tee -a "$S"; say "bench $f exit $r"
-    done
     ;;
 tune)
     say "== tune --chip $CHIP (guided) on results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512"

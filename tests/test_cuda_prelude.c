@@ -22,41 +22,12 @@
 #include "msl_exec.h"
 #include "msl_program.h"
 #include "space.h"
+#include "testdata.h"
 
 /* clang's CUDA mode, device side, no toolkit */
 #define CUDA_CXX                                                                                \
     "clang++ -x cuda --cuda-device-only --cuda-gpu-arch=sm_80 -nocudainc -nocudalib -std=c++17 " \
     "-Wno-unknown-cuda-version -Wno-unknown-attributes -isystem "
-
-typedef struct {
-    char file[64], defines[256];
-} program;
-
-static int add_program(program *ps, int n, const mq_problem *p, const mq_candidate *c)
-{
-    const char *file, *fn;
-    char defines[256], err[256];
-    if (mq_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
-        CHECK(0, "expected a program for every legal candidate: %s", err);
-        return n;
-    }
-    for (int i = 0; i < n; i++)
-        if (!strcmp(ps[i].file, file) && !strcmp(ps[i].defines, defines))
-            return n;
-    snprintf(ps[n].file, sizeof ps[n].file, "%s", file);
-    snprintf(ps[n].defines, sizeof ps[n].defines, "%s", defines);
-    return n + 1;
-}
-
-static void dflags(FILE *f, const char *defines)
-{
-    char d[64];
-    int k;
-    while (sscanf(defines, " %63s%n", d, &k) == 1) {
-        fprintf(f, " -D%s", d);
-        defines += k;
-    }
-}
 
 /* Compile one CUDA text (mode: -fsyntax-only or -S to PTX); the exit status
  * and the first error line. */
@@ -69,14 +40,16 @@ static int compile_one(const char *cu, const char *defines, const char *mode, ch
     FILE *f = fdopen(fd, "w");
     fputs(cu, f);
     fclose(f);
-    FILE *c = fopen("/tmp/mq-cuda-one.cmd", "w");
+    char script[64];
+    snprintf(script, sizeof script, "%s.cmd", path);
+    FILE *c = fopen(script, "w");
     if (!c)
         return -1;
     fprintf(c, CUDA_CXX "%s %s", mq_cuda_include_dir(), mode);
-    dflags(c, defines);
+    mq_test_define_flags(c, defines);
     fprintf(c, " -o /dev/null %s > %s.log 2>&1\n", path, path);
     fclose(c);
-    snprintf(cmd, sizeof cmd, "sh /tmp/mq-cuda-one.cmd");
+    snprintf(cmd, sizeof cmd, "sh %s", script);
     int st = system(cmd);
     snprintf(cmd, sizeof cmd, "%s.log", path);
     FILE *l = fopen(cmd, "r");
@@ -92,41 +65,18 @@ static int compile_one(const char *cu, const char *defines, const char *mode, ch
         fclose(l);
     unlink(cmd);
     unlink(path);
-    unlink("/tmp/mq-cuda-one.cmd");
+    unlink(script);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static void test_every_program(void)
 {
     char err[1024];
-    mq_chip_db db;
-    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
-        CHECK(0, "chips: %s", err);
-        return;
-    }
-    static program ps[4096];
-    int np = 0;
-    static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
-    static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
-    for (int ci = 0; ci < db.n; ci++) {
-        if (strcmp(db.chips[ci].name, "h100") && strcmp(db.chips[ci].name, "h200"))
-            continue;
-        for (int f = 0; f < MQ_FMT_COUNT; f++)
-            for (int gi = 0; gi < 3; gi++)
-                for (int mi = 0; mi < 5; mi++)
-                    for (int si = 0; si < 5; si++) {
-                        mq_problem p = {(mq_format)f, ms[mi], nk[si][0], nk[si][1], groups[gi]};
-                        mq_space sp;
-                        if (mq_problem_check(&p, NULL) ||
-                            mq_space_enumerate(&p, &db.chips[ci], MQ_SPACE_FULL, &sp))
-                            continue;
-                        for (int i = 0; i < sp.n && np < 4096; i++)
-                            if (sp.e[i].legal)
-                                np = add_program(ps, np, &p, &sp.e[i].c);
-                        mq_space_free(&sp);
-                    }
-    }
-    mq_chips_free(&db);
+    static mq_test_program ps[4096];
+    int missing = 0;
+    int np = mq_test_programs("sm_", ps, 4096, NULL, &missing);
+    CHECK(np >= 0 && missing == 0, "expected a program for every legal candidate: %d missing",
+          missing);
     CHECK(np >= 300, "expected hundreds of distinct legal programs for h100/h200, got %d", np);
     /* every program's CUDA text, then clang on all of them, a core each */
     char dir[] = "/tmp/mq-cuda-sweep-XXXXXX", path[300];
@@ -134,7 +84,7 @@ static void test_every_program(void)
         return;
     snprintf(path, sizeof path, "%s/cmds", dir);
     FILE *cmds = fopen(path, "w");
-    int made = 0, ptx_done[16] = {0};
+    int made = 0;
     const char *ptx_files[16];
     int nptx = 0;
     for (int i = 0; cmds && i < np; i++) {
@@ -159,12 +109,11 @@ static void test_every_program(void)
             fi++;
         const char *mode = "-fsyntax-only";
         if (fi == nptx && nptx < 16) {
-            ptx_files[nptx] = ps[i].file;
-            ptx_done[nptx++] = 1;
+            ptx_files[nptx++] = ps[i].file;
             mode = "-O1 -S";
         }
         fprintf(cmds, CUDA_CXX "%s %s", mq_cuda_include_dir(), mode);
-        dflags(cmds, ps[i].defines);
+        mq_test_define_flags(cmds, ps[i].defines);
         fprintf(cmds, " -o %s/%d.out %s/%d.cu > %s/%d.log 2>&1 || touch %s/%d.bad\n", dir, i, dir,
                 i, dir, i, dir, i);
     }
@@ -202,7 +151,6 @@ static void test_every_program(void)
         if (f)
             fclose(f);
     }
-    (void)ptx_done;
     CHECK(ptx_ok >= nptx && nptx >= 5,
           "expected PTX with a mq_cuda_entry_ kernel for one program of each of the %d files, got "
           "%d",

@@ -23,6 +23,7 @@
 #include "msl_exec.h"
 #include "msl_program.h"
 #include "space.h"
+#include "testdata.h"
 
 #ifndef MQ_SOURCE_DIR
 #define MQ_SOURCE_DIR "."
@@ -85,31 +86,10 @@ static int syntax_check(const char *src, const char *defines, char *first_error,
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-typedef struct {
-    char file[64], defines[256];
-} program;
-
-/* The distinct programs of the candidates the test compiles. */
-static int add_program(program *ps, int n, const mq_problem *p, const mq_candidate *c)
-{
-    const char *file, *fn;
-    char defines[256], err[256];
-    if (mq_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
-        CHECK(0, "expected a Metal program for every legal candidate: %s", err);
-        return n;
-    }
-    for (int i = 0; i < n; i++)
-        if (!strcmp(ps[i].file, file) && !strcmp(ps[i].defines, defines))
-            return n;
-    snprintf(ps[n].file, sizeof ps[n].file, "%s", file);
-    snprintf(ps[n].defines, sizeof ps[n].defines, "%s", defines);
-    return n + 1;
-}
-
 /* The syntax check of many programs at once: each source file expanded
  * once, one clang++ per program, as many at a time as there are cores
  * (xargs -P); a failed program fails with its macros and first error. */
-static int sweep(const program *ps, int np)
+static int sweep(const mq_test_program *ps, int np)
 {
     char dir[] = "/tmp/mq-metal-sweep-XXXXXX", path[256], err[512];
     if (!mkdtemp(dir))
@@ -133,13 +113,7 @@ static int sweep(const program *ps, int np)
             files[nfiles++] = ps[i].file;
         }
         fprintf(cmds, STRICT_CXX "%s", mq_msl_include_dir());
-        char d[64];
-        const char *t = ps[i].defines;
-        int k;
-        while (sscanf(t, " %63s%n", d, &k) == 1) {
-            fprintf(cmds, " -D%s", d);
-            t += k;
-        }
+        mq_test_define_flags(cmds, ps[i].defines);
         fprintf(cmds, " %s/%d.metal > %s/%d.log 2>&1 || touch %s/%d.bad\n", dir, fi, dir, i, dir,
                 i);
     }
@@ -181,39 +155,14 @@ static void test_syntax(void)
         CHECK(0, "m4max: %s", err);
         return;
     }
-    /* every distinct legal program: every described chip, format, group and
-     * a spread of Ms and layer shapes, the full candidate space (the program
-     * depends on the tiles, the simdgroup region and the trellis width only,
-     * so this is every program the planner can ask for) */
-    static program ps[4096];
-    int np = 0;
-    int per_variant[MQ_VAR_COUNT][MQ_FMT_COUNT] = {{0}};
-    mq_chip_db db;
-    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
-        CHECK(0, "chips: %s", err);
-        return;
-    }
-    static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
-    static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
-    for (int ci = 0; ci < db.n; ci++)
-        for (int f = 0; f < MQ_FMT_COUNT && !strncmp(db.chips[ci].arch, "applegpu", 8); f++)
-            for (int gi = 0; gi < 3; gi++)
-                for (int mi = 0; mi < 5; mi++)
-                    for (int si = 0; si < 5; si++) {
-                        mq_problem p = {(mq_format)f, ms[mi], nk[si][0], nk[si][1], groups[gi]};
-                        mq_space sp;
-                        if (mq_problem_check(&p, NULL) ||
-                            mq_space_enumerate(&p, &db.chips[ci], MQ_SPACE_FULL, &sp))
-                            continue;
-                        for (int i = 0; i < sp.n && np < 4096; i++)
-                            if (sp.e[i].legal) {
-                                np = add_program(ps, np, &p, &sp.e[i].c);
-                                if ((int)sp.e[i].c.variant < MQ_VAR_COUNT)
-                                    per_variant[sp.e[i].c.variant][f]++;
-                            }
-                        mq_space_free(&sp);
-                    }
-    mq_chips_free(&db);
+    /* every distinct legal program of the Apple chips */
+    static mq_test_program ps[4096];
+    int per_variant[MQ_VAR_COUNT][MQ_FMT_COUNT] = {{0}}, missing = 0;
+    int np = mq_test_programs("applegpu", ps, 4096, per_variant, &missing);
+    CHECK(np >= 0 && missing == 0, "expected a Metal program for every legal candidate: %d missing",
+          missing);
+    if (np < 0)
+        np = 0;
     for (int v = 0; v < MQ_VAR_COUNT; v++)
         for (int f = 0; f < MQ_FMT_COUNT; f++)
             if (mq_variant_serves((mq_variant)v, (mq_format)f))

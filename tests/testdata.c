@@ -1,8 +1,10 @@
 /* testdata.c - see testdata.h. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "msl_program.h"
 #include "space.h"
 #include "testdata.h"
 
@@ -101,4 +103,73 @@ int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int 
     }
     mq_space_free(&sp);
     return n;
+}
+
+/* One candidate's program into ps unless it is there; the new count. */
+static int add_program(mq_test_program *ps, int n, int cap, const mq_problem *p,
+                       const mq_candidate *c, int *missing)
+{
+    const char *file, *fn;
+    char defines[256], err[256];
+    if (mq_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
+        fprintf(stderr, "no program for a legal candidate: %s\n", err);
+        (*missing)++;
+        return n;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ps[i].file, file) && !strcmp(ps[i].defines, defines))
+            return n;
+    if (n == cap)
+        return n;
+    snprintf(ps[n].file, sizeof ps[n].file, "%s", file);
+    snprintf(ps[n].defines, sizeof ps[n].defines, "%s", defines);
+    return n + 1;
+}
+
+int mq_test_programs(const char *arch_prefix, mq_test_program *ps, int cap,
+                     int (*counts)[MQ_FMT_COUNT], int *missing)
+{
+    *missing = 0;
+    char err[512];
+    mq_chip_db db;
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
+        fprintf(stderr, "chips: %s\n", err);
+        return -1;
+    }
+    static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
+    static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
+    int np = 0;
+    for (int ci = 0; ci < db.n; ci++) {
+        if (strncmp(db.chips[ci].arch, arch_prefix, strlen(arch_prefix)))
+            continue;
+        for (int f = 0; f < MQ_FMT_COUNT; f++)
+            for (int gi = 0; gi < 3; gi++)
+                for (int mi = 0; mi < 5; mi++)
+                    for (int si = 0; si < 5; si++) {
+                        mq_problem p = {(mq_format)f, ms[mi], nk[si][0], nk[si][1], groups[gi]};
+                        mq_space sp;
+                        if (mq_problem_check(&p, NULL) ||
+                            mq_space_enumerate(&p, &db.chips[ci], MQ_SPACE_FULL, &sp))
+                            continue;
+                        for (int i = 0; i < sp.n; i++)
+                            if (sp.e[i].legal) {
+                                np = add_program(ps, np, cap, &p, &sp.e[i].c, missing);
+                                if (counts && (int)sp.e[i].c.variant < MQ_VAR_COUNT)
+                                    counts[sp.e[i].c.variant][f]++;
+                            }
+                        mq_space_free(&sp);
+                    }
+    }
+    mq_chips_free(&db);
+    return np;
+}
+
+void mq_test_define_flags(FILE *f, const char *defines)
+{
+    char d[64];
+    int k;
+    while (sscanf(defines, " %63s%n", d, &k) == 1) {
+        fprintf(f, " -D%s", d);
+        defines += k;
+    }
 }

@@ -5,6 +5,7 @@
 #define MQ_TESTDATA_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "chips.h"
 #include "mq.h"
@@ -44,5 +45,24 @@ typedef struct {
  * tiles (or the smallest) where the variant splits. Appended to js from n,
  * at most cap; the new count. */
 int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int n, int cap);
+
+/* A distinct MSL program: a kernel file and its tuned macros. */
+typedef struct {
+    char file[64], defines[256];
+} mq_test_program;
+
+/* Every distinct legal program of the described chips whose architecture
+ * name starts with arch_prefix ("applegpu", "sm_"): every format, group
+ * 32/64/128, M 1..512 and five layer shapes, the full candidate space
+ * (the program depends on the tiles, the simdgroup region and the trellis
+ * width only, so this is every program the planner can ask for). Up to cap
+ * into ps; the count, -1 when the chips file does not load. counts, when
+ * not NULL, gets the legal candidates per variant and format; *missing the
+ * legal candidates that had no program (each said on stderr). */
+int mq_test_programs(const char *arch_prefix, mq_test_program *ps, int cap,
+                     int (*counts)[MQ_FMT_COUNT], int *missing);
+
+/* " -DA=1 -DB=2" for "A=1 B=2", written to f (a compiler command). */
+void mq_test_define_flags(FILE *f, const char *defines);
 
 #endif
