@@ -294,11 +294,10 @@ static void model_words(const inputs *in, char *buf, size_t n)
     if (!in->have_model)
         snprintf(buf, n, "no cost model");
     else if (in->model.n_holdout)
-        snprintf(buf, n, "%s cost model (held-out MAPE %.0f%%, Spearman %.2f)",
-                 mq_model_kind_name(in->model.kind), 100 * in->model.mape, in->model.spearman);
+        snprintf(buf, n, "cost model (held-out MAPE %.0f%%, Spearman %.2f)",
+                 100 * in->model.mape, in->model.spearman);
     else
-        snprintf(buf, n, "%s cost model (default coefficients)",
-                 mq_model_kind_name(in->model.kind));
+        snprintf(buf, n, "cost model (default coefficients)");
 }
 
 /* One plot of the chip (not history). 0 drawn, -1 with err. */

@@ -7,6 +7,14 @@
 #   scripts/gpu-run.sh tune      tune --chip CHIP, guided, measured on the GPU: the shapes of
 #                                results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512
 #   scripts/gpu-run.sh exhaustive  tune --search exhaustive, N=4096 K=14336 fp4, M 1,16
+#   scripts/gpu-run.sh grid      tune --suite grid (the cost model's fit grid), fp4 and u4,
+#                                M 1,16,128, 24 candidates per problem -> results/CHIP/grid
+#   scripts/gpu-run.sh unseen    bench --space full on the unseen suite (shapes of no other
+#                                suite), fp4, M 1,16: every candidate -> results/CHIP/unseen.csv
+#   scripts/gpu-run.sh exh-check bench --space full on N=4096 K=14336 and N=14336 K=4096
+#                                fp4 M 1,16 -> results/CHIP/exh-check.csv
+# Each measuring stage stops after STAGE_S seconds (default 540): rows measured
+# by then are kept (each is appended as it is measured).
 # Several stages may be named. Results go to results/CHIP/ and, with the
 # logs, into $OUT/gpu-results.tar.gz; the summary to $OUT/summary.txt.
 set -u
@@ -21,7 +29,8 @@ export CPPFLAGS="-I/tmp/deps/usr/include" LDFLAGS="-L$L" LD_LIBRARY_PATH="$L${LD
 export MQ_CUDA_CACHE=/tmp/mq-cuda-cache
 say "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1)"
 say "== host: $(lscpu | grep 'Model name' | sed 's/ *Model name: *//'), $(nproc) cores; $(nvcc --version 2>/dev/null | tail -1)"
-if ! make -j"$(nproc)" all build/tests/gpu_cuda > "$OUT/build.log" 2>&1; then
+STAGE_S=${STAGE_S:-540}
+if ! make -j"$(nproc)" build/tune build/bench build/model build/tests/gpu_cuda > "$OUT/build.log" 2>&1; then
     say "build failed:"; tail -20 "$OUT/build.log" | tee -a "$S"; exit 1
 fi
 CHIP=$(build/tests/gpu_cuda --chip-only 2>/dev/null || true)
@@ -60,9 +69,33 @@ exhaustive)
         > "$OUT/tune-exh.log" 2>&1; r=$?
     tail -25 "$OUT/tune-exh.log" | tee -a "$S"; say "tune exhaustive exit $r"
     ;;
+grid)
+    say "== tune --chip $CHIP --suite grid, fp4 and u4, M 1,16,128, --evals 24"
+    timeout "$STAGE_S" build/tune --chip "$CHIP" --suite grid --m 1,16,128 --formats fp4,u4 \
+        --evals 24 --budget 0.05 --quiet --out-dir "results/$CHIP/grid" \
+        > "$OUT/tune-grid.log" 2>&1; r=$?
+    tail -30 "$OUT/tune-grid.log" | tee -a "$S"
+    say "tune grid exit $r; $(($(wc -l < "results/$CHIP/grid/tune-results.csv") - 2)) rows"
+    ;;
+unseen)
+    say "== bench --space full --suite unseen, fp4, M 1,16"
+    timeout "$STAGE_S" build/bench --backend cuda --suite unseen --m 1,16 --formats fp4 \
+        --space full --budget 0.02 --quiet --out "results/$CHIP/unseen.csv" \
+        > "$OUT/bench-unseen.log" 2>&1; r=$?
+    tail -20 "$OUT/bench-unseen.log" | tee -a "$S"
+    say "bench unseen exit $r; $(($(wc -l < "results/$CHIP/unseen.csv") - 2)) rows"
+    ;;
+exh-check)
+    say "== bench --space full, N=4096 K=14336 and N=14336 K=4096, fp4, M 1,16"
+    timeout "$STAGE_S" build/bench --backend cuda --suite results/gpu-shapes.csv --m 1,16 \
+        --formats fp4 --space full --budget 0.02 --quiet --out "results/$CHIP/exh-check.csv" \
+        > "$OUT/bench-exh.log" 2>&1; r=$?
+    tail -20 "$OUT/bench-exh.log" | tee -a "$S"
+    say "bench exh-check exit $r; $(($(wc -l < "results/$CHIP/exh-check.csv") - 2)) rows"
+    ;;
 *)
     say "unknown stage $stage"; rc=2 ;;
 esac
 done
-tar czf "$OUT/gpu-results.tar.gz" results/"$CHIP" "$OUT"/*.log 2>/dev/null
+tar czf "$OUT/gpu-results.tar.gz" --exclude="results/$CHIP/plots" results/"$CHIP" "$OUT"/*.log 2>/dev/null
 exit $rc

@@ -1,5 +1,4 @@
 /* model.c - see model.h. */
-#include <gsl/gsl_blas.h>
 #include <gsl/gsl_multifit.h>
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_statistics_double.h>
@@ -10,183 +9,185 @@
 
 #include "model.h"
 
-const char *mq_model_kind_name(mq_model_kind k)
-{
-    return k == MQ_MODEL_ROOFLINE ? "roofline" : "linear";
-}
+static const char *const term_names[MQ_MODEL_NTERM] = {
+    "dispatch", "traffic", "compute",   "splitk",      "chain_kstep", "core_kstep",
+    "thread_work", "dequant_fp4", "dequant_u4", "dequant_trellis", "wave", "row_piece",
+};
+static const char *const term_units[MQ_MODEL_NTERM] = {
+    "s per dispatch",  "x traffic at peak bandwidth", "x busiest core's flops at peak",
+    "x split-K traffic at peak bandwidth", "s per K step on a slot's critical path",
+    "s per K step on the busiest core", "s per multiply-add per thread on the critical path",
+    "s per FP4 weight on the busiest core", "s per INT4 weight on the busiest core",
+    "s per trellis weight on the busiest core", "s per wave", "s per packed-row piece",
+};
 
-void mq_model_predictors(const mq_features *f, double x[MQ_MODEL_NPARAM])
+const char *mq_model_term_name(int j) { return j >= 0 && j < MQ_MODEL_NTERM ? term_names[j] : "?"; }
+const char *mq_model_term_unit(int j) { return j >= 0 && j < MQ_MODEL_NTERM ? term_units[j] : "?"; }
+
+void mq_model_terms(const mq_features *f, double x[MQ_MODEL_NTERM])
 {
-    x[0] = 1.0;
-    x[1] = f->dispatches;
+    x[0] = f->dispatches;
+    x[1] = f->memory_s;
     x[2] = f->compute_s;
-    x[3] = f->memory_s;
-    x[4] = f->splitk_s;
-    x[5] = f->waves;
-    x[6] = f->ksteps_core;
-    x[7] = f->row_pieces_core;
+    x[3] = f->splitk_s;
+    x[4] = f->ksteps_chain;
+    x[5] = f->ksteps_core;
+    x[6] = f->thread_work_chain;
+    x[7] = f->dequant_core[0];
+    x[8] = f->dequant_core[1];
+    x[9] = f->dequant_core[2];
+    x[10] = f->waves;
+    x[11] = f->row_pieces_core;
 }
 
-static double predict_x(mq_model_kind kind, const double *th, const double *x)
+static double predict_x(const double *th, double floor_s, const double *x)
 {
-    if (kind == MQ_MODEL_LINEAR) {
-        double t = 0;
-        for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-            t += th[j] * x[j];
-        return t;
-    }
-    return th[0] + th[1] * x[1] + fmax(th[2] * x[2], th[3] * x[3]) + th[4] * x[4] +
-           th[5] * x[5] + th[6] * x[6] + th[7] * x[7];
+    double t = floor_s;
+    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        t += fmax(th[j], 0.0) * x[j];
+    return t;
 }
 
 double mq_model_predict(const mq_model *m, const mq_features *f)
 {
-    double x[MQ_MODEL_NPARAM];
-    mq_model_predictors(f, x);
-    return predict_x(m->kind, m->theta, x);
+    double x[MQ_MODEL_NTERM];
+    mq_model_terms(f, x);
+    return predict_x(m->theta, f->floor_s, x);
 }
 
-/* Robust linear fit of relative error: rows scaled by 1/t, target 1. */
-static int fit_linear(const double *X, const double *t, int n, double *theta)
+typedef struct {
+    const double *X, *t, *floor;
+    int n;
+} fit_data;
+
+/* residuals (floor + sum phi_j^2 x_j) / t - 1 and their Jacobian */
+static int fit_f(const gsl_vector *phi, void *data, gsl_vector *r)
 {
-    gsl_matrix *A = gsl_matrix_alloc((size_t)n, MQ_MODEL_NPARAM);
-    gsl_vector *y = gsl_vector_alloc((size_t)n);
-    gsl_vector *c = gsl_vector_alloc(MQ_MODEL_NPARAM);
-    gsl_matrix *cov = gsl_matrix_alloc(MQ_MODEL_NPARAM, MQ_MODEL_NPARAM);
-    gsl_multifit_robust_workspace *w =
-        gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, (size_t)n, MQ_MODEL_NPARAM);
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-            gsl_matrix_set(A, (size_t)i, (size_t)j, X[i * MQ_MODEL_NPARAM + j] / t[i]);
-        gsl_vector_set(y, (size_t)i, 1.0);
+    const fit_data *d = data;
+    for (int i = 0; i < d->n; i++) {
+        const double *x = d->X + (size_t)i * MQ_MODEL_NTERM;
+        double s = d->floor[i];
+        for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+            double p = gsl_vector_get(phi, (size_t)j);
+            s += p * p * x[j];
+        }
+        gsl_vector_set(r, (size_t)i, s / d->t[i] - 1.0);
     }
+    return GSL_SUCCESS;
+}
+
+static int fit_df(const gsl_vector *phi, void *data, gsl_matrix *J)
+{
+    const fit_data *d = data;
+    for (int i = 0; i < d->n; i++)
+        for (int j = 0; j < MQ_MODEL_NTERM; j++)
+            gsl_matrix_set(J, (size_t)i, (size_t)j,
+                           2.0 * gsl_vector_get(phi, (size_t)j) *
+                               d->X[(size_t)i * MQ_MODEL_NTERM + j] / d->t[i]);
+    return GSL_SUCCESS;
+}
+
+/* A start for the constrained fit: the unconstrained least-squares
+ * solution of the relative residuals (GSL, SVD), each coefficient clipped
+ * to a small share of what would explain the rows' mean time alone. */
+static void start_point(const fit_data *d, double *theta)
+{
+    size_t n = (size_t)d->n, p = MQ_MODEL_NTERM;
+    gsl_matrix *A = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
+    gsl_vector *y = gsl_vector_alloc(n), *c = gsl_vector_alloc(p);
+    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, p);
+    double xmean[MQ_MODEL_NTERM] = {0}, tmean = 0, chisq;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < p; j++) {
+            double x = d->X[i * p + j];
+            gsl_matrix_set(A, i, j, x / d->t[i]);
+            xmean[j] += x / (double)n;
+        }
+        gsl_vector_set(y, i, 1.0 - d->floor[i] / d->t[i]);
+        tmean += d->t[i] / (double)n;
+    }
+    size_t rank;
     gsl_error_handler_t *old = gsl_set_error_handler_off();
-    int st = gsl_multifit_robust(A, y, c, cov, w);
+    int st = gsl_multifit_linear_tsvd(A, y, 1e-12, c, cov, &chisq, &rank, w);
     gsl_set_error_handler(old);
-    /* a rank-deficient design (a predictor constant or zero on every row)
-     * still yields a least-squares solution; only a hard failure counts */
-    int ok = st == GSL_SUCCESS || st == GSL_EMAXITER;
-    for (int j = 0; ok && j < MQ_MODEL_NPARAM; j++)
-        theta[j] = gsl_vector_get(c, (size_t)j);
-    gsl_multifit_robust_free(w);
+    for (size_t j = 0; j < p; j++) {
+        double small = xmean[j] > 0 ? 1e-3 * tmean / xmean[j] : 1e-12;
+        double v = st == GSL_SUCCESS ? gsl_vector_get(c, j) : 0.0;
+        theta[j] = isfinite(v) && v > small ? v : small;
+    }
+    gsl_multifit_linear_free(w);
     gsl_matrix_free(A);
     gsl_matrix_free(cov);
     gsl_vector_free(y);
     gsl_vector_free(c);
-    return ok ? 0 : -1;
 }
 
-typedef struct {
-    const double *X, *t;
-    int n;
-} nl_data;
-
-static int roofline_residuals(const gsl_vector *th, void *data, gsl_vector *r)
-{
-    const nl_data *d = data;
-    double p[MQ_MODEL_NPARAM];
-    for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-        p[j] = gsl_vector_get(th, (size_t)j);
-    for (int i = 0; i < d->n; i++)
-        gsl_vector_set(r, (size_t)i,
-                       predict_x(MQ_MODEL_ROOFLINE, p, d->X + i * MQ_MODEL_NPARAM) / d->t[i] -
-                           1.0);
-    return GSL_SUCCESS;
-}
-
-/* The roofline by active sets: given the slopes, each row is compute- or
- * memory-bound; with that split the model is linear (C on compute rows, M on
- * memory rows), fitted robustly; repeat until no row changes side. Then a
- * nonlinear least-squares polish from there. */
-static int fit_roofline(const double *X, const double *t, int n, double *theta)
-{
-    double *Xs = malloc(sizeof(double) * (size_t)n * MQ_MODEL_NPARAM);
-    char *mem = calloc((size_t)n, 1);
-    if (!Xs || !mem) {
-        free(Xs);
-        free(mem);
-        return -1;
-    }
-    double c_slope = 1.0, m_slope = 1.0; /* start: the ideal times */
-    int rc = 0;
-    for (int iter = 0; iter < 50; iter++) {
-        int changed = 0;
-        for (int i = 0; i < n; i++) {
-            const double *x = X + i * MQ_MODEL_NPARAM;
-            char is_mem = m_slope * x[3] > c_slope * x[2];
-            changed += iter == 0 || is_mem != mem[i];
-            mem[i] = is_mem;
-            double *xs = Xs + i * MQ_MODEL_NPARAM;
-            memcpy(xs, x, sizeof(double) * MQ_MODEL_NPARAM);
-            xs[2] = is_mem ? 0.0 : x[2];
-            xs[3] = is_mem ? x[3] : 0.0;
-        }
-        if (!changed)
-            break;
-        if ((rc = fit_linear(Xs, t, n, theta)) != 0)
-            break;
-        c_slope = theta[2] > 0 ? theta[2] : 1e-9;
-        m_slope = theta[3] > 0 ? theta[3] : 1e-9;
-    }
-    free(Xs);
-    free(mem);
-    if (rc)
-        return rc;
-    nl_data d = {X, t, n};
-    gsl_multifit_nlinear_fdf fdf;
-    memset(&fdf, 0, sizeof fdf);
-    fdf.f = roofline_residuals;
-    fdf.df = NULL; /* finite differences: the max() has no derivative at the kink */
-    fdf.n = (size_t)n;
-    fdf.p = MQ_MODEL_NPARAM;
-    fdf.params = &d;
-    gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
-    gsl_multifit_nlinear_workspace *w =
-        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n,
-                                   MQ_MODEL_NPARAM);
-    gsl_vector_view x0 = gsl_vector_view_array(theta, MQ_MODEL_NPARAM);
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
-    int info = 0;
-    int st = gsl_multifit_nlinear_init(&x0.vector, &fdf, w);
-    if (st == GSL_SUCCESS)
-        st = gsl_multifit_nlinear_driver(100, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
-    gsl_set_error_handler(old);
-    if (st == GSL_SUCCESS || st == GSL_EMAXITER || st == GSL_ENOPROG) {
-        gsl_vector *x = gsl_multifit_nlinear_position(w);
-        for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-            theta[j] = gsl_vector_get(x, (size_t)j);
-    }
-    gsl_multifit_nlinear_free(w);
-    return 0;
-}
-
-int mq_model_fit(mq_model_kind kind, const mq_features *f, const double *t, int n,
-                 mq_model *out, char *err, size_t errlen)
+int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, char *err,
+                 size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    out->kind = kind;
-    if (n < 2 * MQ_MODEL_NPARAM) {
-        snprintf(err, errlen, "%d measured rows are too few to fit %d parameters (need %d)", n,
-                 MQ_MODEL_NPARAM, 2 * MQ_MODEL_NPARAM);
+    out->mape = out->spearman = NAN;
+    if (n < 2 * MQ_MODEL_NTERM) {
+        snprintf(err, errlen, "%d measured rows are too few to fit %d terms (need %d)", n,
+                 MQ_MODEL_NTERM, 2 * MQ_MODEL_NTERM);
         return -1;
     }
     for (int i = 0; i < n; i++)
-        if (!(t[i] > 0)) {
+        if (!(t[i] > 0) || !isfinite(t[i])) {
             snprintf(err, errlen, "row %d has a non-positive time %g", i, t[i]);
             return -1;
         }
-    double *X = malloc(sizeof(double) * (size_t)n * MQ_MODEL_NPARAM);
-    if (!X) {
+    double *X = malloc(sizeof(double) * (size_t)n * MQ_MODEL_NTERM);
+    double *fl = malloc(sizeof(double) * (size_t)n);
+    if (!X || !fl) {
+        free(X);
+        free(fl);
         snprintf(err, errlen, "out of memory fitting %d rows", n);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        mq_model_predictors(&f[i], X + i * MQ_MODEL_NPARAM);
-    int rc = kind == MQ_MODEL_LINEAR ? fit_linear(X, t, n, out->theta)
-                                     : fit_roofline(X, t, n, out->theta);
+    for (int i = 0; i < n; i++) {
+        mq_model_terms(&f[i], X + (size_t)i * MQ_MODEL_NTERM);
+        fl[i] = f[i].floor_s;
+    }
+    fit_data d = {X, t, fl, n};
+    double theta[MQ_MODEL_NTERM], phi[MQ_MODEL_NTERM];
+    start_point(&d, theta);
+    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        phi[j] = sqrt(theta[j]);
+    gsl_multifit_nlinear_fdf fdf;
+    memset(&fdf, 0, sizeof fdf);
+    fdf.f = fit_f;
+    fdf.df = fit_df;
+    fdf.n = (size_t)n;
+    fdf.p = MQ_MODEL_NTERM;
+    fdf.params = &d;
+    gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
+    params.scale = gsl_multifit_nlinear_scale_more; /* terms span 1e-9 .. 1e2 */
+    gsl_multifit_nlinear_workspace *w =
+        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n,
+                                   MQ_MODEL_NTERM);
+    gsl_vector_view x0 = gsl_vector_view_array(phi, MQ_MODEL_NTERM);
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int info = 0;
+    int st = w ? gsl_multifit_nlinear_init(&x0.vector, &fdf, w) : GSL_ENOMEM;
+    if (st == GSL_SUCCESS)
+        st = gsl_multifit_nlinear_driver(500, 1e-10, 1e-12, 1e-12, NULL, NULL, &info, w);
+    gsl_set_error_handler(old);
+    int rc = 0;
+    if (st == GSL_SUCCESS || st == GSL_EMAXITER || st == GSL_ENOPROG) {
+        gsl_vector *x = gsl_multifit_nlinear_position(w);
+        for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+            double p = gsl_vector_get(x, (size_t)j);
+            out->theta[j] = p * p;
+        }
+    } else {
+        snprintf(err, errlen, "the fit failed on %d rows (%s)", n, gsl_strerror(st));
+        rc = -1;
+    }
+    if (w)
+        gsl_multifit_nlinear_free(w);
     free(X);
-    if (rc)
-        snprintf(err, errlen, "the %s fit failed on %d rows", mq_model_kind_name(kind), n);
+    free(fl);
     out->n_fit = n;
     return rc;
 }
@@ -194,7 +195,7 @@ int mq_model_fit(mq_model_kind kind, const mq_features *f, const double *t, int 
 void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, int n,
                       double *mape, double *spearman)
 {
-    double *pred = malloc(sizeof(double) * (size_t)n * 3);
+    double *pred = malloc(sizeof(double) * (size_t)(n ? n : 1) * 3);
     double sum = 0;
     for (int i = 0; pred && i < n; i++) {
         pred[i] = mq_model_predict(m, &f[i]);
@@ -205,18 +206,44 @@ void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, 
     free(pred);
 }
 
-int mq_model_fit_holdout(mq_model_kind kind, const mq_features *f, const double *t, int n,
-                         double holdout, mq_model *out, char *err, size_t errlen)
+/* The shapes (N, K) of the rows in order of first appearance; each row's
+ * shape index in which[]. */
+static int shape_index(const mq_features *f, int n, int *which)
+{
+    int ns = 0, *first = malloc(sizeof *first * (size_t)(n ? n : 1));
+    for (int i = 0; first && i < n; i++) {
+        int s = 0;
+        while (s < ns && (f[first[s]].p.N != f[i].p.N || f[first[s]].p.K != f[i].p.K))
+            s++;
+        if (s == ns)
+            first[ns++] = i;
+        which[i] = s;
+    }
+    if (!first)
+        return 0;
+    free(first);
+    return ns;
+}
+
+int mq_model_fit_holdout(const mq_features *f, const double *t, int n, double holdout,
+                         mq_model *out, char *err, size_t errlen)
 {
     int k = holdout > 0 ? (int)lround(1.0 / holdout) : n + 1;
     if (k < 2)
         k = 2;
-    mq_features *ff = malloc(sizeof *ff * (size_t)n), *hf = malloc(sizeof *hf * (size_t)n);
-    double *ft = malloc(sizeof *ft * (size_t)n), *ht = malloc(sizeof *ht * (size_t)n);
+    mq_features *ff = malloc(sizeof *ff * (size_t)(n ? n : 1)),
+                *hf = malloc(sizeof *hf * (size_t)(n ? n : 1));
+    double *ft = malloc(sizeof *ft * (size_t)(n ? n : 1)),
+           *ht = malloc(sizeof *ht * (size_t)(n ? n : 1));
+    int *which = malloc(sizeof *which * (size_t)(n ? n : 1));
     int nf = 0, nh = 0, rc = -1;
-    if (ff && hf && ft && ht) {
+    if (ff && hf && ft && ht && which) {
+        int ns = shape_index(f, n, which);
         for (int i = 0; i < n; i++) {
-            if (i % k == k - 1) {
+            /* by shape when there are enough (the k-th, 2k-th .. shapes) */
+            int out_row = ns >= 2 ? which[i] % k == k - 1 || (ns < k && which[i] == ns - 1)
+                                  : i % k == k - 1;
+            if (out_row) {
                 hf[nh] = f[i];
                 ht[nh++] = t[i];
             } else {
@@ -224,7 +251,7 @@ int mq_model_fit_holdout(mq_model_kind kind, const mq_features *f, const double 
                 ft[nf++] = t[i];
             }
         }
-        rc = mq_model_fit(kind, ff, ft, nf, out, err, errlen);
+        rc = mq_model_fit(ff, ft, nf, out, err, errlen);
         if (rc == 0) {
             out->n_holdout = nh;
             mq_model_quality(out, hf, ht, nh, &out->mape, &out->spearman);
@@ -236,5 +263,6 @@ int mq_model_fit_holdout(mq_model_kind kind, const mq_features *f, const double 
     free(hf);
     free(ft);
     free(ht);
+    free(which);
     return rc;
 }

@@ -1,14 +1,17 @@
-/* model.h - cost models over candidate features, fitted with GSL on
- * relative error (times span microseconds to seconds):
- *   linear:   t = th0 + th1*D + th2*C + th3*M + th4*R + th5*W + th6*S + th7*P
- *   roofline: t = th0 + th1*D + max(th2*C, th3*M) + th4*R + th5*W + th6*S + th7*P
- * with D dispatches, C the ideal compute time of the busiest core, M the
- * ideal memory time, R the split-K traffic time, W the number of waves, S
- * and P the busiest core's K steps and packed-row pieces.
- * The linear fit is robust (bisquare); the roofline alternates robust
- * linear fits over the rows' compute- or memory-bound sides until no row
- * changes side, then is polished by nonlinear least squares (trust region). Each fit carries its quality on
- * held-out rows: MAPE and Spearman rank correlation. */
+/* model.h - the cost model: a candidate's time is its physical floor plus
+ * fitted terms that can only add to it,
+ *   t = floor + sum_j theta_j * x_j,   every theta_j >= 0, every x_j >= 0
+ * with floor = max(unique bytes / bandwidth, useful flops / peak) at the
+ * chip's own figures (tuner/work_features.h), and the terms: per dispatch
+ * (launch), traffic and compute at the peaks (their inefficiency), split-K
+ * traffic, the K steps on a slot's critical path (latency) and on the
+ * busiest core (throughput), the per-thread work on the critical path, the
+ * weights dequantized per format class, the waves, the packed-row pieces.
+ * So no coefficients, fitted or read, can predict below what the chip's
+ * bandwidth and peak allow. Fitted by nonlinear least squares on relative
+ * error (GSL trust region, theta = phi^2 keeps every term non-negative).
+ * Quality is measured on held-out shapes: MAPE and Spearman rank
+ * correlation. */
 #ifndef MQ_MODEL_H
 #define MQ_MODEL_H
 
@@ -16,34 +19,36 @@
 
 #include "work_features.h"
 
-#define MQ_MODEL_NPARAM 8
-
-typedef enum { MQ_MODEL_LINEAR, MQ_MODEL_ROOFLINE } mq_model_kind;
+#define MQ_MODEL_NTERM 12
 
 typedef struct {
-    mq_model_kind kind;
-    double theta[MQ_MODEL_NPARAM];
+    double theta[MQ_MODEL_NTERM];
     int n_fit, n_holdout;
     double mape;      /* mean |predicted - measured| / measured on held-out rows */
     double spearman;  /* rank correlation of predicted and measured, held out */
 } mq_model;
 
-const char *mq_model_kind_name(mq_model_kind k);
-void mq_model_predictors(const mq_features *f, double x[MQ_MODEL_NPARAM]);
+/* The term's name as model.csv spells it (th_NAME), and its unit. */
+const char *mq_model_term_name(int j);
+const char *mq_model_term_unit(int j);
+void mq_model_terms(const mq_features *f, double x[MQ_MODEL_NTERM]);
+/* floor + terms; negative coefficients count as 0 (a model never predicts
+ * below the floor, whatever a file says). */
 double mq_model_predict(const mq_model *m, const mq_features *f);
 
 /* Fit on rows (features, measured seconds > 0). -1 and a message when the
  * rows are too few or the fit fails. */
-int mq_model_fit(mq_model_kind kind, const mq_features *f, const double *t, int n,
-                 mq_model *out, char *err, size_t errlen);
+int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, char *err,
+                 size_t errlen);
 
 /* MAPE and Spearman of a model on rows. */
 void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, int n,
                       double *mape, double *spearman);
 
-/* Fit on all rows but every k-th (k = round(1 / holdout)), then measure the
- * quality on the held-out ones and store it in out. */
-int mq_model_fit_holdout(mq_model_kind kind, const mq_features *f, const double *t, int n,
-                         double holdout, mq_model *out, char *err, size_t errlen);
+/* Hold out every k-th shape (format, N, K; k = round(1 / holdout)) - all
+ * its Ms and candidates - fit on the others, and store the quality on the
+ * held-out shapes in out. With fewer than 2 shapes, every k-th row. */
+int mq_model_fit_holdout(const mq_features *f, const double *t, int n, double holdout,
+                         mq_model *out, char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,5 @@
 /* model_store.h - a fitted cost model on disk (results/CHIP/model.csv): its
- * kind, coefficients and held-out quality, with a comment line saying what
+ * coefficients and held-out quality, with a comment line saying what
  * it was fitted on. Read back by plot to draw the model's curve next to the
  * measurements. */
 #ifndef MQ_MODEL_STORE_H

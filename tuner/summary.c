@@ -33,9 +33,9 @@ void mq_tune_print_summary(const mq_tune_summary *s)
         if (geon[b])
             printf("geometric-mean speedup over the %s rule: %.2fx (%d shapes)\n",
                    mq_baseline_name((mq_baseline)b), exp(geo[b] / geon[b]), geon[b]);
-    printf("cost model (%s): %s", mq_model_kind_name(s->fit->kind), s->fit_note);
+    printf("cost model: %s", s->fit_note);
     if (s->fit->n_holdout)
-        printf("; held-out %d rows: MAPE %.1f%%, Spearman %.3f", s->fit->n_holdout,
+        printf("; held-out shapes (%d rows): MAPE %.1f%%, Spearman %.3f", s->fit->n_holdout,
                100 * s->fit->mape, s->fit->spearman);
     printf("\n");
     if (s->measured)

@@ -2,7 +2,8 @@
  * threadgroups as its threadgroup memory and threads allow (the core's own
  * figures where the chip gives them), capped by the chip's resident count. The busiest core's share of the
  * threadgroups sets the compute critical path; every threadgroup's loads
- * count toward memory traffic (no cache reuse across threadgroups). */
+ * count toward memory traffic (no cache reuse across threadgroups); the
+ * floor counts only what no schedule can avoid. */
 #include <math.h>
 
 #include "work_features.h"
@@ -41,29 +42,43 @@ void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_
                                           : chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE];
     double by_threads = floor(core_threads / (double)plan.threads_per_tg);
     double resident = fmin(chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE], fmin(by_mem, by_threads));
+    f->p = *p;
     f->resident_per_core = resident < 1 ? 1 : resident;
     f->threadgroups = plan.threadgroups;
+    f->threads_per_tg = plan.threads_per_tg;
     f->slots = cores * f->resident_per_core;
     f->waves = ceil(f->threadgroups / f->slots);
     f->last_wave_fill = (f->threadgroups - (f->waves - 1) * f->slots) / f->slots;
     f->units_per_tg = plan.work_per_tg;
     f->tgs_per_core = ceil(f->threadgroups / cores);
     double k_len = (double)p->K / plan.k_slices; /* mean K per work unit */
-    double tm = c->p.tile_m, tn = c->p.tile_n;
+    double tm = c->p.tile_m, tn = c->p.tile_n, tk = c->p.tile_k;
+    double bpe = mq_weight_bytes_per_element(p->format, p->group);
     f->flops_per_unit = 2.0 * tm * tn * k_len;
-    f->bytes_per_unit = mq_weight_bytes_per_element(p->format, p->group) * tn * k_len +
-                        2.0 * tm * k_len + 4.0 * tm * tn;
+    f->bytes_per_unit = bpe * tn * k_len + 2.0 * tm * k_len + 4.0 * tm * tn;
     double units = (double)plan.work_units;
     f->total_flops = units * f->flops_per_unit;
     f->total_bytes = units * f->bytes_per_unit;
     f->splitk_bytes = plan.k_slices > 1 ? 2.0 * plan.k_slices * p->M * (double)p->N * 4.0 : 0.0;
     f->dispatches = plan.dispatches;
     double units_core = f->tgs_per_core * f->units_per_tg;
-    f->ksteps_core = units_core * ceil(k_len / c->p.tile_k);
+    double ksteps_unit = ceil(k_len / tk);
+    f->ksteps_core = units_core * ksteps_unit;
     f->row_pieces_core = units_core * k_len / 8.0;
+    f->ksteps_chain = ceil(f->tgs_per_core / f->resident_per_core) * f->units_per_tg *
+                      ksteps_unit;
+    f->thread_work_chain = f->ksteps_chain * tm * tn * tk / f->threads_per_tg;
+    int cls = p->format == MQ_FMT_FP4 ? 0 : p->format == MQ_FMT_U4 ? 1 : 2;
+    for (int i = 0; i < 3; i++)
+        f->dequant_core[i] = i == cls ? units_core * tn * k_len : 0.0;
     double core_flops = chip->v[MQ_CHIP_FP32_TFLOPS] * 1e12 / cores;
+    double peak = fmax(chip->v[MQ_CHIP_FP32_TFLOPS], chip->v[MQ_CHIP_FP16_TFLOPS]) * 1e12;
     double bw = chip->v[MQ_CHIP_MEM_BW_GBS] * 1e9;
-    f->compute_s = f->tgs_per_core * f->units_per_tg * f->flops_per_unit / core_flops;
+    f->unique_bytes = bpe * (double)p->N * p->K + 2.0 * p->M * (double)p->K +
+                      2.0 * p->M * (double)p->N + f->splitk_bytes;
+    f->useful_flops = 2.0 * p->M * (double)p->N * p->K;
+    f->floor_s = fmax(f->unique_bytes / bw, f->useful_flops / peak);
+    f->compute_s = units_core * f->flops_per_unit / core_flops;
     f->memory_s = f->total_bytes / bw;
     f->splitk_s = f->splitk_bytes / bw;
 }

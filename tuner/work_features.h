@@ -1,7 +1,11 @@
-/* work_features.h - what a cost model sees of a candidate: its work
+/* work_features.h - what the cost model sees of a candidate: its work
  * decomposition on a chip (threadgroups, residency, waves, work per
- * threadgroup, flops and bytes, split-K traffic, dispatches) and the ideal
- * times those imply at the chip's peaks. */
+ * threadgroup, flops and bytes, split-K traffic, dispatches), the physical
+ * floor no kernel can beat (the unique bytes at the chip's bandwidth, the
+ * useful flops at its peak) and the counts the fitted terms scale
+ * (tuner/model.h): traffic and compute at the chip's peaks, the K steps on
+ * a slot's critical path and on the busiest core, the per-thread work of
+ * those steps, the weights the busiest core dequantizes per format. */
 #ifndef MQ_FEATURES_H
 #define MQ_FEATURES_H
 
@@ -9,7 +13,9 @@
 #include "mq.h"
 
 typedef struct {
+    mq_problem p;             /* the problem (held-out splits group rows by shape) */
     double threadgroups;      /* of the main dispatch */
+    double threads_per_tg;
     double resident_per_core; /* min(assumed, TG-memory fit, thread fit), >= 1 */
     double slots;             /* cores x resident */
     double waves;             /* ceil(threadgroups / slots) */
@@ -22,12 +28,24 @@ typedef struct {
     double splitk_bytes;      /* partials written, then read by the reduction pass */
     double dispatches;
     /* per-step counts on the busiest core: K steps (a tile load and barrier
-     * each) and packed B row pieces (tile_n words each: shorter pieces cost
-     * more latency per byte) */
+     * each) and packed B row pieces (tile_n words each) */
     double ksteps_core, row_pieces_core;
+    /* K steps one slot runs in sequence: the latency-bound critical path
+     * (the busiest core's threadgroups in rounds of `resident`) */
+    double ksteps_chain;
+    /* multiply-adds per thread per K step x ksteps_chain: the per-thread
+     * work (accumulators, registers) on that path */
+    double thread_work_chain;
+    /* weight elements the busiest core dequantizes, per format class */
+    double dequant_core[3];   /* fp4, u4, trellis */
+    /* the physics: the bytes every run must move at least (weights, A and
+     * the output once, split-K partials written and read), the useful
+     * flops, and their times at the chip's peaks */
+    double unique_bytes, useful_flops;
+    double floor_s;           /* max(unique bytes / bandwidth, useful flops / peak) */
     /* ideal times at the chip's peaks (seconds) */
-    double compute_s;         /* the busiest core's flops at its share of the peak */
-    double memory_s;          /* total bytes at the memory bandwidth */
+    double compute_s;         /* the busiest core's flops at its share of the FP32 peak */
+    double memory_s;          /* every threadgroup's loads (re-reads too) at the bandwidth */
     double splitk_s;          /* split-K traffic at the memory bandwidth */
 } mq_features;
 

@@ -1,0 +1,382 @@
+/* model_main.c - the model command: fit the cost model on measured rows
+ * with shapes held out of the fit (model fit), or check a fitted model on
+ * rows it never saw - another chip's, other shapes - with the error, the
+ * rank correlation and the measured regret of its picks (model eval). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "atomic_file.h"
+#include "chips.h"
+#include "cli.h"
+#include "model_store.h"
+#include "results.h"
+#include "suites.h"
+#include "work_features.h"
+
+#define MAX_FILES 64
+
+typedef struct {
+    const char *chip, *chips, *chip_file, *holdout, *out, *model;
+    const char *files[MAX_FILES];
+    int nfiles;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: model fit --chip CHIP [options] RESULTS.csv...\n"
+        "       model eval --chip CHIP --model FILE [options] RESULTS.csv...\n"
+        "fit: fits the cost model (floor + non-negative terms, tuner/model.h) on the rows of\n"
+        "the results files measured on CHIP (status ok), keeping --holdout's shapes out of the\n"
+        "fit, and reports it on them: MAPE, Spearman, and per problem the measured regret of\n"
+        "the model's pick. eval: the same report for a model fitted elsewhere (another chip's,\n"
+        "e.g. predict an H200 from an H100's fit) on every row. Regret is measured among the\n"
+        "rows of each problem: it means most where the rows cover the space (exhaustive).\n"
+        "Exit status: 0 done, 2 bad input or an environment error.\n\n"
+        "  --chip NAME        the chip the rows were measured on (rows of others are skipped)\n"
+        "  --chips FILE       chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
+        "  --chip-file FILE   the chip as a tool saw it instead (results/CHIP/chip.csv: the\n"
+        "                     host's probes of that run)\n"
+        "  --holdout SUITE    fit: the suite (name or CSV) whose shapes (N, K) stay out of the\n"
+        "                     fit (default: every 5th shape of the rows)\n"
+        "  --model FILE       eval: the model to check (model.csv form)\n"
+        "  --out FILE         fit: the model (model.csv form); eval: the rows with their\n"
+        "                     predictions (CSV)\n"
+        "  --help             this text\n\n"
+        "examples:\n"
+        "  model fit --chip h100 --holdout results/h100-grid/holdout.csv \\\n"
+        "      --out results/h100/model-fit.csv results/h100-grid/tune-results.csv\n"
+        "  model eval --chip h200 --model results/h100/model-fit.csv "
+        "results/h200/tune-results.csv\n");
+}
+
+/* The rows of the files measured on the chip, with their features. */
+typedef struct {
+    mq_features *f;
+    double *t;
+    mq_result *r; /* key fields only (samples dropped) */
+    int n, cap;
+} rows;
+
+static int rows_add(rows *R, const mq_result *r, const mq_features *f)
+{
+    if (R->n == R->cap) {
+        int nc = R->cap ? 2 * R->cap : 1024;
+        mq_features *nf = realloc(R->f, sizeof *nf * (size_t)nc);
+        if (nf)
+            R->f = nf;
+        double *nt = realloc(R->t, sizeof *nt * (size_t)nc);
+        if (nt)
+            R->t = nt;
+        mq_result *nr = realloc(R->r, sizeof *nr * (size_t)nc);
+        if (nr)
+            R->r = nr;
+        if (!nf || !nt || !nr)
+            return -1;
+        R->cap = nc;
+    }
+    R->f[R->n] = *f;
+    R->t[R->n] = r->st.median;
+    R->r[R->n] = *r;
+    R->r[R->n].samples = NULL;
+    R->r[R->n].nsamples = 0;
+    R->n++;
+    return 0;
+}
+
+static void rows_free(rows *R)
+{
+    free(R->f);
+    free(R->t);
+    free(R->r);
+}
+
+static int load_rows(const options *o, const mq_chip *chip, rows *R)
+{
+    for (int i = 0; i < o->nfiles; i++) {
+        mq_results rs;
+        char err[4400];
+        if (mq_results_load(o->files[i], &rs, err, sizeof err)) {
+            fprintf(stderr, "model: %s\n", err);
+            return 2;
+        }
+        int kept = 0;
+        for (int j = 0; j < rs.n; j++) {
+            const mq_result *r = &rs.r[j];
+            mq_features f;
+            if (strcmp(r->status, "ok") || strcmp(r->chip, chip->name) || !(r->st.median > 0) ||
+                mq_features_compute(&r->p, &r->c, chip, &f, NULL) != MQ_OK)
+                continue;
+            if (rows_add(R, r, &f)) {
+                mq_results_free(&rs);
+                fprintf(stderr, "model: out of memory\n");
+                return 2;
+            }
+            kept++;
+        }
+        mq_results_free(&rs);
+        if (!kept) {
+            fprintf(stderr, "model: %s: no timed rows of chip %s\n", o->files[i], chip->name);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int same_problem(const mq_problem *a, const mq_problem *b)
+{
+    return a->format == b->format && a->M == b->M && a->N == b->N && a->K == b->K &&
+           a->group == b->group;
+}
+
+/* MAPE, Spearman, and per problem the measured time of the model's pick
+ * over the measured best; printed, and the geometric mean returned. */
+static void report(const char *what, const mq_model *m, const rows *R, const char *sel)
+{
+    int n = 0;
+    for (int i = 0; i < R->n; i++)
+        n += sel[i];
+    mq_features *f = malloc(sizeof *f * (size_t)(n ? n : 1));
+    double *t = malloc(sizeof *t * (size_t)(n ? n : 1));
+    char *done = calloc((size_t)(R->n ? R->n : 1), 1);
+    if (!f || !t || !done) {
+        fprintf(stderr, "model: out of memory\n");
+        free(f);
+        free(t);
+        free(done);
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < R->n; i++)
+        if (sel[i]) {
+            f[k] = R->f[i];
+            t[k++] = R->t[i];
+        }
+    double mape, rho;
+    mq_model_quality(m, f, t, n, &mape, &rho);
+    printf("%s: %d rows: MAPE %.1f%%, Spearman %.3f\n", what, n, 100 * mape, rho);
+    printf("  format  M      N      K      rows  MAPE%%  Spearman  best ms   pick ms   regret\n");
+    double logsum = 0;
+    int np = 0;
+    for (int i = 0; i < R->n; i++) {
+        if (!sel[i] || done[i])
+            continue;
+        int best = -1, pick = -1, c = 0;
+        double pbest = INFINITY, sum = 0;
+        k = 0;
+        for (int j = i; j < R->n; j++) {
+            if (!sel[j] || !same_problem(&R->r[j].p, &R->r[i].p))
+                continue;
+            done[j] = 1;
+            double pr = mq_model_predict(m, &R->f[j]);
+            sum += fabs(pr - R->t[j]) / R->t[j];
+            f[c] = R->f[j];
+            t[c++] = R->t[j];
+            if (best < 0 || R->t[j] < R->t[best])
+                best = j;
+            if (pr < pbest) {
+                pbest = pr;
+                pick = j;
+            }
+        }
+        double pm, pr;
+        mq_model_quality(m, f, t, c, &pm, &pr);
+        double regret = R->t[pick] / R->t[best];
+        logsum += log(regret);
+        np++;
+        const mq_problem *p = &R->r[i].p;
+        printf("  %-7s %-6d %-6d %-6d %-5d %6.1f  %8.3f  %8.4f  %8.4f  %6.3fx\n",
+               mq_format_name(p->format), p->M, p->N, p->K, c, 100 * sum / c, pr,
+               R->t[best] * 1e3, R->t[pick] * 1e3, regret);
+    }
+    if (np)
+        printf("%s: the model's picks at %.3fx the measured best (geometric mean over %d "
+               "problems)\n",
+               what, exp(logsum / np), np);
+    free(f);
+    free(t);
+    free(done);
+}
+
+static int write_predictions(const char *path, const mq_model *m, const rows *R)
+{
+    char tmp[4200], err[4400];
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, sizeof err);
+    if (!f) {
+        fprintf(stderr, "model: %s\n", err);
+        return 2;
+    }
+    fprintf(f, "format,M,N,K,group,variant,tile_m,tile_n,tile_k,num_threadgroups,split_k,"
+               "measured_s,predicted_s,floor_s\n");
+    for (int i = 0; i < R->n; i++) {
+        const mq_result *r = &R->r[i];
+        fprintf(f, "%s,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%.9g,%.9g,%.9g\n",
+                mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, r->p.group,
+                mq_variant_get(r->c.variant)->name, r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k,
+                r->c.p.num_threadgroups, r->c.p.split_k, R->t[i],
+                mq_model_predict(m, &R->f[i]), R->f[i].floor_s);
+    }
+    if (mq_atomic_commit(f, tmp, path, err, sizeof err)) {
+        fprintf(stderr, "model: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+static void print_model(const mq_model *m)
+{
+    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        printf("  th_%-16s %-12.4g %s\n", mq_model_term_name(j), m->theta[j],
+               mq_model_term_unit(j));
+}
+
+/* fit: hold out the suite's shapes (or every 5th), fit, report, write. */
+static int do_fit(const options *o, const mq_chip *chip, const rows *R)
+{
+    char *held = calloc((size_t)(R->n ? R->n : 1), 1);
+    if (!held)
+        return 2;
+    if (o->holdout) {
+        int ms[1] = {1};
+        mq_suite s;
+        char err[1024];
+        if (mq_suite_load(o->holdout, ms, 1, &s, err, sizeof err)) {
+            fprintf(stderr, "model: %s\n", err);
+            free(held);
+            return 2;
+        }
+        for (int i = 0; i < R->n; i++)
+            for (int j = 0; j < s.n && !held[i]; j++)
+                held[i] = s.s[j].N == R->r[i].p.N && s.s[j].K == R->r[i].p.K;
+        mq_suite_free(&s);
+    } else { /* every 5th shape (N, K) in order of appearance */
+        int *first = malloc(sizeof *first * (size_t)(R->n ? R->n : 1)), ns = 0;
+        for (int i = 0; first && i < R->n; i++) {
+            int s = 0;
+            while (s < ns && (R->r[first[s]].p.N != R->r[i].p.N ||
+                              R->r[first[s]].p.K != R->r[i].p.K))
+                s++;
+            if (s == ns)
+                first[ns++] = i;
+            held[i] = s % 5 == 4;
+        }
+        free(first);
+    }
+    mq_features *f = malloc(sizeof *f * (size_t)(R->n ? R->n : 1));
+    double *t = malloc(sizeof *t * (size_t)(R->n ? R->n : 1));
+    int nf = 0, nh = 0, rc = 2;
+    for (int i = 0; f && t && i < R->n; i++) {
+        if (held[i]) {
+            nh++;
+            continue;
+        }
+        f[nf] = R->f[i];
+        t[nf++] = R->t[i];
+    }
+    mq_model m;
+    char err[512];
+    if (!f || !t) {
+        fprintf(stderr, "model: out of memory\n");
+    } else if (mq_model_fit(f, t, nf, &m, err, sizeof err)) {
+        fprintf(stderr, "model: %s\n", err);
+    } else {
+        printf("fitted on %d rows of %s (%d held out)\n", nf, chip->name, nh);
+        print_model(&m);
+        char *fitsel = malloc((size_t)(R->n ? R->n : 1));
+        for (int i = 0; fitsel && i < R->n; i++)
+            fitsel[i] = !held[i];
+        if (fitsel)
+            report("fitted rows", &m, R, fitsel);
+        free(fitsel);
+        if (nh) {
+            report("held-out shapes", &m, R, held);
+            int k = 0;
+            for (int i = 0; i < R->n; i++)
+                if (held[i]) {
+                    f[k] = R->f[i];
+                    t[k++] = R->t[i];
+                }
+            m.n_holdout = nh;
+            mq_model_quality(&m, f, t, nh, &m.mape, &m.spearman);
+        }
+        rc = 0;
+        if (o->out) {
+            char note[512];
+            snprintf(note, sizeof note, "fitted by model fit on %d rows measured on %s; %d "
+                                        "rows of held-out shapes",
+                     nf, chip->name, nh);
+            if (mq_model_write(o->out, &m, chip->name, note, err, sizeof err)) {
+                fprintf(stderr, "model: %s\n", err);
+                rc = 2;
+            }
+        }
+    }
+    free(f);
+    free(t);
+    free(held);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    memset(&o, 0, sizeof o);
+    o.chips = mq_chips_default_path();
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2 || (strcmp(argv[1], "fit") && strcmp(argv[1], "eval"))) {
+        fprintf(stderr, "model: expected 'fit' or 'eval' first (see --help)\n");
+        return 2;
+    }
+    int eval = !strcmp(argv[1], "eval");
+    const mq_arg args[] = {
+        MQ_OPT_STR("--chip", &o.chip),         MQ_OPT_STR("--chips", &o.chips),
+        MQ_OPT_STR("--chip-file", &o.chip_file), MQ_OPT_STR("--holdout", &o.holdout),
+        MQ_OPT_STR("--model", &o.model),       MQ_OPT_STR("--out", &o.out),
+    };
+    int rc = mq_args_parse("model", argc, argv, 2, args, sizeof args / sizeof args[0], o.files,
+                           MAX_FILES, &o.nfiles);
+    if (rc == 1)
+        usage(stdout);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (!o.chip && !o.chip_file)
+        return mq_cli_fail("model", "--chip or --chip-file is required", "");
+    if (eval && !o.model)
+        return mq_cli_fail("model", "eval needs --model", "");
+    if (!o.nfiles)
+        return mq_cli_fail("model", "no results files given", "");
+    mq_chip chip;
+    char err[4400];
+    if (o.chip_file ? mq_chip_snapshot_load(o.chip_file, &chip, err, sizeof err)
+                    : mq_chip_load_named(o.chips, o.chip, &chip, err, sizeof err)) {
+        fprintf(stderr, "model: %s\n", err);
+        return 2;
+    }
+    mq_model m;
+    if (eval && mq_model_read(o.model, &m, err, sizeof err)) {
+        fprintf(stderr, "model: %s\n", err);
+        return 2;
+    }
+    rows R = {0};
+    rc = load_rows(&o, &chip, &R);
+    if (!rc && eval) {
+        char *all = malloc((size_t)(R.n ? R.n : 1));
+        memset(all, 1, (size_t)(R.n ? R.n : 1));
+        printf("model %s on %d rows of %s\n", o.model, R.n, chip.name);
+        print_model(&m);
+        report("all rows", &m, &R, all);
+        free(all);
+        if (o.out)
+            rc = write_predictions(o.out, &m, &R);
+    } else if (!rc) {
+        rc = do_fit(&o, &chip, &R);
+    }
+    rows_free(&R);
+    return rc;
+}
