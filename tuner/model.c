@@ -9,42 +9,76 @@
 
 #include "model.h"
 
-static const char *const term_names[MQ_MODEL_NTERM] = {
-    "dispatch", "traffic", "compute",   "splitk",      "chain_kstep", "core_kstep",
-    "thread_work", "dequant_fp4", "dequant_u4", "dequant_trellis", "wave", "row_piece",
+static const char *const term_names[MQ_MODEL_NSHARED] = {
+    "dispatch",    "traffic",    "compute",         "splitk",      "wave",        "dequant_fp4",
+    "dequant_u4",  "dequant_trellis", "chain_kstep", "core_sg_step", "thread_work",
+    "chain_sg",    "work_sg",     "chain_unit",      "unit_out",
 };
-static const char *const term_units[MQ_MODEL_NTERM] = {
-    "s per dispatch",  "x traffic at peak bandwidth", "x busiest core's flops at peak",
-    "x split-K traffic at peak bandwidth", "s per K step on a slot's critical path",
-    "s per K step on the busiest core", "s per multiply-add per thread on the critical path",
+static const char *const term_units[MQ_MODEL_NSHARED] = {
+    "s per dispatch", "x traffic at peak bandwidth", "x busiest core's flops at peak",
+    "x split-K traffic at peak bandwidth", "s per wave",
     "s per FP4 weight on the busiest core", "s per INT4 weight on the busiest core",
-    "s per trellis weight on the busiest core", "s per wave", "s per packed-row piece",
+    "s per trellis weight on the busiest core", "s per K step on a slot's critical path",
+    "s per SIMD-group K step on the busiest core",
+    "s per multiply-add per thread on the critical path",
+    "s per K step x SIMD group of a threadgroup on the critical path",
+    "s per multiply-add per thread x SIMD group on the critical path",
+    "s per work unit on the critical path",
+    "s per accumulator stored per thread on the critical path",
 };
 
-const char *mq_model_term_name(int j) { return j >= 0 && j < MQ_MODEL_NTERM ? term_names[j] : "?"; }
-const char *mq_model_term_unit(int j) { return j >= 0 && j < MQ_MODEL_NTERM ? term_units[j] : "?"; }
+static int shared_of(int j)
+{
+    return j < MQ_MODEL_NSHARED ? j
+                                : MQ_MODEL_NSHARED - MQ_MODEL_NVTERM +
+                                      (j - MQ_MODEL_NSHARED) % MQ_MODEL_NVTERM;
+}
+
+const char *mq_model_term_name(int j)
+{
+    return j >= 0 && j < MQ_MODEL_NTERM ? term_names[shared_of(j)] : "?";
+}
+
+const char *mq_model_term_unit(int j)
+{
+    return j >= 0 && j < MQ_MODEL_NTERM ? term_units[shared_of(j)] : "?";
+}
+
+int mq_model_term_variant(int j)
+{
+    return j < MQ_MODEL_NSHARED ? -1 : (j - MQ_MODEL_NSHARED) / MQ_MODEL_NVTERM;
+}
 
 void mq_model_terms(const mq_features *f, double x[MQ_MODEL_NTERM])
 {
+    memset(x, 0, sizeof(double) * MQ_MODEL_NTERM);
     x[0] = f->dispatches;
     x[1] = f->memory_s;
     x[2] = f->compute_s;
     x[3] = f->splitk_s;
-    x[4] = f->ksteps_chain;
-    x[5] = f->ksteps_core;
-    x[6] = f->thread_work_chain;
-    x[7] = f->dequant_core[0];
-    x[8] = f->dequant_core[1];
-    x[9] = f->dequant_core[2];
-    x[10] = f->waves;
-    x[11] = f->row_pieces_core;
+    x[4] = f->waves;
+    x[5] = f->dequant_core[0];
+    x[6] = f->dequant_core[1];
+    x[7] = f->dequant_core[2];
+    x[8] = f->ksteps_chain;
+    x[9] = f->sg_steps_core;
+    x[10] = f->thread_work_chain;
+    x[11] = f->chain_sg;
+    x[12] = f->thread_work_sg;
+    x[13] = f->units_chain;
+    x[14] = f->unit_out_chain;
+    if (f->variant >= 0 && f->variant < MQ_MODEL_MAXVAR)
+        for (int k = 0; k < MQ_MODEL_NVTERM; k++)
+            x[MQ_MODEL_NSHARED + f->variant * MQ_MODEL_NVTERM + k] =
+                x[MQ_MODEL_NSHARED - MQ_MODEL_NVTERM + k];
 }
 
 static double predict_x(const double *th, double floor_s, const double *x)
 {
     double t = floor_s;
     for (int j = 0; j < MQ_MODEL_NTERM; j++)
-        t += fmax(th[j], 0.0) * x[j];
+        if (x[j] != 0)
+            t += fmax(th[j], 0.0) * x[j];
     return t;
 }
 
@@ -55,9 +89,11 @@ double mq_model_predict(const mq_model *m, const mq_features *f)
     return predict_x(m->theta, f->floor_s, x);
 }
 
+/* The rows as the fit sees them: only the columns some row uses (a
+ * variant never measured has none), X row-major n x p. */
 typedef struct {
     const double *X, *t, *floor;
-    int n;
+    int n, p;
 } fit_data;
 
 /* residuals (floor + sum phi_j^2 x_j) / t - 1 and their Jacobian */
@@ -65,9 +101,9 @@ static int fit_f(const gsl_vector *phi, void *data, gsl_vector *r)
 {
     const fit_data *d = data;
     for (int i = 0; i < d->n; i++) {
-        const double *x = d->X + (size_t)i * MQ_MODEL_NTERM;
+        const double *x = d->X + (size_t)i * d->p;
         double s = d->floor[i];
-        for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+        for (int j = 0; j < d->p; j++) {
             double p = gsl_vector_get(phi, (size_t)j);
             s += p * p * x[j];
         }
@@ -80,19 +116,21 @@ static int fit_df(const gsl_vector *phi, void *data, gsl_matrix *J)
 {
     const fit_data *d = data;
     for (int i = 0; i < d->n; i++)
-        for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        for (int j = 0; j < d->p; j++)
             gsl_matrix_set(J, (size_t)i, (size_t)j,
-                           2.0 * gsl_vector_get(phi, (size_t)j) *
-                               d->X[(size_t)i * MQ_MODEL_NTERM + j] / d->t[i]);
+                           2.0 * gsl_vector_get(phi, (size_t)j) * d->X[(size_t)i * d->p + j] /
+                               d->t[i]);
     return GSL_SUCCESS;
 }
 
 /* A start for the constrained fit: the unconstrained least-squares
- * solution of the relative residuals (GSL, SVD), each coefficient clipped
- * to a small share of what would explain the rows' mean time alone. */
+ * solution of the relative residuals (GSL, truncated SVD), each
+ * coefficient clipped from below to a small share of what would explain
+ * the rows' mean time alone (a zero start would never move: phi = 0 has no
+ * gradient). */
 static void start_point(const fit_data *d, double *theta)
 {
-    size_t n = (size_t)d->n, p = MQ_MODEL_NTERM;
+    size_t n = (size_t)d->n, p = (size_t)d->p;
     gsl_matrix *A = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
     gsl_vector *y = gsl_vector_alloc(n), *c = gsl_vector_alloc(p);
     gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, p);
@@ -111,7 +149,7 @@ static void start_point(const fit_data *d, double *theta)
     int st = gsl_multifit_linear_tsvd(A, y, 1e-12, c, cov, &chisq, &rank, w);
     gsl_set_error_handler(old);
     for (size_t j = 0; j < p; j++) {
-        double small = xmean[j] > 0 ? 1e-3 * tmean / xmean[j] : 1e-12;
+        double small = 1e-3 * tmean / xmean[j];
         double v = st == GSL_SUCCESS ? gsl_vector_get(c, j) : 0.0;
         theta[j] = isfinite(v) && v > small ? v : small;
     }
@@ -127,58 +165,71 @@ int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, ch
 {
     memset(out, 0, sizeof *out);
     out->mape = out->spearman = NAN;
-    if (n < 2 * MQ_MODEL_NTERM) {
-        snprintf(err, errlen, "%d measured rows are too few to fit %d terms (need %d)", n,
-                 MQ_MODEL_NTERM, 2 * MQ_MODEL_NTERM);
-        return -1;
-    }
     for (int i = 0; i < n; i++)
         if (!(t[i] > 0) || !isfinite(t[i])) {
             snprintf(err, errlen, "row %d has a non-positive time %g", i, t[i]);
             return -1;
         }
-    double *X = malloc(sizeof(double) * (size_t)n * MQ_MODEL_NTERM);
-    double *fl = malloc(sizeof(double) * (size_t)n);
-    if (!X || !fl) {
-        free(X);
+    double *Xall = malloc(sizeof(double) * (size_t)(n ? n : 1) * MQ_MODEL_NTERM);
+    double *fl = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    int active[MQ_MODEL_NTERM], p = 0;
+    if (!Xall || !fl) {
+        free(Xall);
         free(fl);
         snprintf(err, errlen, "out of memory fitting %d rows", n);
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        mq_model_terms(&f[i], X + (size_t)i * MQ_MODEL_NTERM);
+        mq_model_terms(&f[i], Xall + (size_t)i * MQ_MODEL_NTERM);
         fl[i] = f[i].floor_s;
     }
-    fit_data d = {X, t, fl, n};
+    for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+        int used = 0;
+        for (int i = 0; i < n && !used; i++)
+            used = Xall[(size_t)i * MQ_MODEL_NTERM + j] > 0;
+        if (used)
+            active[p++] = j;
+    }
+    if (n < 2 * p || p == 0) {
+        snprintf(err, errlen, "%d measured rows are too few to fit %d terms (need %d)", n, p,
+                 2 * (p ? p : 1));
+        free(Xall);
+        free(fl);
+        return -1;
+    }
+    double *X = Xall; /* compacted in place: column active[j] -> j */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < p; j++)
+            X[(size_t)i * p + j] = Xall[(size_t)i * MQ_MODEL_NTERM + active[j]];
+    fit_data d = {X, t, fl, n, p};
     double theta[MQ_MODEL_NTERM], phi[MQ_MODEL_NTERM];
     start_point(&d, theta);
-    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+    for (int j = 0; j < p; j++)
         phi[j] = sqrt(theta[j]);
     gsl_multifit_nlinear_fdf fdf;
     memset(&fdf, 0, sizeof fdf);
     fdf.f = fit_f;
     fdf.df = fit_df;
     fdf.n = (size_t)n;
-    fdf.p = MQ_MODEL_NTERM;
+    fdf.p = (size_t)p;
     fdf.params = &d;
     gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
     params.scale = gsl_multifit_nlinear_scale_more; /* terms span 1e-9 .. 1e2 */
     gsl_multifit_nlinear_workspace *w =
-        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n,
-                                   MQ_MODEL_NTERM);
-    gsl_vector_view x0 = gsl_vector_view_array(phi, MQ_MODEL_NTERM);
+        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, (size_t)n, (size_t)p);
+    gsl_vector_view x0 = gsl_vector_view_array(phi, (size_t)p);
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     int info = 0;
     int st = w ? gsl_multifit_nlinear_init(&x0.vector, &fdf, w) : GSL_ENOMEM;
     if (st == GSL_SUCCESS)
-        st = gsl_multifit_nlinear_driver(500, 1e-10, 1e-12, 1e-12, NULL, NULL, &info, w);
+        st = gsl_multifit_nlinear_driver(300, 1e-9, 1e-12, 1e-12, NULL, NULL, &info, w);
     gsl_set_error_handler(old);
     int rc = 0;
     if (st == GSL_SUCCESS || st == GSL_EMAXITER || st == GSL_ENOPROG) {
         gsl_vector *x = gsl_multifit_nlinear_position(w);
-        for (int j = 0; j < MQ_MODEL_NTERM; j++) {
-            double p = gsl_vector_get(x, (size_t)j);
-            out->theta[j] = p * p;
+        for (int j = 0; j < p; j++) {
+            double v = gsl_vector_get(x, (size_t)j);
+            out->theta[active[j]] = v * v;
         }
     } else {
         snprintf(err, errlen, "the fit failed on %d rows (%s)", n, gsl_strerror(st));
@@ -186,7 +237,7 @@ int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, ch
     }
     if (w)
         gsl_multifit_nlinear_free(w);
-    free(X);
+    free(Xall);
     free(fl);
     out->n_fit = n;
     return rc;

@@ -41,7 +41,7 @@ static void usage(FILE *f)
         "  --chip-file FILE   the chip as a tool saw it instead (results/CHIP/chip.csv: the\n"
         "                     host's probes of that run)\n"
         "  --holdout SUITE    fit: the suite (name or CSV) whose shapes (N, K) stay out of the\n"
-        "                     fit (default: every 5th shape of the rows)\n"
+        "                     fit (default: every 5th shape of the rows; none: fit on all)\n"
         "  --model FILE       eval: the model to check (model.csv form)\n"
         "  --out FILE         fit: the model (model.csv form); eval: the rows with their\n"
         "                     predictions (CSV)\n"
@@ -228,9 +228,14 @@ static int write_predictions(const char *path, const mq_model *m, const rows *R)
 
 static void print_model(const mq_model *m)
 {
-    for (int j = 0; j < MQ_MODEL_NTERM; j++)
-        printf("  th_%-16s %-12.4g %s\n", mq_model_term_name(j), m->theta[j],
+    for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+        int v = mq_model_term_variant(j);
+        if (v >= 0 && (v >= mq_variant_count() || m->theta[j] == 0))
+            continue;
+        printf("  %-16s %-27s %-12.4g %s\n", mq_model_term_name(j),
+               v < 0 ? "(shared)" : mq_variant_get((mq_variant)v)->name, m->theta[j],
                mq_model_term_unit(j));
+    }
 }
 
 /* fit: hold out the suite's shapes (or every 5th), fit, report, write. */
@@ -239,7 +244,9 @@ static int do_fit(const options *o, const mq_chip *chip, const rows *R)
     char *held = calloc((size_t)(R->n ? R->n : 1), 1);
     if (!held)
         return 2;
-    if (o->holdout) {
+    if (o->holdout && !strcmp(o->holdout, "none")) {
+        /* every row fits */
+    } else if (o->holdout) {
         int ms[1] = {1};
         mq_suite s;
         char err[1024];

@@ -1,4 +1,6 @@
-/* model_store.c - see model_store.h. */
+/* model_store.c - see model_store.h. The file is long-form CSV, one row per
+ * coefficient: term,variant,value,unit (variant empty for a shared term),
+ * then the rows n_fit, n_holdout, mape and spearman. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,41 +10,40 @@
 #include "model_store.h"
 #include "numparse.h"
 
-/* columns: model, th_<term> x MQ_MODEL_NTERM, n_fit, n_holdout, mape, spearman */
-enum { NCOL = 1 + MQ_MODEL_NTERM + 4 };
-
-static void column_name(int i, char *buf, size_t n)
-{
-    static const char *const tail[] = {"n_fit", "n_holdout", "mape", "spearman"};
-    if (i == 0)
-        snprintf(buf, n, "model");
-    else if (i <= MQ_MODEL_NTERM)
-        snprintf(buf, n, "th_%s", mq_model_term_name(i - 1));
-    else
-        snprintf(buf, n, "%s", tail[i - 1 - MQ_MODEL_NTERM]);
-}
+static const char *const quality[] = {"n_fit", "n_holdout", "mape", "spearman"};
 
 int mq_model_write(const char *path, const mq_model *m, const char *chip, const char *note,
                    char *err, size_t errlen)
 {
-    char tmp[4200], name[64];
+    char tmp[4200];
     FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
     fprintf(f, "# mq cost model for %s: %s\n", chip, note);
-    fprintf(f, "# t = max(unique bytes / bandwidth, useful flops / peak) + sum th_X * X; units:");
-    for (int j = 0; j < MQ_MODEL_NTERM; j++)
-        fprintf(f, "%s %s: %s", j ? ";" : "", mq_model_term_name(j), mq_model_term_unit(j));
-    fputc('\n', f);
-    for (int i = 0; i < NCOL; i++) {
-        column_name(i, name, sizeof name);
-        fprintf(f, "%s%c", name, i == NCOL - 1 ? '\n' : ',');
+    fprintf(f, "# t = max(unique bytes / bandwidth, useful flops / peak) + the sum of value x "
+               "count over the terms (tuner/model.h)\n");
+    fprintf(f, "term,variant,value,unit\n");
+    for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+        int v = mq_model_term_variant(j);
+        if (v >= mq_variant_count())
+            continue;
+        fprintf(f, "%s,%s,%.9g,%s\n", mq_model_term_name(j),
+                v < 0 ? "" : mq_variant_get((mq_variant)v)->name, m->theta[j],
+                mq_model_term_unit(j));
     }
-    fprintf(f, "floor");
-    for (int j = 0; j < MQ_MODEL_NTERM; j++)
-        fprintf(f, ",%.9g", m->theta[j]);
-    fprintf(f, ",%d,%d,%.4f,%.4f\n", m->n_fit, m->n_holdout, m->mape, m->spearman);
+    fprintf(f, "n_fit,,%d,rows\nn_holdout,,%d,rows\nmape,,%.4f,share\nspearman,,%.4f,rank "
+               "correlation\n",
+            m->n_fit, m->n_holdout, m->mape, m->spearman);
     return mq_atomic_commit(f, tmp, path, err, errlen);
+}
+
+/* The coefficient index of (term, variant), or -1. */
+static int term_index(const char *term, int variant)
+{
+    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        if (mq_model_term_variant(j) == variant && !strcmp(mq_model_term_name(j), term))
+            return j;
+    return -1;
 }
 
 int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
@@ -51,55 +52,76 @@ int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
     if (mq_csv_read(path, &t, err, errlen))
         return -1;
     int rc = -1;
-    char name[64];
+    char seen[MQ_MODEL_NTERM + 4] = {0};
     memset(m, 0, sizeof *m);
     if (t.nrows >= 1 && t.rows[0].nfields >= 1 && !strcmp(t.rows[0].fields[0], "kind")) {
         snprintf(err, errlen, "%s:%d: a cost model of an older tune (column 'kind'): rerun tune",
                  path, t.rows[0].line);
         goto out;
     }
-    if (t.nrows != 2 || t.rows[0].nfields != NCOL || t.rows[1].nfields != NCOL) {
-        snprintf(err, errlen, "%s:%d: expected a header and one row of %d fields (model,...)",
-                 path, t.nrows ? t.rows[t.nrows - 1].line : 1, NCOL);
+    if (t.nrows < 1 || t.rows[0].nfields != 4 || strcmp(t.rows[0].fields[0], "term") ||
+        strcmp(t.rows[0].fields[1], "variant") || strcmp(t.rows[0].fields[2], "value") ||
+        strcmp(t.rows[0].fields[3], "unit")) {
+        snprintf(err, errlen, "%s:%d: expected the header term,variant,value,unit", path,
+                 t.nrows ? t.rows[0].line : 1);
         goto out;
     }
-    for (int i = 0; i < NCOL; i++) {
-        column_name(i, name, sizeof name);
-        if (strcmp(t.rows[0].fields[i], name)) {
-            snprintf(err, errlen, "%s:%d: column %d is '%s', expected '%s'", path,
-                     t.rows[0].line, i + 1, t.rows[0].fields[i], name);
+    for (int i = 1; i < t.nrows; i++) {
+        const mq_csv_row *r = &t.rows[i];
+        char why[200];
+        if (r->nfields != 4) {
+            snprintf(err, errlen, "%s:%d: %d fields, expected 4 (term,variant,value,unit)",
+                     path, r->line, r->nfields);
+            goto out;
+        }
+        const char *term = r->fields[0], *var = r->fields[1], *v = r->fields[2];
+        int q = -1;
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(term, quality[k]))
+                q = k;
+        if (q >= 0) {
+            int bad = q == 0   ? mq_parse_int(v, 0, 1 << 30, &m->n_fit, why, sizeof why)
+                      : q == 1 ? mq_parse_int(v, 0, 1 << 30, &m->n_holdout, why, sizeof why)
+                      : q == 2 ? mq_parse_double_or_nan(v, 0, 1e9, &m->mape, why, sizeof why)
+                               : mq_parse_double_or_nan(v, -1, 1, &m->spearman, why,
+                                                        sizeof why);
+            if (bad || seen[MQ_MODEL_NTERM + q]++) {
+                snprintf(err, errlen, "%s:%d: %s: %s", path, r->line, term,
+                         bad ? why : "given twice");
+                goto out;
+            }
+            continue;
+        }
+        mq_variant vid = (mq_variant)-1;
+        mq_error e;
+        if (*var && mq_variant_from_name(var, &vid, &e) != MQ_OK) {
+            snprintf(err, errlen, "%s:%d: %s", path, r->line, e.msg);
+            goto out;
+        }
+        int j = term_index(term, *var ? (int)vid : -1);
+        if (j < 0) {
+            snprintf(err, errlen, "%s:%d: unknown term '%s'%s%s", path, r->line, term,
+                     *var ? " of variant " : "", var);
+            goto out;
+        }
+        /* finite and >= 0: a negative coefficient would let a prediction
+         * fall below the floor */
+        if (mq_parse_double(v, 0, 1e12, &m->theta[j], why, sizeof why) || seen[j]++) {
+            snprintf(err, errlen, "%s:%d: %s%s%s: %s", path, r->line, term, *var ? "@" : "",
+                     var, seen[j] > 1 ? "given twice" : why);
             goto out;
         }
     }
-    const mq_csv_row *r = &t.rows[1];
-    if (strcmp(r->fields[0], "floor")) {
-        snprintf(err, errlen, "%s:%d: unknown model '%s' (expected floor)", path, r->line,
-                 r->fields[0]);
-        goto out;
-    }
-    /* every number checked before use: coefficients finite and >= 0 (a
-     * negative one would let a prediction fall below the floor), counts
-     * whole, quality figures in their ranges or nan (not computed) */
-    for (int i = 1; i < NCOL; i++) {
-        const char *v = r->fields[i];
-        char why[160];
-        int bad, k = i - 1 - MQ_MODEL_NTERM;
-        if (i <= MQ_MODEL_NTERM)
-            bad = mq_parse_double(v, 0, 1e12, &m->theta[i - 1], why, sizeof why);
-        else if (k == 0)
-            bad = mq_parse_int(v, 0, 1 << 30, &m->n_fit, why, sizeof why);
-        else if (k == 1)
-            bad = mq_parse_int(v, 0, 1 << 30, &m->n_holdout, why, sizeof why);
-        else if (k == 2)
-            bad = mq_parse_double_or_nan(v, 0, 1e9, &m->mape, why, sizeof why);
-        else
-            bad = mq_parse_double_or_nan(v, -1, 1, &m->spearman, why, sizeof why);
-        if (bad) {
-            column_name(i, name, sizeof name);
-            snprintf(err, errlen, "%s:%d: %s: %s", path, r->line, name, why);
+    for (int j = 0; j < MQ_MODEL_NSHARED; j++)
+        if (!seen[j]) {
+            snprintf(err, errlen, "%s: no row for the term '%s'", path, mq_model_term_name(j));
             goto out;
         }
-    }
+    for (int k = 0; k < 4; k++)
+        if (!seen[MQ_MODEL_NTERM + k]) {
+            snprintf(err, errlen, "%s: no row '%s'", path, quality[k]);
+            goto out;
+        }
     rc = 0;
 out:
     mq_csv_free(&t);

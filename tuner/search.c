@@ -121,7 +121,7 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
     while (done < budget && !T->failed) {
         mq_model m;
         char err[256];
-        int have = T->rows.n >= 2 * MQ_MODEL_NTERM &&
+        int have = T->rows.n >= 2 * MQ_MODEL_NSHARED &&
                    mq_model_fit(T->rows.f, T->rows.t, T->rows.n, &m, err, sizeof err) == 0;
         int batch = 4;
         for (int q = 0; q < batch && done < budget && !T->failed; q++) {
@@ -170,7 +170,7 @@ int mq_tune_stored_model(const char *path, const mq_chip *chip, mq_model *pred, 
     int n = 0;
     mq_model m;
     char why[256];
-    if (rows.n >= 4 * MQ_MODEL_NTERM &&
+    if (rows.n >= 4 * MQ_MODEL_NSHARED &&
         mq_model_fit_holdout(rows.f, rows.t, rows.n, 0.2, &m, why,
                              sizeof why) == 0) {
         *pred = m;

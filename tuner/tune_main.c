@@ -11,16 +11,17 @@
 
 #include "args.h"
 #include "cli.h"
+#include "model_store.h"
 #include "table_check.h"
 #include "target.h"
 #include "tune_run.h"
 
 /* Defaults for a chip never measured (replaced below by public figures). */
-static const double default_theta[MQ_MODEL_NTERM] = {10e-6, 0.25, 0.6, 0.25, 20e-9, 0, 0,
-                                                     0,     0,    0,   2e-6, 0};
+static const double default_theta[MQ_MODEL_NSHARED] = {10e-6, 0.25, 0.6, 0.25, 2e-6, 0,
+                                                       0,     0,    20e-9, 0, 0};
 
 typedef struct {
-    const char *chip, *chips, *suite, *m, *out_dir, *check, *search;
+    const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model;
     int threads;
     mq_tune_opts t;
 } options;
@@ -47,6 +48,8 @@ static void usage(FILE *f)
         "  --evals N          guided: candidates timed per shape (default 40)\n"
         "  --budget S         seconds of timing per candidate at most (default 0.3)\n"
         "  --out-dir DIR      default results/CHIP\n"
+        "  --model FILE       predicted chips: the cost model's coefficients from FILE (a\n"
+        "                     model.csv, e.g. fitted on another chip by 'model fit')\n"
         "  --resume           finish an interrupted run: reuse every row this build measured on\n"
         "                     this host (DIR/tune-results.csv), with the chip as that run\n"
         "                     measured it (DIR/tune-chip.csv)\n"
@@ -82,6 +85,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_STR("--out-dir", &o->out_dir),
         MQ_OPT_STR("--check", &o->check),
         MQ_OPT_STR("--search", &o->search),
+        MQ_OPT_STR("--model", &o->model),
         MQ_OPT_CUSTOM("--formats", &o->t.formats, mq_cli_parse_formats, NULL),
         MQ_OPT_INT("--group", &o->t.group, 1, 1 << 20, "bad group size"),
         MQ_OPT_INT("--evals", &o->t.evals, 4, 100000, "bad --evals"),
@@ -178,7 +182,18 @@ int main(int argc, char **argv)
     }
     if (load_suite(&o, t.measured, &suite))
         goto out;
-    if (!t.measured) { /* the chip's own stored measurements set the coefficients */
+    if (o.model && t.measured) {
+        fprintf(stderr, "tune: --model is for predicted chips; %s is measured here\n", o.chip);
+        goto out;
+    }
+    if (o.model) { /* coefficients learned elsewhere, the chip's own figures */
+        if (mq_model_read(o.model, &pred, err, sizeof err)) {
+            fprintf(stderr, "tune: %s\n", err);
+            goto out;
+        }
+        snprintf(pred_note, sizeof pred_note, "%s (%d rows fitted elsewhere) on %s's figures",
+                 o.model, pred.n_fit, t.chip.name);
+    } else if (!t.measured) { /* the chip's own stored measurements set the coefficients */
         char mpath[4300];
         snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
         int nfit = mq_tune_stored_model(mpath, &t.chip, &pred, err, sizeof err);

@@ -43,6 +43,7 @@ void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_
     double by_threads = floor(core_threads / (double)plan.threads_per_tg);
     double resident = fmin(chip->v[MQ_CHIP_RESIDENT_TGS_PER_CORE], fmin(by_mem, by_threads));
     f->p = *p;
+    f->variant = (int)c->variant;
     f->resident_per_core = resident < 1 ? 1 : resident;
     f->threadgroups = plan.threadgroups;
     f->threads_per_tg = plan.threads_per_tg;
@@ -62,12 +63,19 @@ void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_
     f->splitk_bytes = plan.k_slices > 1 ? 2.0 * plan.k_slices * p->M * (double)p->N * 4.0 : 0.0;
     f->dispatches = plan.dispatches;
     double units_core = f->tgs_per_core * f->units_per_tg;
-    double ksteps_unit = ceil(k_len / tk);
+    /* the longest K slice sets a unit's steps on the critical path */
+    double ksteps_unit = ceil(fmax(plan.k_slice_len, plan.k_last_len) / tk);
     f->ksteps_core = units_core * ksteps_unit;
     f->row_pieces_core = units_core * k_len / 8.0;
     f->ksteps_chain = ceil(f->tgs_per_core / f->resident_per_core) * f->units_per_tg *
                       ksteps_unit;
     f->thread_work_chain = f->ksteps_chain * tm * tn * tk / f->threads_per_tg;
+    double sgs = ceil(f->threads_per_tg / fmax(lim.simd_width, 1));
+    f->sg_steps_core = f->ksteps_core * sgs;
+    f->chain_sg = f->ksteps_chain * sgs;
+    f->units_chain = ceil(f->tgs_per_core / f->resident_per_core) * f->units_per_tg;
+    f->unit_out_chain = f->units_chain * tm * tn / f->threads_per_tg;
+    f->thread_work_sg = f->thread_work_chain * sgs;
     int cls = p->format == MQ_FMT_FP4 ? 0 : p->format == MQ_FMT_U4 ? 1 : 2;
     for (int i = 0; i < 3; i++)
         f->dequant_core[i] = i == cls ? units_core * tn * k_len : 0.0;

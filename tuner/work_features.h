@@ -14,6 +14,7 @@
 
 typedef struct {
     mq_problem p;             /* the problem (held-out splits group rows by shape) */
+    int variant;              /* the candidate's (per-variant terms of the model) */
     double threadgroups;      /* of the main dispatch */
     double threads_per_tg;
     double resident_per_core; /* min(assumed, TG-memory fit, thread fit), >= 1 */
@@ -36,6 +37,17 @@ typedef struct {
     /* multiply-adds per thread per K step x ksteps_chain: the per-thread
      * work (accumulators, registers) on that path */
     double thread_work_chain;
+    /* K steps x SIMD groups of the busiest core's threadgroups: the steps
+     * its SIMD groups take in all (a shared resource of the core - local
+     * memory, threadgroup memory, the barrier - serves them in turn) */
+    double sg_steps_core;
+    /* the critical path's K steps and per-thread work x the SIMD groups a
+     * threadgroup barrier waits for at each step */
+    double chain_sg, thread_work_sg;
+    /* work units on the critical path (each starts its accumulators and
+     * stores its output tile or partials), and that x the accumulators each
+     * thread stores */
+    double units_chain, unit_out_chain;
     /* weight elements the busiest core dequantizes, per format class */
     double dequant_core[3];   /* fp4, u4, trellis */
     /* the physics: the bytes every run must move at least (weights, A and
