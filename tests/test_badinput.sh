@@ -26,8 +26,8 @@ sed 's/,"ok","",1e-3,/,"ok","",nan,/' oknumbers.csv > nanmedian.csv
 printf 'model,layer,N,K\nx,y,64,\000256\n' > nul.csv            # a NUL byte in a field
 sed 's/^m4max,gpu_cores,40,/m4max,gpu_cores,nan,/' "$root/harness/chips.csv" > nanchips.csv
 sed 's/^m4max,mem_bw_gbs,[^,]*,/m4max,mem_bw_gbs,inf,/' "$root/harness/chips.csv" > infchips.csv
-printf 'kind,th_launch,th_dispatch,th_compute,th_memory,th_splitk,th_wave,th_kstep,th_row_piece,n_fit,n_holdout,mape,spearman\nroofline,1,1,1,1,1,1,1,1,10,1e10,0.1,0.9\n' > hugemodel.csv
-printf 'kind,th_launch,th_dispatch,th_compute,th_memory,th_splitk,th_wave,th_kstep,th_row_piece,n_fit,n_holdout,mape,spearman\nroofline,1,1,1,1,1,1,1,1,1e20,1,0.1,0.9\n' > fitmodel.csv
+printf 'term,variant,value,unit\nn_holdout,,1e10,rows\n' > hugemodel.csv
+printf 'term,variant,value,unit\nn_fit,,1e20,rows\n' > fitmodel.csv
 cp "$root/results/m4max/model.csv" goodmodel.csv
 printf 'just some text\n' > file                               # a file where a directory should be
 mkdir -p garbage/host foreign/host empty/host

@@ -116,7 +116,8 @@ static void test_occupancy(void)
     fclose(f);
 
     /* with a model: its curve lies on or under every candidate's prediction */
-    mq_model m = {MQ_MODEL_ROOFLINE, {1e-6, 2e-6, 1, 1, 1, 1e-7, 1e-8, 1e-9}, 0, 0, 0, 0};
+    /* dispatch, traffic, compute, split-K, wave, 3 dequant, chain K step */
+    mq_model m = td_model((const double[]){2e-6, 1, 1, 1, 1e-7, 0, 0, 0, 1e-8}, 9);
     s.model = &m;
     f = tmpfile();
     CHECK(mq_plot_occupancy_data(&s, &p, f, &si, err, sizeof err) == 0, "with model: %s", err);
@@ -207,7 +208,7 @@ static void test_roofline_and_model(void)
           "expected the model plot to refuse without a model, got '%s'", err);
     fclose(f);
     /* rows whose times are the model's own predictions: MAPE 0, Spearman 1 */
-    mq_model m = {MQ_MODEL_LINEAR, {1e-6, 0, 1, 1, 0, 0, 0, 0}, 0, 0, 0, 0};
+    mq_model m = td_model((const double[]){1e-6, 1, 1, 0, 0, 0, 0, 0, 1e-8}, 9);
     mq_candidate cs[3] = {{MQ_VAR_MARLIN_FP4, {8, 128, 32, 0, 1}},
                           {MQ_VAR_MARLIN_FP4, {8, 64, 32, 0, 1}},
                           {MQ_VAR_MARLIN_FP4, {8, 128, 16, 0, 1}}};

@@ -6,10 +6,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "chips.h"
 #include "model.h"
+#include "model_store.h"
 #include "space.h"
 #include "testdata.h"
 #include "work_features.h"
@@ -120,59 +122,155 @@ static void test_fit(void)
     double *t = malloc(sizeof(double) * (size_t)n);
     uint32_t st = 99;
     char err[256];
-    /* roofline truth: 5 us launch, 8 us per dispatch, 1.6x the ideal compute
-     * time, 1.25x the ideal memory time, split-K traffic at 2x, 1 us a wave,
-     * 30 ns a K step, 2 ns a packed-row piece */
-    mq_model truth = {MQ_MODEL_ROOFLINE, {5e-6, 8e-6, 1.6, 1.25, 2.0, 1e-6, 30e-9, 2e-9},
-                      0, 0, 0, 0};
+    /* truth: 8 us per dispatch, traffic at 1/1.25 and compute at 1/1.6 of
+     * the peaks, split-K traffic at half, 1 us a wave, 30 ns a K step on the
+     * critical path, and one variant 2 ns per thread multiply-add slower */
+    mq_model truth = td_model((const double[]){8e-6, 1.25, 1.6, 2.0, 1e-6, 0, 0, 0, 30e-9}, 9);
+    truth.theta[MQ_MODEL_NSHARED + MQ_VAR_MARLIN_FP4 * MQ_MODEL_NVTERM + 2] = 2e-9;
     for (int i = 0; i < n; i++) /* +-2% multiplicative noise */
         t[i] = mq_model_predict(&truth, &f[i]) * (1.0 + 0.02 * td_uniform(&st));
     mq_model m;
-    CHECK(mq_model_fit_holdout(MQ_MODEL_ROOFLINE, f, t, n, 0.2, &m, err, sizeof err) == 0,
-          "roofline fit: %s", err);
-    static const char *const names[] = {"launch",        "per dispatch", "compute slope",
-                                        "memory slope",  "split-K slope", "per wave",
-                                        "per K step",    "per row piece"};
-    for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-        CHECK(fabs(m.theta[j] - truth.theta[j]) <= 0.05 * fabs(truth.theta[j]),
-              "roofline %s: expected %.4g within 5%%, got %.4g", names[j], truth.theta[j],
-              m.theta[j]);
-    CHECK(m.n_holdout > 100 && m.mape < 0.02 && m.spearman > 0.99,
-          "held-out quality on %d rows: MAPE %.4f < 2%%, Spearman %.4f > 0.99", m.n_holdout,
-          m.mape, m.spearman);
-
-    /* linear truth and fit */
-    mq_model lin = {MQ_MODEL_LINEAR, {3e-6, 6e-6, 1.3, 0.9, 1.5, 2e-6, 20e-9, 1e-9}, 0, 0, 0,
-                    0};
-    for (int i = 0; i < n; i++)
-        t[i] = mq_model_predict(&lin, &f[i]) * (1.0 + 0.02 * td_uniform(&st));
-    CHECK(mq_model_fit_holdout(MQ_MODEL_LINEAR, f, t, n, 0.2, &m, err, sizeof err) == 0,
-          "linear fit: %s", err);
-    for (int j = 0; j < MQ_MODEL_NPARAM; j++)
-        CHECK(fabs(m.theta[j] - lin.theta[j]) <= 0.05 * fabs(lin.theta[j]),
-              "linear %s: expected %.4g within 5%%, got %.4g", names[j], lin.theta[j],
-              m.theta[j]);
+    CHECK(mq_model_fit_holdout(f, t, n, 0.25, &m, err, sizeof err) == 0, "fit: %s", err);
+    CHECK(m.n_holdout > 100 && m.mape < 0.03 && m.spearman > 0.98,
+          "held-out shapes (%d rows): expected MAPE %.4f < 3%% (noise 1%%), Spearman %.4f > "
+          "0.98",
+          m.n_holdout, m.mape, m.spearman);
+    int nonneg = 1;
+    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        nonneg &= m.theta[j] >= 0;
+    CHECK(nonneg, "expected every fitted coefficient >= 0");
+    /* the held-out rows are whole shapes: no (N, K) on both sides */
+    CHECK(m.n_fit + m.n_holdout == n, "expected fit %d + held out %d = %d rows", m.n_fit,
+          m.n_holdout, n);
 
     /* quality measures themselves */
     double mape, rho;
-    mq_model_quality(&lin, f, t, 50, &mape, &rho);
-    /* the rows include candidates with equal features, whose order is noise */
+    mq_model_quality(&truth, f, t, 50, &mape, &rho);
     CHECK(mape < 0.011 && rho > 0.95, "the true model scores MAPE %.4f (noise ~1%%), rho %.4f",
           mape, rho);
     for (int i = 0; i < 50; i++) /* measured times in the reverse order of predictions */
-        t[i] = 1.0 / mq_model_predict(&lin, &f[i]);
-    mq_model_quality(&lin, f, t, 50, &mape, &rho);
+        t[i] = 1.0 / mq_model_predict(&truth, &f[i]);
+    mq_model_quality(&truth, f, t, 50, &mape, &rho);
     CHECK(rho < -0.99, "reversed ranks give Spearman -1, got %.4f", rho);
-    CHECK(mq_model_fit(MQ_MODEL_LINEAR, f, t, 5, &m, err, sizeof err) != 0 &&
-              strstr(err, "too few"),
+    CHECK(mq_model_fit(f, t, 5, &m, err, sizeof err) != 0 && strstr(err, "too few"),
           "5 rows are too few to fit: '%s'", err);
     free(t);
     free(f);
+}
+
+/* The physics: on every chip of the chips file, for a grid of shapes and
+ * formats, every legal candidate's floor is at least the unique bytes at
+ * the chip's bandwidth and the useful flops at its peak (worked out here
+ * from the problem alone), and no model - zero, the fitted kind, or one
+ * read with absurd or negative coefficients - predicts below it. */
+static void test_floor(void)
+{
+    mq_chip_db db;
+    char err[512];
+    if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err)) {
+        CHECK(0, "chips: %s", err);
+        return;
+    }
+    mq_model zero = td_model(NULL, 0), big = td_model(NULL, 0), neg = td_model(NULL, 0);
+    for (int j = 0; j < MQ_MODEL_NTERM; j++) {
+        big.theta[j] = 1e3;
+        neg.theta[j] = -1e3; /* clamped to 0 by the prediction */
+    }
+    static const int Ms[] = {1, 7, 64, 512}, NKs[][2] = {{256, 512}, {4096, 14336}, {14336, 4096},
+                                                         {1408, 2048}};
+    static const mq_format fmts[] = {MQ_FMT_FP4, MQ_FMT_U4, MQ_FMT_TRELLIS3};
+    long checked = 0, below = 0, off = 0;
+    for (int c = 0; c < db.n; c++) {
+        mq_chip chip;
+        if (mq_chip_find(&db, db.chips[c].name, 0, &chip, err, sizeof err))
+            continue;
+        double bw = chip.v[MQ_CHIP_MEM_BW_GBS] * 1e9;
+        double peak = fmax(chip.v[MQ_CHIP_FP32_TFLOPS], chip.v[MQ_CHIP_FP16_TFLOPS]) * 1e12;
+        for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+            for (size_t b = 0; b < sizeof NKs / sizeof NKs[0]; b++)
+                for (size_t q = 0; q < sizeof fmts / sizeof fmts[0]; q++) {
+                    mq_problem p = {fmts[q], Ms[a], NKs[b][0], NKs[b][1], 128};
+                    mq_space sp;
+                    if (mq_problem_check(&p, NULL) != MQ_OK ||
+                        mq_space_enumerate(&p, &chip, MQ_SPACE_FULL, &sp))
+                        continue;
+                    for (int i = 0; i < sp.n; i++) {
+                        if (!sp.e[i].legal)
+                            continue;
+                        mq_features ft;
+                        mq_features_from_plan(&p, &sp.e[i].c, &sp.e[i].plan, &chip, &ft);
+                        double wbytes = (double)p.N * p.K *
+                                        mq_weight_bytes_per_element(p.format, p.group);
+                        double bytes = wbytes + 2.0 * p.M * p.K + 2.0 * p.M * p.N;
+                        double lb = fmax(bytes / bw, 2.0 * p.M * (double)p.N * p.K / peak);
+                        off += ft.floor_s < lb * (1 - 1e-12);
+                        below += mq_model_predict(&zero, &ft) < ft.floor_s ||
+                                 mq_model_predict(&big, &ft) < ft.floor_s ||
+                                 mq_model_predict(&neg, &ft) != ft.floor_s;
+                        checked++;
+                    }
+                    mq_space_free(&sp);
+                }
+    }
+    mq_chips_free(&db);
+    CHECK(checked > 100000 && off == 0 && below == 0,
+          "every legal candidate on every chip (%ld): expected the floor >= bytes/bandwidth and "
+          "flops/peak (%ld below) and no prediction under the floor (%ld)",
+          checked, off, below);
+}
+
+/* model.csv: written and read back exactly; a negative coefficient, an
+ * unknown term or variant, a missing term and the older wide form are
+ * refused naming the line. */
+static void test_model_store(void)
+{
+    char dir[] = "/tmp/mq-model-XXXXXX", path[64], err[512];
+    if (!mkdtemp(dir))
+        return;
+    snprintf(path, sizeof path, "%s/model.csv", dir);
+    mq_model m = td_model((const double[]){1e-5, 1.5, 2.0, 1.1, 2e-6, 1e-10, 2e-10, 3e-10,
+                                           4e-8, 5e-9, 6e-9, 7e-9, 8e-9, 9e-9, 1e-9},
+                          MQ_MODEL_NSHARED);
+    m.theta[MQ_MODEL_NSHARED + MQ_VAR_MLX_SPLITK * MQ_MODEL_NVTERM + 1] = 3.25e-7;
+    m.n_fit = 100;
+    m.n_holdout = 20;
+    m.mape = 0.125;
+    m.spearman = 0.95;
+    mq_model back;
+    CHECK(mq_model_write(path, &m, "toy", "a test", err, sizeof err) == 0 &&
+              mq_model_read(path, &back, err, sizeof err) == 0,
+          "model.csv round trip: %s", err);
+    int same = back.n_fit == 100 && back.n_holdout == 20;
+    for (int j = 0; j < MQ_MODEL_NTERM; j++)
+        same &= fabs(back.theta[j] - m.theta[j]) <= 1e-8 * fabs(m.theta[j]);
+    CHECK(same, "expected every coefficient and count back as written");
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"term,variant,value,unit\ndispatch,,-1,s\n", "dispatch: '-1' is out of range"},
+        {"term,variant,value,unit\nlaunch,,1,s\n", "unknown term 'launch'"},
+        {"term,variant,value,unit\nwave,no_such_kernel,1,s\n", "no_such_kernel"},
+        {"term,variant,value,unit\ndispatch,,1,s\n", "no row for the term 'traffic'"},
+        {"kind,th_launch\nroofline,1\n", "an older tune"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fopen(path, "w");
+        if (!f)
+            continue;
+        fputs(bad[i].text, f);
+        fclose(f);
+        CHECK(mq_model_read(path, &back, err, sizeof err) != 0 && strstr(err, bad[i].want),
+              "expected a model file refused with '%s', got '%s'", bad[i].want, err);
+    }
+    unlink(path);
+    rmdir(dir);
 }
 
 int main(void)
 {
     test_features();
     test_fit();
+    test_floor();
+    test_model_store();
     return check_done("tuner");
 }

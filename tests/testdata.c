@@ -173,3 +173,12 @@ void mq_test_define_flags(FILE *f, const char *defines)
         defines += k;
     }
 }
+
+mq_model td_model(const double *shared, int n)
+{
+    mq_model m;
+    memset(&m, 0, sizeof m);
+    for (int j = 0; j < n && j < MQ_MODEL_NSHARED; j++)
+        m.theta[j] = shared[j];
+    return m;
+}

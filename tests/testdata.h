@@ -13,6 +13,10 @@
 /* A toy chip: 5 cores, 8 KiB threadgroup memory, 256 threads, 4 resident
  * threadgroups assumed, 1 TFLOP/s, 100 GB/s: small enough to work by hand. */
 mq_chip td_toy_chip(void);
+/* A cost model with these shared coefficients (in model.h's order), the
+ * rest 0. */
+#include "model.h"
+mq_model td_model(const double *shared, int n);
 
 /* uniform in [-1, 1) from a 32-bit LCG state */
 float td_uniform(uint32_t *state);
