@@ -36,6 +36,15 @@ fi
 CHIP=$(build/tests/gpu_cuda --chip-only 2>/dev/null || true)
 [ -n "$CHIP" ] || CHIP=h100
 say "== chip $CHIP"
+# measure TITLE LOG ROWS CMD...: run CMD for at most STAGE_S seconds into
+# $OUT/LOG.log, then say how it ended and how many rows ROWS holds
+measure() {
+    title=$1 log=$2 rows=$3; shift 3
+    say "== $title"
+    timeout "$STAGE_S" "$@" > "$OUT/$log.log" 2>&1; r=$?
+    tail -30 "$OUT/$log.log" | tee -a "$S"
+    say "$log exit $r; $(($(wc -l < "$rows") - 2)) rows"
+}
 rc=0
 for stage in "$@"; do
 case "$stage" in
@@ -70,28 +79,21 @@ exhaustive)
     tail -25 "$OUT/tune-exh.log" | tee -a "$S"; say "tune exhaustive exit $r"
     ;;
 grid)
-    say "== tune --chip $CHIP --suite grid, fp4 and u4, M 1,16,128, --evals 24"
-    timeout "$STAGE_S" build/tune --chip "$CHIP" --suite grid --m 1,16,128 --formats fp4,u4 \
-        --evals 24 --budget 0.05 --quiet --out-dir "results/$CHIP/grid" \
-        > "$OUT/tune-grid.log" 2>&1; r=$?
-    tail -30 "$OUT/tune-grid.log" | tee -a "$S"
-    say "tune grid exit $r; $(($(wc -l < "results/$CHIP/grid/tune-results.csv") - 2)) rows"
+    measure "tune --chip $CHIP --suite grid, fp4 and u4, M 1,16,128, --evals 24" tune-grid \
+        "results/$CHIP/grid/tune-results.csv" build/tune --chip "$CHIP" --suite grid \
+        --m 1,16,128 --formats fp4,u4 --evals 24 --budget 0.05 --quiet \
+        --out-dir "results/$CHIP/grid"
     ;;
 unseen)
-    say "== bench --space full --suite unseen, fp4, M 1,16"
-    timeout "$STAGE_S" build/bench --backend cuda --suite unseen --m 1,16 --formats fp4 \
-        --space full --budget 0.02 --quiet --out "results/$CHIP/unseen.csv" \
-        > "$OUT/bench-unseen.log" 2>&1; r=$?
-    tail -20 "$OUT/bench-unseen.log" | tee -a "$S"
-    say "bench unseen exit $r; $(($(wc -l < "results/$CHIP/unseen.csv") - 2)) rows"
+    measure "bench --space full --suite unseen, fp4, M 1,16" bench-unseen \
+        "results/$CHIP/unseen.csv" build/bench --backend cuda --suite unseen --m 1,16 \
+        --formats fp4 --space full --budget 0.02 --quiet --out "results/$CHIP/unseen.csv"
     ;;
 exh-check)
-    say "== bench --space full, N=4096 K=14336 and N=14336 K=4096, fp4, M 1,16"
-    timeout "$STAGE_S" build/bench --backend cuda --suite results/gpu-shapes.csv --m 1,16 \
-        --formats fp4 --space full --budget 0.02 --quiet --out "results/$CHIP/exh-check.csv" \
-        > "$OUT/bench-exh.log" 2>&1; r=$?
-    tail -20 "$OUT/bench-exh.log" | tee -a "$S"
-    say "bench exh-check exit $r; $(($(wc -l < "results/$CHIP/exh-check.csv") - 2)) rows"
+    measure "bench --space full, N=4096 K=14336 and N=14336 K=4096, fp4, M 1,16" bench-exh \
+        "results/$CHIP/exh-check.csv" build/bench --backend cuda \
+        --suite results/gpu-shapes.csv --m 1,16 --formats fp4 --space full --budget 0.02 \
+        --quiet --out "results/$CHIP/exh-check.csv"
     ;;
 *)
     say "unknown stage $stage"; rc=2 ;;

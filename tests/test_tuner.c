@@ -139,9 +139,18 @@ static void test_fit(void)
     for (int j = 0; j < MQ_MODEL_NTERM; j++)
         nonneg &= m.theta[j] >= 0;
     CHECK(nonneg, "expected every fitted coefficient >= 0");
-    /* the held-out rows are whole shapes: no (N, K) on both sides */
     CHECK(m.n_fit + m.n_holdout == n, "expected fit %d + held out %d = %d rows", m.n_fit,
           m.n_holdout, n);
+    /* the held-out rows are whole shapes: no (N, K) on both sides */
+    char *held = malloc((size_t)n);
+    int split = 0;
+    if (held && mq_model_holdout_rows(f, n, 0.25, held) == 0)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                split += held[i] && !held[j] && f[i].p.N == f[j].p.N && f[i].p.K == f[j].p.K;
+    CHECK(held && split == 0, "expected no shape both held out and fitted, %d row pairs are",
+          split);
+    free(held);
 
     /* quality measures themselves */
     double mape, rho;

@@ -257,12 +257,19 @@ void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, 
     free(pred);
 }
 
-/* The shapes (N, K) of the rows in order of first appearance; each row's
- * shape index in which[]. */
-static int shape_index(const mq_features *f, int n, int *which)
+int mq_model_holdout_rows(const mq_features *f, int n, double holdout, char *held)
 {
-    int ns = 0, *first = malloc(sizeof *first * (size_t)(n ? n : 1));
-    for (int i = 0; first && i < n; i++) {
+    int k = holdout > 0 ? (int)lround(1.0 / holdout) : n + 1;
+    if (k < 2)
+        k = 2;
+    int ns = 0, *first = malloc(sizeof *first * (size_t)(n ? n : 1)),
+        *which = malloc(sizeof *which * (size_t)(n ? n : 1));
+    if (!first || !which) {
+        free(first);
+        free(which);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) { /* shapes in order of first appearance */
         int s = 0;
         while (s < ns && (f[first[s]].p.N != f[i].p.N || f[first[s]].p.K != f[i].p.K))
             s++;
@@ -270,31 +277,26 @@ static int shape_index(const mq_features *f, int n, int *which)
             first[ns++] = i;
         which[i] = s;
     }
-    if (!first)
-        return 0;
+    for (int i = 0; i < n; i++)
+        held[i] = ns >= 2 ? which[i] % k == k - 1 || (ns < k && which[i] == ns - 1)
+                          : i % k == k - 1;
     free(first);
-    return ns;
+    free(which);
+    return 0;
 }
 
 int mq_model_fit_holdout(const mq_features *f, const double *t, int n, double holdout,
                          mq_model *out, char *err, size_t errlen)
 {
-    int k = holdout > 0 ? (int)lround(1.0 / holdout) : n + 1;
-    if (k < 2)
-        k = 2;
     mq_features *ff = malloc(sizeof *ff * (size_t)(n ? n : 1)),
                 *hf = malloc(sizeof *hf * (size_t)(n ? n : 1));
     double *ft = malloc(sizeof *ft * (size_t)(n ? n : 1)),
            *ht = malloc(sizeof *ht * (size_t)(n ? n : 1));
-    int *which = malloc(sizeof *which * (size_t)(n ? n : 1));
+    char *held = malloc((size_t)(n ? n : 1));
     int nf = 0, nh = 0, rc = -1;
-    if (ff && hf && ft && ht && which) {
-        int ns = shape_index(f, n, which);
+    if (ff && hf && ft && ht && held && mq_model_holdout_rows(f, n, holdout, held) == 0) {
         for (int i = 0; i < n; i++) {
-            /* by shape when there are enough (the k-th, 2k-th .. shapes) */
-            int out_row = ns >= 2 ? which[i] % k == k - 1 || (ns < k && which[i] == ns - 1)
-                                  : i % k == k - 1;
-            if (out_row) {
+            if (held[i]) {
                 hf[nh] = f[i];
                 ht[nh++] = t[i];
             } else {
@@ -314,6 +316,6 @@ int mq_model_fit_holdout(const mq_features *f, const double *t, int n, double ho
     free(hf);
     free(ft);
     free(ht);
-    free(which);
+    free(held);
     return rc;
 }

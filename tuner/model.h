@@ -8,7 +8,9 @@
  * inefficiency), split-K traffic, waves, the weights dequantized per format
  * class, the K steps on a slot's critical path (latency), the SIMD-group
  * steps on the busiest core (its shared resources), the per-thread work on
- * the critical path. The last three again per variant v (y): each
+ * the critical path, those two times the SIMD groups a barrier waits for,
+ * the work units on the critical path and the accumulators each thread
+ * stores for them. The last seven again per variant v (y): each
  * variant's code has its own speed per step; a variant never measured
  * gets the shared terms only. So no coefficients, fitted or read, can
  * predict below what the chip's bandwidth and peak allow. Fitted by
@@ -54,9 +56,15 @@ int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, ch
 void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, int n,
                       double *mape, double *spearman);
 
-/* Hold out every k-th shape (format, N, K; k = round(1 / holdout)) - all
- * its Ms and candidates - fit on the others, and store the quality on the
- * held-out shapes in out. With fewer than 2 shapes, every k-th row. */
+/* Which rows a held-out check keeps out of the fit: every k-th shape
+ * (N, K) in order of first appearance (k = round(1 / holdout)) with all
+ * its rows, the last shape when there are fewer than k, every k-th row
+ * when there is only one shape. held[i] = 1 for a held-out row; -1 when
+ * out of memory. */
+int mq_model_holdout_rows(const mq_features *f, int n, double holdout, char *held);
+
+/* Hold out the rows mq_model_holdout_rows picks, fit on the others, and
+ * store the quality on the held-out ones in out. */
 int mq_model_fit_holdout(const mq_features *f, const double *t, int n, double holdout,
                          mq_model *out, char *err, size_t errlen);
 

@@ -41,7 +41,8 @@ static void usage(FILE *f)
         "  --chip-file FILE   the chip as a tool saw it instead (results/CHIP/chip.csv: the\n"
         "                     host's probes of that run)\n"
         "  --holdout SUITE    fit: the suite (name or CSV) whose shapes (N, K) stay out of the\n"
-        "                     fit (default: every 5th shape of the rows; none: fit on all)\n"
+        "                     fit (default: every 5th shape of the rows, the last when there\n"
+        "                     are fewer; none: fit on all)\n"
         "  --model FILE       eval: the model to check (model.csv form)\n"
         "  --out FILE         fit: the model (model.csv form); eval: the rows with their\n"
         "                     predictions (CSV)\n"
@@ -133,8 +134,10 @@ static int same_problem(const mq_problem *a, const mq_problem *b)
 }
 
 /* MAPE, Spearman, and per problem the measured time of the model's pick
- * over the measured best; printed, and the geometric mean returned. */
-static void report(const char *what, const mq_model *m, const rows *R, const char *sel)
+ * over the measured best; printed. MAPE and Spearman also to *mape_out
+ * and *rho_out when given. */
+static void report(const char *what, const mq_model *m, const rows *R, const char *sel,
+                   double *mape_out, double *rho_out)
 {
     int n = 0;
     for (int i = 0; i < R->n; i++)
@@ -157,6 +160,10 @@ static void report(const char *what, const mq_model *m, const rows *R, const cha
         }
     double mape, rho;
     mq_model_quality(m, f, t, n, &mape, &rho);
+    if (mape_out)
+        *mape_out = mape;
+    if (rho_out)
+        *rho_out = rho;
     printf("%s: %d rows: MAPE %.1f%%, Spearman %.3f\n", what, n, 100 * mape, rho);
     printf("  format  M      N      K      rows  MAPE%%  Spearman  best ms   pick ms   regret\n");
     double logsum = 0;
@@ -259,18 +266,10 @@ static int do_fit(const options *o, const mq_chip *chip, const rows *R)
             for (int j = 0; j < s.n && !held[i]; j++)
                 held[i] = s.s[j].N == R->r[i].p.N && s.s[j].K == R->r[i].p.K;
         mq_suite_free(&s);
-    } else { /* every 5th shape (N, K) in order of appearance */
-        int *first = malloc(sizeof *first * (size_t)(R->n ? R->n : 1)), ns = 0;
-        for (int i = 0; first && i < R->n; i++) {
-            int s = 0;
-            while (s < ns && (R->r[first[s]].p.N != R->r[i].p.N ||
-                              R->r[first[s]].p.K != R->r[i].p.K))
-                s++;
-            if (s == ns)
-                first[ns++] = i;
-            held[i] = s % 5 == 4;
-        }
-        free(first);
+    } else if (mq_model_holdout_rows(R->f, R->n, 0.2, held)) { /* every 5th shape */
+        fprintf(stderr, "model: out of memory\n");
+        free(held);
+        return 2;
     }
     mq_features *f = malloc(sizeof *f * (size_t)(R->n ? R->n : 1));
     double *t = malloc(sizeof *t * (size_t)(R->n ? R->n : 1));
@@ -296,18 +295,11 @@ static int do_fit(const options *o, const mq_chip *chip, const rows *R)
         for (int i = 0; fitsel && i < R->n; i++)
             fitsel[i] = !held[i];
         if (fitsel)
-            report("fitted rows", &m, R, fitsel);
+            report("fitted rows", &m, R, fitsel, NULL, NULL);
         free(fitsel);
         if (nh) {
-            report("held-out shapes", &m, R, held);
-            int k = 0;
-            for (int i = 0; i < R->n; i++)
-                if (held[i]) {
-                    f[k] = R->f[i];
-                    t[k++] = R->t[i];
-                }
+            report("held-out shapes", &m, R, held, &m.mape, &m.spearman);
             m.n_holdout = nh;
-            mq_model_quality(&m, f, t, nh, &m.mape, &m.spearman);
         }
         rc = 0;
         if (o->out) {
@@ -374,13 +366,18 @@ int main(int argc, char **argv)
     rc = load_rows(&o, &chip, &R);
     if (!rc && eval) {
         char *all = malloc((size_t)(R.n ? R.n : 1));
-        memset(all, 1, (size_t)(R.n ? R.n : 1));
-        printf("model %s on %d rows of %s\n", o.model, R.n, chip.name);
-        print_model(&m);
-        report("all rows", &m, &R, all);
+        if (!all) {
+            fprintf(stderr, "model: out of memory\n");
+            rc = 2;
+        } else {
+            memset(all, 1, (size_t)(R.n ? R.n : 1));
+            printf("model %s on %d rows of %s\n", o.model, R.n, chip.name);
+            print_model(&m);
+            report("all rows", &m, &R, all, NULL, NULL);
+            if (o.out)
+                rc = write_predictions(o.out, &m, &R);
+        }
         free(all);
-        if (o.out)
-            rc = write_predictions(o.out, &m, &R);
     } else if (!rc) {
         rc = do_fit(&o, &chip, &R);
     }

@@ -16,7 +16,10 @@
 #include "target.h"
 #include "tune_run.h"
 
-/* Defaults for a chip never measured (replaced below by public figures). */
+/* Defaults for a chip never measured, on top of the floor: 10 us per
+ * dispatch, traffic and compute at 80% and 62% of the peaks, split-K
+ * traffic at 80%, 2 us per wave, 20 ns per K step on the critical path
+ * (chosen, not fitted: no Apple measurement exists yet). */
 static const double default_theta[MQ_MODEL_NSHARED] = {10e-6, 0.25, 0.6, 0.25, 2e-6, 0,
                                                        0,     0,    20e-9, 0, 0};
 

@@ -67,13 +67,13 @@ void mq_features_from_plan(const mq_problem *p, const mq_candidate *c, const mq_
     double ksteps_unit = ceil(fmax(plan.k_slice_len, plan.k_last_len) / tk);
     f->ksteps_core = units_core * ksteps_unit;
     f->row_pieces_core = units_core * k_len / 8.0;
-    f->ksteps_chain = ceil(f->tgs_per_core / f->resident_per_core) * f->units_per_tg *
-                      ksteps_unit;
+    /* the busiest core's threadgroups run in rounds of `resident` */
+    f->units_chain = ceil(f->tgs_per_core / f->resident_per_core) * f->units_per_tg;
+    f->ksteps_chain = f->units_chain * ksteps_unit;
     f->thread_work_chain = f->ksteps_chain * tm * tn * tk / f->threads_per_tg;
     double sgs = ceil(f->threads_per_tg / fmax(lim.simd_width, 1));
     f->sg_steps_core = f->ksteps_core * sgs;
     f->chain_sg = f->ksteps_chain * sgs;
-    f->units_chain = ceil(f->tgs_per_core / f->resident_per_core) * f->units_per_tg;
     f->unit_out_chain = f->units_chain * tm * tn / f->threads_per_tg;
     f->thread_work_sg = f->thread_work_chain * sgs;
     int cls = p->format == MQ_FMT_FP4 ? 0 : p->format == MQ_FMT_U4 ? 1 : 2;
