@@ -17,29 +17,28 @@
 #define MQ_SOURCE_DIR "."
 #endif
 
-/* Every field with the values it may take: limits that feed the planner
+/* Every field (mq_chip_field_names) with the values it may take: limits that feed the planner
  * are integers, rates are positive and finite, caches may be 0 (unknown).
  * The bounds are wide (no chip is near them); they keep NaN, infinities and
  * absurd figures out of the arithmetic that uses them. */
 static const struct {
-    const char *name;
     double lo, hi;
     int integral;
     int optional; /* missing: 0 */
 } fields[MQ_CHIP_NFIELDS] = {
-    [MQ_CHIP_GPU_CORES] = {"gpu_cores", 1, 4096, 1, 0},
-    [MQ_CHIP_TG_MEM_BYTES] = {"tg_mem_bytes", 1024, 1 << 20, 1, 0},
-    [MQ_CHIP_MAX_THREADS_PER_TG] = {"max_threads_per_tg", 32, 4096, 1, 0},
-    [MQ_CHIP_SIMD_WIDTH] = {"simd_width", 1, 128, 1, 0},
-    [MQ_CHIP_RESIDENT_TGS_PER_CORE] = {"resident_tgs_per_core", 1, 1024, 1, 0},
-    [MQ_CHIP_MEM_BW_GBS] = {"mem_bw_gbs", 0.001, 1e6, 0, 0},
-    [MQ_CHIP_FP32_TFLOPS] = {"fp32_tflops", 1e-6, 1e5, 0, 0},
-    [MQ_CHIP_FP16_TFLOPS] = {"fp16_tflops", 1e-6, 1e5, 0, 0},
-    [MQ_CHIP_L2_BYTES] = {"l2_bytes", 0, 1e13, 1, 0},
-    [MQ_CHIP_SLC_BYTES] = {"slc_bytes", 0, 1e13, 1, 0},
-    [MQ_CHIP_TG_MEM_PER_CORE_BYTES] = {"tg_mem_per_core_bytes", 0, 1 << 24, 1, 1},
-    [MQ_CHIP_MAX_THREADS_PER_CORE] = {"max_threads_per_core", 0, 65536, 1, 1},
-    [MQ_CHIP_TENSOR_FP16_TFLOPS] = {"tensor_fp16_tflops", 0, 1e5, 0, 1},
+    [MQ_CHIP_GPU_CORES] = {1, 4096, 1, 0},
+    [MQ_CHIP_TG_MEM_BYTES] = {1024, 1 << 20, 1, 0},
+    [MQ_CHIP_MAX_THREADS_PER_TG] = {32, 4096, 1, 0},
+    [MQ_CHIP_SIMD_WIDTH] = {1, 128, 1, 0},
+    [MQ_CHIP_RESIDENT_TGS_PER_CORE] = {1, 1024, 1, 0},
+    [MQ_CHIP_MEM_BW_GBS] = {0.001, 1e6, 0, 0},
+    [MQ_CHIP_FP32_TFLOPS] = {1e-6, 1e5, 0, 0},
+    [MQ_CHIP_FP16_TFLOPS] = {1e-6, 1e5, 0, 0},
+    [MQ_CHIP_L2_BYTES] = {0, 1e13, 1, 0},
+    [MQ_CHIP_SLC_BYTES] = {0, 1e13, 1, 0},
+    [MQ_CHIP_TG_MEM_PER_CORE_BYTES] = {0, 1 << 24, 1, 1},
+    [MQ_CHIP_MAX_THREADS_PER_CORE] = {0, 65536, 1, 1},
+    [MQ_CHIP_TENSOR_FP16_TFLOPS] = {0, 1e5, 0, 1},
 };
 
 const char *mq_chips_default_path(void)
@@ -114,7 +113,7 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
             continue;
         }
         int f = 0;
-        while (f < MQ_CHIP_NFIELDS && strcmp(field, fields[f].name))
+        while (f < MQ_CHIP_NFIELDS && strcmp(field, mq_chip_field_names[f]))
             f++;
         char why[160];
         if (f == MQ_CHIP_NFIELDS) {
@@ -145,7 +144,7 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
                 snprintf(db->chips[i].source[f], sizeof db->chips[i].source[f], "not given");
             } else if (db->chips[i].v[f] < 0) {
                 snprintf(err, errlen, "%s: chip %s has no %s", path, db->chips[i].name,
-                         fields[f].name);
+                         mq_chip_field_names[f]);
                 rc = -1;
                 break;
             }
@@ -190,7 +189,7 @@ int mq_chip_write(const char *path, const mq_chip *c, char *err, size_t errlen)
     for (int i = 0; i < MQ_CHIP_NFIELDS; i++) {
         char v[64];
         snprintf(v, sizeof v, "%.10g", c->v[i]);
-        const char *cells[4] = {c->name, fields[i].name, v, c->source[i]};
+        const char *cells[4] = {c->name, mq_chip_field_names[i], v, c->source[i]};
         for (int j = 0; j < 4; j++) {
             csv_fwrite(f, cells[j], strlen(cells[j]));
             fputc(j == 3 ? '\n' : ',', f);
@@ -334,7 +333,5 @@ int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const cha
 
 mq_limits mq_chip_limits(const mq_chip *c)
 {
-    mq_limits l = {(int)c->v[MQ_CHIP_TG_MEM_BYTES], (int)c->v[MQ_CHIP_MAX_THREADS_PER_TG],
-                   (int)c->v[MQ_CHIP_SIMD_WIDTH], (int)c->v[MQ_CHIP_GPU_CORES]};
-    return l;
+    return mq_limits_of_figures(c->v);
 }

@@ -6,26 +6,10 @@
 
 #include <stddef.h>
 
+#include "cost_model.h"
 #include "mq.h"
 
-enum {
-    MQ_CHIP_GPU_CORES,
-    MQ_CHIP_TG_MEM_BYTES,
-    MQ_CHIP_MAX_THREADS_PER_TG,
-    MQ_CHIP_SIMD_WIDTH,
-    MQ_CHIP_RESIDENT_TGS_PER_CORE,
-    MQ_CHIP_MEM_BW_GBS,
-    MQ_CHIP_FP32_TFLOPS,
-    MQ_CHIP_FP16_TFLOPS,
-    MQ_CHIP_L2_BYTES,
-    MQ_CHIP_SLC_BYTES,
-    /* optional (0 when a chip does not give them: the per-threadgroup
-     * figures above then stand for the core's too, as on Apple GPUs) */
-    MQ_CHIP_TG_MEM_PER_CORE_BYTES,
-    MQ_CHIP_MAX_THREADS_PER_CORE,
-    MQ_CHIP_TENSOR_FP16_TFLOPS,
-    MQ_CHIP_NFIELDS
-};
+/* the MQ_CHIP_* fields: kernels/cost_model.h (the dispatch table carries them) */
 
 typedef struct {
     char name[32];

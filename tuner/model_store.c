@@ -37,15 +37,6 @@ int mq_model_write(const char *path, const mq_model *m, const char *chip, const 
     return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
-/* The coefficient index of (term, variant), or -1. */
-static int term_index(const char *term, int variant)
-{
-    for (int j = 0; j < MQ_MODEL_NTERM; j++)
-        if (mq_model_term_variant(j) == variant && !strcmp(mq_model_term_name(j), term))
-            return j;
-    return -1;
-}
-
 int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
 {
     mq_csv_table t;
@@ -98,7 +89,7 @@ int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
             snprintf(err, errlen, "%s:%d: %s", path, r->line, e.msg);
             goto out;
         }
-        int j = term_index(term, *var ? (int)vid : -1);
+        int j = mq_model_term_index(term, *var ? (int)vid : -1);
         if (j < 0) {
             snprintf(err, errlen, "%s:%d: unknown term '%s'%s%s", path, r->line, term,
                      *var ? " of variant " : "", var);
