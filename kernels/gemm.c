@@ -19,6 +19,15 @@ struct mq_ctx {
     float *workspace;
     size_t workspace_cap;
     const mq_table *table; /* asked when mq_gemm gets no candidate */
+    /* the table's last answers (a model choice walks the candidate grid:
+     * made once per problem), replaced round-robin */
+    struct {
+        mq_problem p;
+        mq_limits lim;
+        int has_lim;
+        mq_candidate c;
+    } answers[16];
+    int nanswers, next_answer;
     mq_trace_entry *trace;
     int trace_cap;
     int *trace_count;
@@ -88,8 +97,28 @@ int mq_ctx_threads(const mq_ctx *ctx) { return ctx ? ctx->threads : 0; }
 
 void mq_ctx_set_table(mq_ctx *ctx, const mq_table *t)
 {
-    if (ctx)
+    if (ctx) {
         ctx->table = t;
+        ctx->nanswers = ctx->next_answer = 0;
+    }
+}
+
+/* The context's table's candidate for p, remembered. */
+static mq_candidate table_answer(mq_ctx *ctx, const mq_problem *p, const mq_limits *lim)
+{
+    const int cap = (int)(sizeof ctx->answers / sizeof ctx->answers[0]);
+    for (int i = 0; i < ctx->nanswers; i++)
+        if (!memcmp(&ctx->answers[i].p, p, sizeof *p) && ctx->answers[i].has_lim == !!lim &&
+            (!lim || !memcmp(&ctx->answers[i].lim, lim, sizeof *lim)))
+            return ctx->answers[i].c;
+    mq_candidate c = mq_table_lookup(ctx->table, p, lim, NULL);
+    int slot = ctx->nanswers < cap ? ctx->nanswers++ : ctx->next_answer++ % cap;
+    ctx->answers[slot].p = *p;
+    ctx->answers[slot].has_lim = !!lim;
+    if (lim)
+        ctx->answers[slot].lim = *lim;
+    ctx->answers[slot].c = c;
+    return c;
 }
 
 void mq_ctx_set_trace(mq_ctx *ctx, mq_trace_entry *buf, int cap, int *count)
@@ -194,7 +223,7 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
         mq_status st = mq_problem_check(p, err);
         if (st)
             return st;
-        def = mq_table_lookup(ctx->table, p, lim, NULL);
+        def = table_answer(ctx, p, lim);
         c = &def;
     }
     mq_plan plan;

@@ -292,12 +292,19 @@ typedef struct {
     int group, N, K, m_lo, m_hi;
     mq_candidate c;
     double expected_s;
+    int expected_m;  /* the M expected_s was measured (or predicted) at; 0: not known */
 } mq_table_row;
 
 typedef struct mq_table mq_table;
 
 typedef enum {
     MQ_LOOKUP_EXACT,   /* this (format, group, N, K) and M range */
+    MQ_LOOKUP_MODEL,   /* no row of this shape: the table's cost model chose. Among
+                          the candidates the table's rows give for this M, each
+                          predicted for the asked shape and scaled by how far the
+                          model was from its measured time where the table measured
+                          it, the lowest; none legal: the lowest prediction over the
+                          whole candidate grid */
     MQ_LOOKUP_NEAREST, /* the nearest shape (log N, log K) of the format and group;
                           with lim->cores known, tile_n rescaled to keep its number
                           of column tiles when that fills the cores more evenly */
@@ -322,7 +329,27 @@ int mq_table_rows(const mq_table *t, const mq_table_row **rows);
 mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_limits *lim,
                              mq_lookup_level *level);
 
-/* mq_gemm with a NULL candidate asks this table (NULL: the seed rule). */
+/* One entry of the cost model a table carries: a figure of the chip
+ * (kind "chip", named as chips.csv names it) or a model coefficient (kind
+ * "term", named as model.csv names it, with its variant's name, "" for a
+ * shared term). tune writes them into the table file ("# cost-model:"
+ * lines) and into the generated header. */
+typedef struct {
+    const char *kind, *name, *variant;
+    double value;
+} mq_table_param;
+
+/* Give a table its chip's figures and the model's coefficients: a shape no
+ * row has is then chosen by the model (MQ_LOOKUP_MODEL) instead of copied
+ * from a neighbour. Every chip figure the model needs must be given; an
+ * unknown name or a negative or non-finite value is refused (the table is
+ * unchanged). */
+mq_status mq_table_set_model(mq_table *t, const mq_table_param *params, int n, mq_error *err);
+int mq_table_has_model(const mq_table *t);
+
+/* mq_gemm with a NULL candidate asks this table (NULL: the seed rule); a
+ * context remembers its last answers, so a model choice is made once per
+ * problem. */
 void mq_ctx_set_table(mq_ctx *ctx, const mq_table *t);
 
 #ifdef __cplusplus

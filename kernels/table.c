@@ -1,13 +1,17 @@
 /* table.c - dispatch tables: loading the CSV that tune writes (libcsv, via
- * csvfile.c), tables from compiled-in rows, and the lookup with its
- * fallbacks: exact shape -> nearest shape (distance in log N, log K, within
- * the M range; see adapt_to_n) -> the chip's default for the format -> the
- * seed rule. A candidate that is not legal for the asked problem is skipped. */
+ * csvfile.c) with the cost model it carries ("# cost-model:" lines), tables
+ * from compiled-in rows, and the lookup with its fallbacks: exact shape ->
+ * the cost model over the candidate grid (when the table has one) ->
+ * nearest shape (distance in log N, log K, within the M range; see
+ * adapt_to_n) -> the chip's default for the format -> the seed rule. A
+ * candidate that is not legal for the asked problem is skipped. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "candidate_grid.h"
+#include "cost_model.h"
 #include "csvfile.h"
 #include "numparse.h"
 #include "table_columns.h"
@@ -17,6 +21,9 @@ struct mq_table {
     char chip[32];
     mq_table_row *rows;
     int n;
+    int has_model;
+    double fig[MQ_CHIP_NFIELDS]; /* the chip's figures, for the model */
+    mq_model model;
 };
 
 const char *const mq_table_columns[MQ_TCOL_COUNT] = {
@@ -37,13 +44,14 @@ const char *const mq_table_columns[MQ_TCOL_COUNT] = {
     [MQ_TCOL_SPEEDUP_SEED] = "speedup_seed",
     [MQ_TCOL_SPEEDUP_STRIPE] = "speedup_stripe",
     [MQ_TCOL_SPEEDUP_MLX] = "speedup_mlx",
+    [MQ_TCOL_EXPECTED_M] = "expected_m",
 };
 
-static const char *const level_names[] = {"exact", "nearest", "default", "builtin"};
+static const char *const level_names[] = {"exact", "model", "nearest", "default", "builtin"};
 
 const char *mq_lookup_level_name(mq_lookup_level l)
 {
-    return (unsigned)l < 4 ? level_names[l] : "?";
+    return (unsigned)l < sizeof level_names / sizeof *level_names ? level_names[l] : "?";
 }
 
 mq_status mq_table_from_rows(const char *chip, const mq_table_row *rows, int n, mq_table **out,
@@ -75,6 +83,109 @@ int mq_table_rows(const mq_table *t, const mq_table_row **rows)
 {
     *rows = t ? t->rows : NULL;
     return t ? t->n : 0;
+}
+
+/* The chip figures the model reads (caches and the tensor peak it does not). */
+static int figure_needed(int f)
+{
+    return f != MQ_CHIP_L2_BYTES && f != MQ_CHIP_SLC_BYTES && f != MQ_CHIP_TENSOR_FP16_TFLOPS &&
+           f != MQ_CHIP_TG_MEM_PER_CORE_BYTES && f != MQ_CHIP_MAX_THREADS_PER_CORE;
+}
+
+mq_status mq_table_set_model(mq_table *t, const mq_table_param *params, int n, mq_error *err)
+{
+    if (!t)
+        return mq_fail(err, MQ_E_ARG, "mq_table_set_model: no table");
+    double fig[MQ_CHIP_NFIELDS];
+    char seen[MQ_CHIP_NFIELDS] = {0};
+    mq_model m;
+    memset(&m, 0, sizeof m);
+    memset(fig, 0, sizeof fig);
+    for (int i = 0; i < n; i++) {
+        const mq_table_param *q = &params[i];
+        const char *name = q->name ? q->name : "";
+        if (!isfinite(q->value) || q->value < 0)
+            return mq_fail(err, MQ_E_ARG, "cost model: %s %s: value %g is not a finite "
+                           "non-negative number", q->kind ? q->kind : "", name, q->value);
+        if (q->kind && !strcmp(q->kind, "chip")) {
+            int f = 0;
+            while (f < MQ_CHIP_NFIELDS && strcmp(name, mq_chip_field_names[f]))
+                f++;
+            if (f == MQ_CHIP_NFIELDS)
+                return mq_fail(err, MQ_E_ARG, "cost model: unknown chip figure '%s'", name);
+            fig[f] = q->value;
+            seen[f] = 1;
+        } else if (q->kind && !strcmp(q->kind, "term")) {
+            int v = -1;
+            if (q->variant && q->variant[0]) {
+                mq_variant id;
+                mq_error e;
+                if (mq_variant_from_name(q->variant, &id, &e))
+                    return mq_fail(err, MQ_E_ARG, "cost model: term %s: %s", name, e.msg);
+                v = (int)id;
+            }
+            int j = mq_model_term_index(name, v);
+            if (j < 0)
+                return mq_fail(err, MQ_E_ARG, "cost model: unknown term '%s'", name);
+            m.theta[j] = q->value;
+        } else {
+            return mq_fail(err, MQ_E_ARG, "cost model: entry '%s' is neither 'chip' nor 'term'",
+                           q->kind ? q->kind : "");
+        }
+    }
+    for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
+        if (figure_needed(f) && (!seen[f] || !(fig[f] > 0)))
+            return mq_fail(err, MQ_E_ARG, "cost model: chip figure '%s' is %s",
+                           mq_chip_field_names[f], seen[f] ? "zero" : "missing");
+    memcpy(t->fig, fig, sizeof fig);
+    t->model = m;
+    t->has_model = 1;
+    return mq_ok(err);
+}
+
+int mq_table_has_model(const mq_table *t) { return t && t->has_model; }
+
+#define MODEL_LINE "cost-model:" /* after the "#" the CSV reader strips */
+
+/* A table file's "# cost-model: KIND NAME VARIANT VALUE" lines (VARIANT
+ * "-" for a chip figure or a shared term) as parameters; the names point
+ * into buf. Returns the count, or -1 and why with the line's text. */
+static int model_lines(const mq_csv_table *t, mq_table_param *out, int cap, char *buf,
+                       size_t buflen, char *why, size_t whylen)
+{
+    int n = 0;
+    size_t used = 0;
+    for (int i = 0; i < t->ncomments; i++) {
+        const char *l = t->comments[i];
+        while (*l == ' ')
+            l++;
+        if (strncmp(l, MODEL_LINE, strlen(MODEL_LINE)))
+            continue;
+        char kind[16], name[64], variant[64], value[64], extra[2];
+        if (sscanf(l + strlen(MODEL_LINE), "%15s %63s %63s %63s %1s", kind, name, variant, value,
+                   extra) != 4) {
+            snprintf(why, whylen, "'%.80s': expected KIND NAME VARIANT VALUE", l);
+            return -1;
+        }
+        double v;
+        char b[160];
+        if (mq_parse_double(value, 0, 1e30, &v, b, sizeof b)) {
+            snprintf(why, whylen, "'%.80s': %s", l, b);
+            return -1;
+        }
+        size_t need = strlen(kind) + strlen(name) + strlen(variant) + 3;
+        if (n == cap || used + need > buflen) {
+            snprintf(why, whylen, "more than %d cost-model lines", cap);
+            return -1;
+        }
+        char *k = buf + used, *nm = k + strlen(kind) + 1, *vr = nm + strlen(name) + 1;
+        strcpy(k, kind);
+        strcpy(nm, name);
+        strcpy(vr, strcmp(variant, "-") ? variant : "");
+        used += need;
+        out[n++] = (mq_table_param){k, nm, vr, v};
+    }
+    return n;
 }
 
 /* "key=value" in a comment line such as "# mq dispatch table: schema=1 chip=m4max" */
@@ -120,6 +231,7 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         if ((idx[j] = mq_csv_column(&t, cols[j])) < 0)
             st = mq_fail(err, MQ_E_ARG, "%s:%d: the header lacks column '%s'", path,
                          t.nrows ? t.rows[0].line : 1, cols[j]);
+    int em_col = mq_csv_column(&t, cols[MQ_TCOL_EXPECTED_M]); /* optional */
     mq_table_row *rows = st == MQ_OK && t.nrows > 1 ? calloc((size_t)t.nrows, sizeof *rows) : NULL;
     int n = 0;
     for (int i = 1; st == MQ_OK && i < t.nrows; i++) {
@@ -148,6 +260,9 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         char b[160];
         if (!why[0] && mq_parse_double(f[idx[MQ_TCOL_EXPECTED_S]], 0, 1e6, &r->expected_s, b, sizeof b))
             snprintf(why, sizeof why, "expected_s: %s", b);
+        if (!why[0] && em_col >= 0 &&
+            mq_parse_int(f[em_col], 0, 1 << 30, &r->expected_m, b, sizeof b))
+            snprintf(why, sizeof why, "expected_m: %s", b);
         if (!why[0] && r->m_lo > r->m_hi)
             snprintf(why, sizeof why, "m_lo %d is above m_hi %d", r->m_lo, r->m_hi);
         if (why[0])
@@ -155,9 +270,31 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         else
             n++;
     }
+    enum { MAX_PARAMS = MQ_CHIP_NFIELDS + MQ_MODEL_NTERM };
+    mq_table_param *params = NULL;
+    char *pbuf = NULL, why[256];
+    int np = 0;
+    if (st == MQ_OK) {
+        params = malloc(sizeof *params * MAX_PARAMS);
+        pbuf = malloc(MAX_PARAMS * 160);
+        if (!params || !pbuf)
+            st = mq_fail(err, MQ_E_NOMEM, "out of memory reading %s", path);
+        else if ((np = model_lines(&t, params, MAX_PARAMS, pbuf, MAX_PARAMS * 160, why,
+                                   sizeof why)) < 0)
+            st = mq_fail(err, MQ_E_ARG, "%s: %s", path, why);
+    }
     mq_csv_free(&t);
     if (st == MQ_OK)
         st = mq_table_from_rows(tchip, rows, n, out, err);
+    if (st == MQ_OK && np > 0 && (st = mq_table_set_model(*out, params, np, err)) != MQ_OK) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s", err->msg);
+        mq_fail(err, MQ_E_ARG, "%s: %s", path, m);
+        mq_table_free(*out);
+        *out = NULL;
+    }
+    free(params);
+    free(pbuf);
     free(rows);
     return st;
 }
@@ -211,13 +348,99 @@ static mq_candidate adapt_to_n(const mq_table_row *r, const mq_problem *p,
     return core_fill(p, &a, lim) > core_fill(p, &c, lim) + 1e-9 ? a : c;
 }
 
+/* The model's prediction for c on p (the table's chip), or -1 if illegal. */
+static double predict(const mq_table *t, const mq_problem *p, const mq_candidate *c,
+                      const mq_limits *lim)
+{
+    mq_plan plan;
+    if (mq_plan_candidate(p, c, lim, &plan, NULL) != MQ_OK)
+        return -1;
+    mq_features f;
+    mq_features_of(p, c, &plan, t->fig, &f);
+    return mq_model_predict(&t->model, &f);
+}
+
+typedef struct {
+    const mq_table *t;
+    const mq_problem *p;
+    const mq_limits *lim;
+    mq_candidate best;
+    double best_s;
+} model_walk;
+
+static int model_visit(const mq_candidate *c, const char *pointless, void *ctx)
+{
+    model_walk *w = ctx;
+    double s = pointless ? -1 : predict(w->t, w->p, c, w->lim);
+    if (s >= 0 && s < w->best_s) {
+        w->best_s = s;
+        w->best = *c;
+    }
+    return 0;
+}
+
+/* The row's time as measured over the model's prediction at the row's own
+ * shape and M: how far the model is off for this candidate (1 when the
+ * row does not say, or the table is predicted: the ratio is then 1). */
+static double calibration(const mq_table *t, const mq_table_row *r, const mq_limits *lim)
+{
+    if (!(r->expected_s > 0) || r->expected_m <= 0)
+        return 1;
+    mq_problem at = {r->format, r->expected_m, r->N, r->K, r->group};
+    double s = predict(t, &at, &r->c, lim);
+    return s > 0 ? r->expected_s / s : 1;
+}
+
+/* The model's choice for p (see MQ_LOOKUP_MODEL): the table's candidates
+ * for this M range, each predicted for p and calibrated on its own row;
+ * none legal: the whole grid. 0 when nothing is legal. What the table's
+ * rows chose were measured best on real shapes (they carry what the model
+ * does not know of the chip); the model moves them to the asked shape. */
+static int model_choose(const mq_table *t, const mq_problem *p, const mq_limits *lim,
+                        mq_candidate *out)
+{
+    double best = INFINITY;
+    for (int i = 0; i < t->n; i++) {
+        const mq_table_row *r = &t->rows[i];
+        if (r->format != p->format || r->group != p->group || r->N == 0 || p->M < r->m_lo ||
+            p->M > r->m_hi)
+            continue;
+        double s = predict(t, p, &r->c, lim);
+        if (s < 0)
+            continue;
+        s *= calibration(t, r, lim);
+        if (s < best) {
+            best = s;
+            *out = r->c;
+        }
+    }
+    if (isfinite(best))
+        return 1;
+    model_walk w = {t, p, lim, {0}, INFINITY};
+    mq_candidate_grid(p, (int)t->fig[MQ_CHIP_GPU_CORES], 0, model_visit, &w);
+    if (!isfinite(w.best_s))
+        return 0;
+    *out = w.best;
+    return 1;
+}
+
 mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_limits *lim,
                              mq_lookup_level *level)
 {
     const mq_table_row *r = NULL;
     mq_lookup_level lv = MQ_LOOKUP_BUILTIN;
+    mq_limits model_lim;
+    if (t && t->has_model && !lim) { /* the table's own chip */
+        model_lim = mq_limits_of_figures(t->fig);
+        lim = &model_lim;
+    }
+    mq_candidate chosen;
     if (t && (r = covering(t, p, p->N, p->K, 0, lim)) != NULL) {
         lv = MQ_LOOKUP_EXACT;
+    } else if (t && t->has_model && model_choose(t, p, lim, &chosen)) {
+        if (level)
+            *level = MQ_LOOKUP_MODEL;
+        return chosen;
     } else if (t) {
         /* shapes of this format and group, nearest first, until one answers */
         double best = INFINITY;

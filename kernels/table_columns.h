@@ -1,6 +1,7 @@
 /* table_columns.h - the dispatch table's CSV columns, declared once for its
  * writer (tuner/table_write.c) and its reader (kernels/table.c). The reader
- * needs the columns up to expected_s; the rest are for people. */
+ * needs the columns up to expected_s; the rest are for people, but for
+ * expected_m, which the model lookup reads where it is present. */
 #ifndef MQ_TABLE_COLUMNS_H
 #define MQ_TABLE_COLUMNS_H
 
@@ -23,6 +24,7 @@ enum {
     MQ_TCOL_SPEEDUP_SEED,          /* then one per baseline rule, in mq_baseline order */
     MQ_TCOL_SPEEDUP_STRIPE,
     MQ_TCOL_SPEEDUP_MLX,
+    MQ_TCOL_EXPECTED_M,            /* optional: the M of expected_s (the model's calibration) */
     MQ_TCOL_COUNT
 };
 

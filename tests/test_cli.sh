@@ -107,7 +107,12 @@ int main(void)
     mq_problem p = {MQ_FMT_FP4, 1, 256, 512, 128};
     mq_lookup_level lv;
     mq_table_lookup(t, &p, NULL, &lv);
-    printf("%s\n", mq_lookup_level_name(lv));
+    printf("%s", mq_lookup_level_name(lv));
+    if (mq_table_set_model(t, mq_table_m4max_model, mq_table_m4max_model_count, &e))
+        return 1;
+    mq_problem unseen = {MQ_FMT_FP4, 3, 5120, 13824, 128};
+    mq_table_lookup(t, &unseen, NULL, &lv);
+    printf(" %s\n", mq_lookup_level_name(lv));
     mq_table_free(t);
     return 0;
 }
@@ -117,7 +122,8 @@ nm "$B/libmq.a" 2>/dev/null | grep -q __asan && san="-fsanitize=address,undefine
 ${CC:-gcc} -std=c11 -Wall -Wextra -Werror $san -Ikernels -I"$dir" "$dir/use.c" "$B/libmq.a" \
     -lcsv -lm -pthread -o "$dir/use" 2>"$dir/cc.err"; rc=$?
 check "the generated table.h compiles into a program (rc $rc: $(head -c 300 "$dir/cc.err"))" [ "$rc" -eq 0 ]
-check "and its compiled-in table answers a suite shape exactly" [ "$("$dir/use" 2>&1)" = "exact" ]
+check "its compiled-in table answers a suite shape exactly and, with its compiled-in cost model, an unseen shape by the model" \
+    [ "$("$dir/use" 2>&1)" = "exact model" ]
 rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

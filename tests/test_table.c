@@ -1,8 +1,11 @@
 /* test_table.c - dispatch tables: built from choices and written, then
  * loaded, every lookup returns the written candidate; each fallback level
- * (exact, nearest, default, builtin) is reached; a newer schema, another
- * chip and a malformed row are refused; mq_gemm asks the context's table;
- * and a tune killed while it runs leaves the previous table intact. */
+ * (exact, nearest, default, builtin) is reached; a table carrying its cost
+ * model chooses unseen shapes by it (its calibrated rows, else the whole
+ * grid: both checked against a brute-force argmin), and refuses a bad
+ * cost-model line; a newer schema, another chip and a malformed row are
+ * refused; mq_gemm asks the context's table; and a tune killed while it
+ * runs leaves the previous table intact. */
 #include <libgen.h>
 #include <math.h>
 #include <sys/stat.h>
@@ -73,10 +76,10 @@ static void test_round_trip(void)
      * {2.. big}; u4: {1..}; defaults: fp4 (small: 3 shapes of 6), u4 */
     CHECK(n == 8, "8 rows (3 + 2 + 1 merged M ranges, 2 defaults), got %d", n);
     char err[512];
-    CHECK(mq_table_write_csv(in_dir("table.csv"), "m4max", "cpu", "measured", e, n, err,
+    CHECK(mq_table_write_csv(in_dir("table.csv"), "m4max", "cpu", "measured", e, n, NULL, NULL, err,
                              sizeof err) == 0,
           "write the CSV: %s", err);
-    CHECK(mq_table_write_header(in_dir("table.h"), "m4max", "measured", e, n, err,
+    CHECK(mq_table_write_header(in_dir("table.h"), "m4max", "measured", e, n, NULL, NULL, err,
                                 sizeof err) == 0,
           "write the header: %s", err);
     mq_table *t;
@@ -179,6 +182,154 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
+/* What the model lookup must answer, found the slow way: over the rows of
+ * p's format, group and M range, the prediction on p times the row's
+ * measured / predicted ratio at its own shape; none legal: the lowest
+ * prediction over every legal, sensible candidate of the space. */
+static mq_candidate brute_model_pick(const mq_table_entry *e, int n, const mq_problem *p,
+                                     const mq_chip *chip, const mq_model *m, int *from_rows)
+{
+    double best = INFINITY;
+    mq_candidate pick = {0};
+    for (int i = 0; i < n; i++) {
+        const mq_table_row *r = &e[i].row;
+        mq_features f, g;
+        if (r->format != p->format || r->group != p->group || r->N == 0 || p->M < r->m_lo ||
+            p->M > r->m_hi || mq_features_compute(p, &r->c, chip, &f, NULL) != MQ_OK)
+            continue;
+        mq_problem at = {r->format, r->expected_m, r->N, r->K, r->group};
+        double ratio = mq_features_compute(&at, &r->c, chip, &g, NULL) == MQ_OK
+                           ? r->expected_s / mq_model_predict(m, &g) : 1;
+        double s = mq_model_predict(m, &f) * ratio;
+        if (s < best) {
+            best = s;
+            pick = r->c;
+        }
+    }
+    *from_rows = isfinite(best);
+    if (*from_rows)
+        return pick;
+    mq_space sp;
+    mq_space_enumerate(p, chip, MQ_SPACE_FULL, &sp);
+    for (int i = 0; i < sp.n; i++) {
+        mq_features f;
+        if (!sp.e[i].legal)
+            continue;
+        mq_features_from_plan(p, &sp.e[i].c, &sp.e[i].plan, chip, &f);
+        double s = mq_model_predict(m, &f);
+        if (s < best) {
+            best = s;
+            pick = sp.e[i].c;
+        }
+    }
+    mq_space_free(&sp);
+    return pick;
+}
+
+static void test_model_lookup(void)
+{
+    mq_chip chip;
+    char err[4400];
+    CHECK(mq_chip_load_named(mq_chips_default_path(), "m4max", &chip, err, sizeof err) == 0,
+          "m4max from chips.csv: %s", err);
+    const double shared[] = {1e-5, 0.25, 0.6, 0.25, 2e-6, 0, 0, 0, 2e-8, 1e-9, 1e-10};
+    mq_model m = td_model(shared, (int)(sizeof shared / sizeof shared[0]));
+    mq_candidate small = {MQ_VAR_FUSED_FP4, {8, 256, 64, 0, 1}};
+    mq_candidate mid = {MQ_VAR_MLX_SPLITK, {16, 64, 64, 0, 4}};
+    mq_candidate big = {MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}};
+    mq_choice ch[] = {
+        choice(MQ_FMT_FP4, 1, 4096, 4096, small),  choice(MQ_FMT_FP4, 16, 4096, 4096, mid),
+        choice(MQ_FMT_FP4, 64, 4096, 4096, big),   choice(MQ_FMT_FP4, 1, 14336, 4096, mid),
+        choice(MQ_FMT_FP4, 64, 14336, 4096, big),  choice(MQ_FMT_FP4, 1, 4096, 14336, small),
+    };
+    int nch = (int)(sizeof ch / sizeof ch[0]);
+    mq_table_entry *e;
+    int n = mq_table_build(ch, nch, &e);
+    CHECK(mq_table_write_csv(in_dir("model-table.csv"), "m4max", "cpu", "measured", e, n,
+                             chip.v, &m, err, sizeof err) == 0,
+          "write a table with its cost model: %s", err);
+    mq_table *t = NULL;
+    mq_error me;
+    CHECK(mq_table_load(in_dir("model-table.csv"), "m4max", &t, &me) == MQ_OK &&
+              mq_table_has_model(t),
+          "the table loads with its cost model: %s", me.msg);
+    if (!t) {
+        free(e);
+        return;
+    }
+    mq_lookup_level lv;
+    int bad = 0;
+    for (int i = 0; i < nch; i++) {
+        mq_candidate got = mq_table_lookup(t, &ch[i].p, NULL, &lv);
+        bad += !same(&got, &ch[i].c) || lv != MQ_LOOKUP_EXACT;
+    }
+    CHECK(bad == 0, "a table with a model still answers its own shapes exactly (%d wrong)", bad);
+    const mq_problem unseen[] = {
+        {MQ_FMT_FP4, 1, 12288, 4096, 128},  {MQ_FMT_FP4, 3, 5120, 13824, 128},
+        {MQ_FMT_FP4, 16, 3584, 14336, 128}, {MQ_FMT_FP4, 200, 1408, 2048, 128},
+        {MQ_FMT_FP4, 1, 4096, 4096, 64}, /* no group-64 rows: the whole grid */
+        {MQ_FMT_U4, 4, 2048, 2048, 128},    /* no u4 rows: the whole grid */
+    };
+    int nrows = 0, ngrid = 0;
+    mq_limits lim = mq_chip_limits(&chip);
+    for (size_t i = 0; i < sizeof unseen / sizeof unseen[0]; i++) {
+        int from_rows;
+        mq_candidate want = brute_model_pick(e, n, &unseen[i], &chip, &m, &from_rows);
+        mq_candidate got = mq_table_lookup(t, &unseen[i], &lim, &lv);
+        char a[128], b[128];
+        mq_candidate_str(&want, a, sizeof a);
+        mq_candidate_str(&got, b, sizeof b);
+        CHECK(lv == MQ_LOOKUP_MODEL && same(&got, &want),
+              "%s M=%d %dx%d g%d: the model's pick %s (%s), got %s (level %s)",
+              mq_format_name(unseen[i].format), unseen[i].M, unseen[i].N, unseen[i].K,
+              unseen[i].group, a, from_rows ? "from the rows" : "from the grid", b,
+              mq_lookup_level_name(lv));
+        mq_candidate no_lim = mq_table_lookup(t, &unseen[i], NULL, &lv);
+        CHECK(same(&no_lim, &got), "with no limits given, the table's chip's limits are used");
+        nrows += from_rows;
+        ngrid += !from_rows;
+    }
+    CHECK(nrows >= 3 && ngrid >= 2, "both ways were exercised (%d from rows, %d from the grid)",
+          nrows, ngrid);
+    mq_table_free(t);
+    free(e);
+
+    /* a bad cost-model line is refused, naming it */
+    FILE *f = fopen(in_dir("model-table.csv"), "r");
+    static char text[65536];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    const struct {
+        const char *from, *to, *says;
+    } cases[] = {
+        {"# cost-model: term dispatch - ", "# cost-model: term launch - ", "unknown term 'launch'"},
+        {"# cost-model: term wave - ", "# cost-model: term wave - -", "out of range"},
+        {"# cost-model: chip gpu_cores - ", "# not-a-model: chip gpu_cores - ",
+         "chip figure 'gpu_cores' is missing"},
+        {"# cost-model: term traffic - ", "# cost-model: term traffic gemm_nope ",
+         "unknown variant"},
+        {"# cost-model: chip simd_width - 32", "# cost-model: chip simd_width - 32 extra",
+         "expected KIND NAME VARIANT VALUE"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *at = strstr(text, cases[i].from);
+        CHECK(at != NULL, "the written table has a line '%s'", cases[i].from);
+        if (!at)
+            continue;
+        static char edited[70000];
+        size_t pre = (size_t)(at - text);
+        snprintf(edited, sizeof edited, "%.*s%s%s", (int)pre, text, cases[i].to,
+                 at + strlen(cases[i].from));
+        write_text(in_dir("bad-model.csv"), edited);
+        t = NULL;
+        CHECK(mq_table_load(in_dir("bad-model.csv"), NULL, &t, &me) != MQ_OK && !t &&
+                  strstr(me.msg, "bad-model.csv") && strstr(me.msg, cases[i].says),
+              "'%s' is refused saying '%s': '%s'", cases[i].to, cases[i].says, me.msg);
+        mq_table_free(t);
+    }
+}
+
 static void test_refusals(void)
 {
     mq_table *t = NULL;
@@ -199,7 +350,7 @@ static void test_refusals(void)
           "a newer schema is refused: '%s'", e.msg);
     s[7] = '1';
     char bad[17000];
-    snprintf(bad, sizeof bad, "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1\n",
+    snprintf(bad, sizeof bad, "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1,1\n",
              text);
     write_text(in_dir("bad.csv"), bad);
     CHECK(mq_table_load(in_dir("bad.csv"), NULL, &t, &e) != MQ_OK &&
@@ -349,6 +500,7 @@ int main(int argc, char **argv)
     snprintf(tune, sizeof tune, "%s/../tune", dirname(self));
     test_round_trip();
     test_refusals();
+    test_model_lookup();
     test_killed_tune(tune);
     test_stored_measurements(tune);
     char cmd[600];

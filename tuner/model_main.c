@@ -1,13 +1,19 @@
 /* model_main.c - the model command: fit the cost model on measured rows
- * with shapes held out of the fit (model fit), or check a fitted model on
+ * with shapes held out of the fit (model fit), check a fitted model on
  * rows it never saw - another chip's, other shapes - with the error, the
- * rank correlation and the measured regret of its picks (model eval). */
+ * rank correlation and the measured regret of its picks (model eval), or
+ * check a dispatch table's lookup on stored measurements of shapes it may
+ * never have seen: its picks against the measured best and the baseline
+ * rules (model lookup). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
+#include "baselines.h"
+#include "probes.h"
+#include "table_write.h"
 #include "atomic_file.h"
 #include "chips.h"
 #include "cli.h"
@@ -19,7 +25,7 @@
 #define MAX_FILES 64
 
 typedef struct {
-    const char *chip, *chips, *chip_file, *holdout, *out, *model;
+    const char *chip, *chips, *chip_file, *holdout, *out, *model, *table;
     const char *files[MAX_FILES];
     int nfiles;
 } options;
@@ -29,12 +35,17 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: model fit --chip CHIP [options] RESULTS.csv...\n"
         "       model eval --chip CHIP --model FILE [options] RESULTS.csv...\n"
+        "       model lookup --chip CHIP --table TABLE.csv [--model FILE] RESULTS.csv...\n"
         "fit: fits the cost model (floor + non-negative terms, tuner/model.h) on the rows of\n"
         "the results files measured on CHIP (status ok), keeping --holdout's shapes out of the\n"
         "fit, and reports it on them: MAPE, Spearman, and per problem the measured regret of\n"
         "the model's pick. eval: the same report for a model fitted elsewhere (another chip's,\n"
         "e.g. predict an H200 from an H100's fit) on every row. Regret is measured among the\n"
         "rows of each problem: it means most where the rows cover the space (exhaustive).\n"
+        "lookup: for every problem of the rows, the table's lookup (mq_table_lookup, on the\n"
+        "chip's limits) and its pick's measured time against the measured best and the best\n"
+        "baseline rule, with the level that answered (exact, model, nearest, ...); --model\n"
+        "gives the table that cost model (with CHIP's figures) instead of its own.\n"
         "Exit status: 0 done, 2 bad input or an environment error.\n\n"
         "  --chip NAME        the chip the rows were measured on (rows of others are skipped)\n"
         "  --chips FILE       chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
@@ -43,7 +54,9 @@ static void usage(FILE *f)
         "  --holdout SUITE    fit: the suite (name or CSV) whose shapes (N, K) stay out of the\n"
         "                     fit (default: every 5th shape of the rows, the last when there\n"
         "                     are fewer; none: fit on all)\n"
-        "  --model FILE       eval: the model to check (model.csv form)\n"
+        "  --model FILE       eval: the model to check (model.csv form); lookup: the model\n"
+        "                     the table chooses with for shapes it has no row for\n"
+        "  --table FILE       lookup: the dispatch table (table.csv form)\n"
         "  --out FILE         fit: the model (model.csv form); eval: the rows with their\n"
         "                     predictions (CSV)\n"
         "  --help             this text\n\n"
@@ -51,7 +64,9 @@ static void usage(FILE *f)
         "  model fit --chip h100 --holdout results/h100-grid/holdout.csv \\\n"
         "      --out results/h100/model-fit.csv results/h100-grid/tune-results.csv\n"
         "  model eval --chip h200 --model results/h100/model-fit.csv "
-        "results/h200/tune-results.csv\n");
+        "results/h200/tune-results.csv\n"
+        "  model lookup --chip h100 --table results/h100/logs/grid-table.csv \\\n"
+        "      --model results/h100/model-fit.csv results/h100/unseen.csv\n");
 }
 
 /* The rows of the files measured on the chip, with their features. */
@@ -319,6 +334,116 @@ static int do_fit(const options *o, const mq_chip *chip, const rows *R)
     return rc;
 }
 
+/* The row of a problem measured with candidate c, or -1. */
+static int find_row(const rows *R, const mq_problem *p, const mq_candidate *c)
+{
+    for (int i = 0; i < R->n; i++)
+        if (same_problem(&R->r[i].p, p) && R->r[i].c.variant == c->variant &&
+            !memcmp(&R->r[i].c.p, &c->p, sizeof c->p))
+            return i;
+    return -1;
+}
+
+/* lookup: the table's pick per problem against the measured best and the
+ * best measured baseline rule. 0, or 2 when no pick was measured. */
+static int do_lookup(const options *o, const mq_chip *chip, const rows *R)
+{
+    mq_table *t;
+    mq_error e;
+    if (mq_table_load(o->table, NULL, &t, &e)) {
+        fprintf(stderr, "model: %s\n", e.msg);
+        return 2;
+    }
+    if (o->model) {
+        mq_model m;
+        char err[4400];
+        mq_table_param q[MQ_TABLE_MODEL_MAX];
+        if (mq_model_read(o->model, &m, err, sizeof err)) {
+            fprintf(stderr, "model: %s\n", err);
+            mq_table_free(t);
+            return 2;
+        }
+        if (mq_table_set_model(t, q, mq_table_model_params(chip->v, &m, q), &e)) {
+            fprintf(stderr, "model: %s: %s\n", o->model, e.msg);
+            mq_table_free(t);
+            return 2;
+        }
+    }
+    printf("table %s (%s)%s%s on %d rows of %s\n", o->table,
+           mq_table_has_model(t) ? "with a cost model" : "no cost model",
+           o->model ? ", cost model from " : "", o->model ? o->model : "", R->n, chip->name);
+    printf("  %-7s %-5s %-6s %-6s %-46s %-8s %9s %9s %9s %8s %8s\n", "format", "M", "N", "K",
+           "table pick", "level", "pick ms", "base ms", "best ms", "xbase", "vs best");
+    mq_limits lim = mq_chip_limits(chip);
+    char *done = calloc((size_t)(R->n ? R->n : 1), 1);
+    double lg_base = 0, lg_best = 0, worst = 0, lookup_s = 0;
+    int cnt = 0, unmeasured = 0, nlook = 0, nbase = 0;
+    for (int i = 0; done && i < R->n; i++) {
+        if (done[i])
+            continue;
+        const mq_problem *p = &R->r[i].p;
+        double best = INFINITY, bbase = INFINITY;
+        for (int j = i; j < R->n; j++)
+            if (same_problem(&R->r[j].p, p)) {
+                done[j] = 1;
+                best = fmin(best, R->t[j]);
+            }
+        for (int b = 0; b < MQ_BASE_COUNT; b++) {
+            mq_candidate bc;
+            int k;
+            if (mq_baseline_candidate((mq_baseline)b, p, chip, &bc) == 0 &&
+                (k = find_row(R, p, &bc)) >= 0)
+                bbase = fmin(bbase, R->t[k]);
+        }
+        mq_lookup_level lv;
+        double t0 = mq_now();
+        mq_candidate pc = mq_table_lookup(t, p, &lim, &lv);
+        lookup_s += mq_now() - t0;
+        nlook++;
+        int k = find_row(R, p, &pc);
+        char name[128];
+        mq_candidate_str(&pc, name, sizeof name);
+        double pt = k >= 0 ? R->t[k] : -1;
+        if (k < 0) {
+            unmeasured++;
+            printf("  %-7s %-5d %-6d %-6d %-46s %-8s %9s %9.4f %9.4f  (the pick was not "
+                   "measured)\n",
+                   mq_format_name(p->format), p->M, p->N, p->K, name, mq_lookup_level_name(lv),
+                   "-", bbase * 1e3, best * 1e3);
+            continue;
+        }
+        printf("  %-7s %-5d %-6d %-6d %-46s %-8s %9.4f %9.4f %9.4f %7.2fx %+7.1f%%\n",
+               mq_format_name(p->format), p->M, p->N, p->K, name, mq_lookup_level_name(lv),
+               pt * 1e3, bbase * 1e3, best * 1e3, bbase / pt, 100 * (pt / best - 1));
+        lg_best += log(pt / best);
+        worst = fmax(worst, pt / best - 1);
+        cnt++;
+        if (isfinite(bbase)) {
+            lg_base += log(bbase / pt);
+            nbase++;
+        }
+    }
+    free(done);
+    mq_table_free(t);
+    if (cnt) {
+        printf("%d problems with a measured pick: %.1f%% slower than the measured best "
+               "(geometric mean), %.1f%% at worst; ",
+               cnt, 100 * (exp(lg_best / cnt) - 1), 100 * worst);
+        if (nbase)
+            printf("%.3fx the best baseline rule (geometric mean over the %d with a measured "
+                   "baseline); ",
+                   exp(lg_base / nbase), nbase);
+        else
+            printf("no baseline rule was measured; ");
+        printf("%d picks not measured; %.1f us per lookup\n", unmeasured,
+               1e6 * lookup_s / (nlook ? nlook : 1));
+    } else {
+        fprintf(stderr, "model: no problem of the rows has a measured pick\n");
+        return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -328,15 +453,17 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc < 2 || (strcmp(argv[1], "fit") && strcmp(argv[1], "eval"))) {
-        fprintf(stderr, "model: expected 'fit' or 'eval' first (see --help)\n");
+    if (argc < 2 || (strcmp(argv[1], "fit") && strcmp(argv[1], "eval") &&
+                     strcmp(argv[1], "lookup"))) {
+        fprintf(stderr, "model: expected 'fit', 'eval' or 'lookup' first (see --help)\n");
         return 2;
     }
-    int eval = !strcmp(argv[1], "eval");
+    int eval = !strcmp(argv[1], "eval"), lookup = !strcmp(argv[1], "lookup");
     const mq_arg args[] = {
         MQ_OPT_STR("--chip", &o.chip),         MQ_OPT_STR("--chips", &o.chips),
         MQ_OPT_STR("--chip-file", &o.chip_file), MQ_OPT_STR("--holdout", &o.holdout),
         MQ_OPT_STR("--model", &o.model),       MQ_OPT_STR("--out", &o.out),
+        MQ_OPT_STR("--table", &o.table),
     };
     int rc = mq_args_parse("model", argc, argv, 2, args, sizeof args / sizeof args[0], o.files,
                            MAX_FILES, &o.nfiles);
@@ -348,6 +475,8 @@ int main(int argc, char **argv)
         return mq_cli_fail("model", "--chip or --chip-file is required", "");
     if (eval && !o.model)
         return mq_cli_fail("model", "eval needs --model", "");
+    if (lookup != !!o.table)
+        return mq_cli_fail("model", lookup ? "lookup needs --table" : "--table is for lookup", "");
     if (!o.nfiles)
         return mq_cli_fail("model", "no results files given", "");
     mq_chip chip;
@@ -358,13 +487,15 @@ int main(int argc, char **argv)
         return 2;
     }
     mq_model m;
-    if (eval && mq_model_read(o.model, &m, err, sizeof err)) {
+    if (eval && !lookup && mq_model_read(o.model, &m, err, sizeof err)) {
         fprintf(stderr, "model: %s\n", err);
         return 2;
     }
     rows R = {0};
     rc = load_rows(&o, &chip, &R);
-    if (!rc && eval) {
+    if (!rc && lookup) {
+        rc = do_lookup(&o, &chip, &R);
+    } else if (!rc && eval) {
         char *all = malloc((size_t)(R.n ? R.n : 1));
         if (!all) {
             fprintf(stderr, "model: out of memory\n");

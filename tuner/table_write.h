@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "baselines.h"
+#include "cost_model.h"
 #include "mq.h"
 
 typedef struct {
@@ -29,13 +30,22 @@ typedef struct {
  * the candidate chosen most often. Returns the count or -1. */
 int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out);
 
+/* The cost model a table carries (mq_table_set_model): the chip's figures
+ * and the model's non-zero coefficients as parameters whose names are
+ * static strings. Returns the count (at most MQ_TABLE_MODEL_MAX). */
+#define MQ_TABLE_MODEL_MAX (MQ_CHIP_NFIELDS + MQ_MODEL_NTERM)
+int mq_table_model_params(const double fig[MQ_CHIP_NFIELDS], const mq_model *m,
+                          mq_table_param out[MQ_TABLE_MODEL_MAX]);
+
 /* Write atomically (temporary name, then rename): the CSV with its
  * "# mq dispatch table: schema=.. chip=.. backend=.. source=.. tool=.. rev=..
- * date=.." line, and the C header. */
+ * date=.." line and its "# cost-model: KIND NAME VARIANT VALUE" lines, and
+ * the C header (rows and model). fig and m may be NULL: no model. */
 int mq_table_write_csv(const char *path, const char *chip, const char *backend,
-                       const char *source, const mq_table_entry *e, int n, char *err,
-                       size_t errlen);
+                       const char *source, const mq_table_entry *e, int n,
+                       const double *fig, const mq_model *m, char *err, size_t errlen);
 int mq_table_write_header(const char *path, const char *chip, const char *source,
-                          const mq_table_entry *e, int n, char *err, size_t errlen);
+                          const mq_table_entry *e, int n, const double *fig, const mq_model *m,
+                          char *err, size_t errlen);
 
 #endif

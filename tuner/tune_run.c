@@ -108,8 +108,9 @@ static int publish(mq_tuner *T, const mq_table_entry *ent, int nent, const mq_mo
     mq_table_set_path(ts, "model.csv", mpath, sizeof mpath);
     mq_table_set_path(ts, "chip.csv", cpath, sizeof cpath);
     if (nent < 0 || mq_table_write_csv(tpath, T->chip->name, T->be->name, source, ent, nent,
-                                       err, sizeof err) ||
-        mq_table_write_header(hpath, T->chip->name, source, ent, nent, err, sizeof err) ||
+                                       T->chip->v, fit, err, sizeof err) ||
+        mq_table_write_header(hpath, T->chip->name, source, ent, nent, T->chip->v, fit, err,
+                              sizeof err) ||
         mq_model_write(mpath, fit, T->chip->name, fit_note, err, sizeof err) ||
         mq_chip_write(cpath, T->chip, err, sizeof err) ||
         mq_table_set_commit(ts, err, sizeof err)) {
