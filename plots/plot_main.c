@@ -296,6 +296,8 @@ static void model_words(const inputs *in, char *buf, size_t n)
     else if (in->model.n_holdout)
         snprintf(buf, n, "cost model (held-out MAPE %.0f%%, Spearman %.2f)",
                  100 * in->model.mape, in->model.spearman);
+    else if (in->model.n_fit)
+        snprintf(buf, n, "cost model (fitted on %d rows, none held out)", in->model.n_fit);
     else
         snprintf(buf, n, "cost model (default coefficients)");
 }

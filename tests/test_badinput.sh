@@ -34,6 +34,7 @@ mkdir -p garbage/host foreign/host empty/host
 printf 'not,a,table\n' > garbage/host/table.csv
 "$B/tune" --chip m4max --suite smoke --m 1 --out-dir foreign/m4 >/dev/null 2>&1
 cp -L foreign/m4/table.csv foreign/host/table.csv              # m4max's table where host's belongs
+sed 's/^# cost-model: term dispatch /# cost-model: term launch /' foreign/host/table.csv > badterm.csv
 rm -rf foreign/m4
 
 # ---- the cases --------------------------------------------------------------
@@ -90,6 +91,10 @@ plot|newer.csv:3: schema 9 is newer|roofline --chip m4max --results newer.csv --
 plot|nul.csv:|roofline --chip m4max --results nul.csv --out plots
 plot|file: cannot create the directory: a file of that name is in the way|occupancy --chip m4max --model goodmodel.csv --out file/plots
 plot|no-such.csv: cannot open|roofline --chip m4max --results no-such.csv --out plots
+model|lookup needs --table|lookup --chip m4max good.csv
+model|--table is for lookup|fit --chip m4max --table foreign/host/table.csv good.csv
+model|garbage/host/table.csv: not a dispatch table|lookup --chip m4max --table garbage/host/table.csv good.csv
+model|badterm.csv: cost model: unknown term 'launch'|lookup --chip m4max --table badterm.csv good.csv
 kernel-bench|bad shape (expected MxNxK, positive) '1x4294967552x512'|--shape 1x4294967552x512
 kernel-bench|empty name in the format list ','|--formats ,
 kernel-bench|file/k.csv.tmp.|--shape 1x64x256 --csv file/k.csv
