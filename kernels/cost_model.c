@@ -6,6 +6,7 @@
  * reuse across threadgroups); the floor counts only what no schedule can
  * avoid. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cost_model.h"
@@ -58,6 +59,9 @@ void mq_features_of(const mq_problem *p, const mq_candidate *c, const mq_plan *p
     double resident = fmin(fig[MQ_CHIP_RESIDENT_TGS_PER_CORE], fmin(by_mem, by_threads));
     f->p = *p;
     f->variant = (int)c->variant;
+    f->tile_m = c->p.tile_m;
+    f->tile_n = c->p.tile_n;
+    f->tile_k = c->p.tile_k;
     f->resident_per_core = resident < 1 ? 1 : resident;
     f->threadgroups = plan.threadgroups;
     f->threads_per_tg = plan.threads_per_tg;
@@ -178,11 +182,75 @@ static double predict_x(const double *th, double floor_s, const double *x)
     return t;
 }
 
-double mq_model_predict(const mq_model *m, const mq_features *f)
+double mq_model_predict_terms(const mq_model *m, const mq_features *f)
 {
     double x[MQ_MODEL_NTERM];
     mq_model_terms(f, x);
     return predict_x(m->theta, f->floor_s, x);
+}
+
+double mq_model_predict(const mq_model *m, const mq_features *f)
+{
+    double t = mq_model_predict_terms(m, f);
+    double k = mq_model_kernel_factor(m, f->variant, (int)f->p.format, f->tile_m, f->tile_n,
+                                      f->tile_k);
+    return f->floor_s + k * (t - f->floor_s);
+}
+
+static int kernel_cmp(const mq_kernel_factor *a, const mq_kernel_factor *b)
+{
+    int d[5] = {a->variant - b->variant, a->format - b->format, a->tile_m - b->tile_m,
+                a->tile_n - b->tile_n, a->tile_k - b->tile_k};
+    for (int i = 0; i < 5; i++)
+        if (d[i])
+            return d[i] < 0 ? -1 : 1;
+    return 0;
+}
+
+/* The index of key in m->kernel, or -(insertion point) - 1. */
+static int kernel_find(const mq_model *m, const mq_kernel_factor *key)
+{
+    int lo = 0, hi = m->n_kernel;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2, c = kernel_cmp(&m->kernel[mid], key);
+        if (!c)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -lo - 1;
+}
+
+double mq_model_kernel_factor(const mq_model *m, int variant, int format, int tile_m,
+                              int tile_n, int tile_k)
+{
+    if (!m->n_kernel || variant < 0 || variant > 255 || format < 0 || format > 255)
+        return 1.0;
+    mq_kernel_factor key = {(unsigned char)variant, (unsigned char)format,
+                            (unsigned short)tile_m, (unsigned short)tile_n,
+                            (unsigned short)tile_k, 0, 0};
+    int i = kernel_find(m, &key);
+    return i >= 0 ? m->kernel[i].factor : 1.0;
+}
+
+int mq_model_set_kernel_factor(mq_model *m, const mq_kernel_factor *k)
+{
+    if (!(k->factor > 0) || !isfinite(k->factor))
+        return -1;
+    int i = kernel_find(m, k);
+    if (i >= 0) {
+        m->kernel[i] = *k;
+        return 0;
+    }
+    if (m->n_kernel >= MQ_MODEL_MAXKERNEL)
+        return -1;
+    i = -i - 1;
+    memmove(&m->kernel[i + 1], &m->kernel[i], sizeof *k * (size_t)(m->n_kernel - i));
+    m->kernel[i] = *k;
+    m->n_kernel++;
+    return 0;
 }
 
 int mq_model_term_index(const char *term, int variant)
@@ -191,4 +259,39 @@ int mq_model_term_index(const char *term, int variant)
         if (mq_model_term_variant(j) == variant && !strcmp(mq_model_term_name(j), term))
             return j;
     return -1;
+}
+
+void mq_kernel_factor_key(const mq_kernel_factor *k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s:%dx%dx%d", mq_format_name((mq_format)k->format), k->tile_m, k->tile_n,
+             k->tile_k);
+}
+
+int mq_kernel_factor_parse(const char *key, int variant, double factor, mq_kernel_factor *out,
+                           char *why, size_t n)
+{
+    char fmt[32], extra[2];
+    int tm, tn, tk;
+    mq_format f;
+    mq_error e;
+    if (sscanf(key, "%31[^:]:%dx%dx%d%1s", fmt, &tm, &tn, &tk, extra) != 4) {
+        snprintf(why, n, "kernel '%s': expected FORMAT:TILE_MxTILE_NxTILE_K", key);
+        return -1;
+    }
+    if (mq_format_from_name(fmt, &f, &e)) {
+        snprintf(why, n, "kernel '%s': %s", key, e.msg);
+        return -1;
+    }
+    if (tm < 1 || tn < 1 || tk < 1 || tm > 65535 || tn > 65535 || tk > 65535 || variant < 0 ||
+        variant > 255) {
+        snprintf(why, n, "kernel '%s': a tile outside 1..65535 or no variant", key);
+        return -1;
+    }
+    if (!(factor > 0) || !isfinite(factor)) {
+        snprintf(why, n, "kernel '%s': factor %g is not finite and positive", key, factor);
+        return -1;
+    }
+    *out = (mq_kernel_factor){(unsigned char)variant, (unsigned char)f, (unsigned short)tm,
+                              (unsigned short)tn, (unsigned short)tk, 0, (float)factor};
+    return 0;
 }

@@ -53,6 +53,7 @@ mq_limits mq_limits_of_figures(const double fig[MQ_CHIP_NFIELDS]);
 typedef struct {
     mq_problem p;             /* the problem (held-out splits group rows by shape) */
     int variant;              /* the candidate's (per-variant terms of the model) */
+    int tile_m, tile_n, tile_k; /* its tile: with variant and format, the compiled kernel */
     double threadgroups;      /* of the main dispatch */
     double threads_per_tg;
     double resident_per_core; /* min(assumed, TG-memory fit, thread fit), >= 1 */
@@ -113,8 +114,26 @@ double mq_weight_bytes_per_element(mq_format f, int group);
 #define MQ_MODEL_MAXVAR 32   /* variants (the registry's limit) */
 #define MQ_MODEL_NTERM (MQ_MODEL_NSHARED + MQ_MODEL_NVTERM * MQ_MODEL_MAXVAR)
 
+/* A compiled kernel's measured efficiency: the factor its rows' time above
+ * the floor runs at, relative to what the terms predict. The terms describe
+ * the work a decomposition does; how fast one compiled kernel (variant,
+ * format and tile are compile-time constants of its source) runs through
+ * that work is a property of the code the compiler made of it (register
+ * allocation, spills, unrolling, shared-memory bank conflicts) that no chip
+ * figure gives, and the same for every shape. Learned from the fitted rows,
+ * applied to shapes the fit never saw; a kernel never measured runs at 1. */
+#define MQ_MODEL_MAXKERNEL 2048
+typedef struct {
+    unsigned char variant, format;
+    unsigned short tile_m, tile_n, tile_k;
+    unsigned short rows;      /* fitted rows it was learned from */
+    float factor;             /* > 0 */
+} mq_kernel_factor;
+
 typedef struct {
     double theta[MQ_MODEL_NTERM]; /* shared, then variant-major per-variant */
+    int n_kernel;                 /* kernel[] sorted by (variant, format, tiles) */
+    mq_kernel_factor kernel[MQ_MODEL_MAXKERNEL];
     int n_fit, n_holdout;
     double mape;      /* mean |predicted - measured| / measured on held-out rows */
     double spearman;  /* rank correlation of predicted and measured, held out */
@@ -127,9 +146,25 @@ const char *mq_model_term_name(int j);
 const char *mq_model_term_unit(int j);
 int mq_model_term_variant(int j); /* -1: shared */
 void mq_model_terms(const mq_features *f, double x[MQ_MODEL_NTERM]);
-/* floor + terms; negative coefficients count as 0 (a model never predicts
- * below the floor, whatever a file says). */
+/* floor + the kernel's factor x the terms; negative coefficients count as
+ * 0 (a model never predicts below the floor, whatever a file says). */
 double mq_model_predict(const mq_model *m, const mq_features *f);
+/* The terms alone (floor + terms, factor 1): what the factors are learned
+ * against. */
+double mq_model_predict_terms(const mq_model *m, const mq_features *f);
+
+/* A kernel's factor (1 when the model has none for it). */
+double mq_model_kernel_factor(const mq_model *m, int variant, int format, int tile_m,
+                              int tile_n, int tile_k);
+/* Set (or replace) a kernel's factor, keeping kernel[] sorted; -1 when the
+ * model is full or the factor is not finite and positive. */
+int mq_model_set_kernel_factor(mq_model *m, const mq_kernel_factor *k);
+/* A kernel's key as files spell it, "fp4:8x32x16" (format:tile_m x tile_n
+ * x tile_k), and back: 0, or -1 and why (unknown format, a tile outside
+ * 1..65535, a factor that is not finite and positive). */
+void mq_kernel_factor_key(const mq_kernel_factor *k, char *buf, size_t n);
+int mq_kernel_factor_parse(const char *key, int variant, double factor, mq_kernel_factor *out,
+                           char *why, size_t n);
 
 /* The coefficient index of (term name, variant; -1 shared), or -1. */
 int mq_model_term_index(const char *term, int variant);

@@ -330,13 +330,15 @@ mq_candidate mq_table_lookup(const mq_table *t, const mq_problem *p, const mq_li
                              mq_lookup_level *level);
 
 /* One entry of the cost model a table carries: a figure of the chip
- * (kind "chip", named as chips.csv names it) or a model coefficient (kind
+ * (kind "chip", named as chips.csv names it), a model coefficient (kind
  * "term", named as model.csv names it, with its variant's name, "" for a
- * shared term). tune writes them into the table file ("# cost-model:"
+ * shared term) or a compiled kernel's factor (kind "kernel": name the
+ * format, variant, the tile in tile_m/n/k). tune writes them into the table file ("# cost-model:"
  * lines) and into the generated header. */
 typedef struct {
     const char *kind, *name, *variant;
     double value;
+    int tile_m, tile_n, tile_k; /* kind "kernel": the kernel's tile (name: its format) */
 } mq_table_param;
 
 /* Give a table its chip's figures and the model's coefficients: a shape no

@@ -92,14 +92,12 @@ static int figure_needed(int f)
            f != MQ_CHIP_TG_MEM_PER_CORE_BYTES && f != MQ_CHIP_MAX_THREADS_PER_CORE;
 }
 
-mq_status mq_table_set_model(mq_table *t, const mq_table_param *params, int n, mq_error *err)
+/* mq_table_set_model into a zeroed model m (large: the caller's heap). */
+static mq_status set_model(mq_table *t, const mq_table_param *params, int n, mq_model *mp,
+                           mq_error *err)
 {
-    if (!t)
-        return mq_fail(err, MQ_E_ARG, "mq_table_set_model: no table");
     double fig[MQ_CHIP_NFIELDS];
     char seen[MQ_CHIP_NFIELDS] = {0};
-    mq_model m;
-    memset(&m, 0, sizeof m);
     memset(fig, 0, sizeof fig);
     for (int i = 0; i < n; i++) {
         const mq_table_param *q = &params[i];
@@ -127,9 +125,27 @@ mq_status mq_table_set_model(mq_table *t, const mq_table_param *params, int n, m
             int j = mq_model_term_index(name, v);
             if (j < 0)
                 return mq_fail(err, MQ_E_ARG, "cost model: unknown term '%s'", name);
-            m.theta[j] = q->value;
+            mp->theta[j] = q->value;
+        } else if (q->kind && !strcmp(q->kind, "kernel")) {
+            mq_variant id;
+            mq_error e;
+            mq_kernel_factor k;
+            char key[96], why[160];
+            snprintf(key, sizeof key, "%s:%dx%dx%d", name, q->tile_m, q->tile_n, q->tile_k);
+            if (mq_variant_from_name(q->variant ? q->variant : "", &id, &e))
+                return mq_fail(err, MQ_E_ARG, "cost model: kernel %s: %s", key, e.msg);
+            if (mq_kernel_factor_parse(key, (int)id, q->value, &k, why, sizeof why))
+                return mq_fail(err, MQ_E_ARG, "cost model: %s", why);
+            if (mq_model_kernel_factor(mp, k.variant, k.format, k.tile_m, k.tile_n, k.tile_k) !=
+                1.0)
+                return mq_fail(err, MQ_E_ARG, "cost model: kernel %s of %s given twice", key,
+                               q->variant);
+            if (mq_model_set_kernel_factor(mp, &k))
+                return mq_fail(err, MQ_E_ARG, "cost model: more than %d kernels",
+                               MQ_MODEL_MAXKERNEL);
         } else {
-            return mq_fail(err, MQ_E_ARG, "cost model: entry '%s' is neither 'chip' nor 'term'",
+            return mq_fail(err, MQ_E_ARG,
+                           "cost model: entry '%s' is neither 'chip', 'term' nor 'kernel'",
                            q->kind ? q->kind : "");
         }
     }
@@ -138,9 +154,21 @@ mq_status mq_table_set_model(mq_table *t, const mq_table_param *params, int n, m
             return mq_fail(err, MQ_E_ARG, "cost model: chip figure '%s' is %s",
                            mq_chip_field_names[f], seen[f] ? "zero" : "missing");
     memcpy(t->fig, fig, sizeof fig);
-    t->model = m;
+    t->model = *mp;
     t->has_model = 1;
     return mq_ok(err);
+}
+
+mq_status mq_table_set_model(mq_table *t, const mq_table_param *params, int n, mq_error *err)
+{
+    if (!t)
+        return mq_fail(err, MQ_E_ARG, "mq_table_set_model: no table");
+    mq_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory reading a cost model");
+    mq_status st = set_model(t, params, n, m, err);
+    free(m);
+    return st;
 }
 
 int mq_table_has_model(const mq_table *t) { return t && t->has_model; }
@@ -178,12 +206,23 @@ static int model_lines(const mq_csv_table *t, mq_table_param *out, int cap, char
             snprintf(why, whylen, "more than %d cost-model lines", cap);
             return -1;
         }
+        int tile[3] = {0, 0, 0};
+        if (!strcmp(kind, "kernel")) { /* NAME is FORMAT:TMxTNxTK */
+            char *colon = strchr(name, ':');
+            char rest[2];
+            if (!colon || sscanf(colon + 1, "%dx%dx%d%1s", &tile[0], &tile[1], &tile[2], rest) != 3 ||
+                tile[0] < 1 || tile[1] < 1 || tile[2] < 1) {
+                snprintf(why, whylen, "'%.80s': expected a kernel FORMAT:TILE_MxTILE_NxTILE_K", l);
+                return -1;
+            }
+            *colon = '\0';
+        }
         char *k = buf + used, *nm = k + strlen(kind) + 1, *vr = nm + strlen(name) + 1;
         strcpy(k, kind);
         strcpy(nm, name);
         strcpy(vr, strcmp(variant, "-") ? variant : "");
         used += need;
-        out[n++] = (mq_table_param){k, nm, vr, v};
+        out[n++] = (mq_table_param){k, nm, vr, v, tile[0], tile[1], tile[2]};
     }
     return n;
 }
@@ -270,7 +309,7 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         else
             n++;
     }
-    enum { MAX_PARAMS = MQ_CHIP_NFIELDS + MQ_MODEL_NTERM };
+    enum { MAX_PARAMS = MQ_CHIP_NFIELDS + MQ_MODEL_NTERM + MQ_MODEL_MAXKERNEL };
     mq_table_param *params = NULL;
     char *pbuf = NULL, why[256];
     int np = 0;

@@ -245,6 +245,22 @@ static void test_model_lookup(void)
     int nch = (int)(sizeof ch / sizeof ch[0]);
     mq_table_entry *e;
     int n = mq_table_build(ch, nch, &e);
+    const mq_problem unseen[] = {
+        {MQ_FMT_FP4, 1, 12288, 4096, 128},  {MQ_FMT_FP4, 3, 5120, 13824, 128},
+        {MQ_FMT_FP4, 16, 3584, 14336, 128}, {MQ_FMT_FP4, 200, 1408, 2048, 128},
+        {MQ_FMT_FP4, 1, 4096, 4096, 64}, /* no group-64 rows: the whole grid */
+        {MQ_FMT_U4, 4, 2048, 2048, 128},    /* no u4 rows: the whole grid */
+    };
+    /* the kernel the terms alone would pick for a shape the grid answers
+     * runs 100x slower than they say: the table must carry that */
+    int fr;
+    mq_candidate plain = brute_model_pick(e, n, &unseen[4], &chip, &m, &fr);
+    mq_kernel_factor slow = {(unsigned char)plain.variant, (unsigned char)unseen[4].format,
+                             (unsigned short)plain.p.tile_m, (unsigned short)plain.p.tile_n,
+                             (unsigned short)plain.p.tile_k, 1, 100.0f};
+    CHECK(mq_model_set_kernel_factor(&m, &slow) == 0, "a kernel factor is accepted");
+    mq_candidate slowed = brute_model_pick(e, n, &unseen[4], &chip, &m, &fr);
+    CHECK(!same(&plain, &slowed), "a kernel 100x slower than its terms is no longer picked");
     CHECK(mq_table_write_csv(in_dir("model-table.csv"), "m4max", "cpu", "measured", e, n,
                              chip.v, &m, err, sizeof err) == 0,
           "write a table with its cost model: %s", err);
@@ -264,12 +280,6 @@ static void test_model_lookup(void)
         bad += !same(&got, &ch[i].c) || lv != MQ_LOOKUP_EXACT;
     }
     CHECK(bad == 0, "a table with a model still answers its own shapes exactly (%d wrong)", bad);
-    const mq_problem unseen[] = {
-        {MQ_FMT_FP4, 1, 12288, 4096, 128},  {MQ_FMT_FP4, 3, 5120, 13824, 128},
-        {MQ_FMT_FP4, 16, 3584, 14336, 128}, {MQ_FMT_FP4, 200, 1408, 2048, 128},
-        {MQ_FMT_FP4, 1, 4096, 4096, 64}, /* no group-64 rows: the whole grid */
-        {MQ_FMT_U4, 4, 2048, 2048, 128},    /* no u4 rows: the whole grid */
-    };
     int nrows = 0, ngrid = 0;
     mq_limits lim = mq_chip_limits(&chip);
     for (size_t i = 0; i < sizeof unseen / sizeof unseen[0]; i++) {
@@ -311,6 +321,9 @@ static void test_model_lookup(void)
          "unknown variant"},
         {"# cost-model: chip simd_width - 32", "# cost-model: chip simd_width - 32 extra",
          "expected KIND NAME VARIANT VALUE"},
+        {"# cost-model: kernel fp4:", "# cost-model: kernel fp9:", "fp9"},
+        {"# cost-model: kernel fp4:", "# cost-model: kernel fp4:x", "expected a kernel"},
+        {"# cost-model: kernel fp4:", "# cost-model: kernel fp4:-", "expected a kernel"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *at = strstr(text, cases[i].from);

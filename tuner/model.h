@@ -1,7 +1,9 @@
 /* model.h - fitting the cost model (kernels/cost_model.h says what it is):
  * nonlinear least squares on relative error (GSL trust region; theta =
- * phi^2 keeps every term non-negative). Quality is measured on held-out
- * shapes: MAPE and Spearman rank correlation. */
+ * phi^2 keeps every term non-negative), alternating with the measured
+ * kernels' factors (each kernel's geometric-mean ratio of measured to
+ * predicted time above the floor). Quality is measured on held-out shapes:
+ * MAPE and Spearman rank correlation. */
 #ifndef MQ_MODEL_H
 #define MQ_MODEL_H
 
@@ -13,6 +15,11 @@
  * rows are too few or the fit fails. */
 int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, char *err,
                  size_t errlen);
+/* The same with at most `rounds` rounds of coefficients then kernel
+ * factors (mq_model_fit runs up to 6, stopping when they stop helping;
+ * the guided search, which refits after every few timings, runs 2). */
+int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds, mq_model *out,
+                        char *err, size_t errlen);
 
 /* MAPE and Spearman of a model on rows. */
 void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, int n,

@@ -355,9 +355,9 @@ static int do_lookup(const options *o, const mq_chip *chip, const rows *R)
         return 2;
     }
     if (o->model) {
-        mq_model m;
+        static mq_model m;
         char err[4400];
-        mq_table_param q[MQ_TABLE_MODEL_MAX];
+        static mq_table_param q[MQ_TABLE_MODEL_MAX];
         if (mq_model_read(o->model, &m, err, sizeof err)) {
             fprintf(stderr, "model: %s\n", err);
             mq_table_free(t);

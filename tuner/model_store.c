@@ -1,6 +1,7 @@
 /* model_store.c - see model_store.h. The file is long-form CSV, one row per
  * coefficient: term,variant,value,unit (variant empty for a shared term),
- * then the rows n_fit, n_holdout, mape and spearman. */
+ * then one row per measured kernel, kernel:FORMAT:TMxTNxTK,variant,factor,
+ * and the rows n_fit, n_holdout, mape and spearman. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,15 @@ int mq_model_write(const char *path, const mq_model *m, const char *chip, const 
         fprintf(f, "%s,%s,%.9g,%s\n", mq_model_term_name(j),
                 v < 0 ? "" : mq_variant_get((mq_variant)v)->name, m->theta[j],
                 mq_model_term_unit(j));
+    }
+    for (int i = 0; i < m->n_kernel; i++) {
+        const mq_kernel_factor *k = &m->kernel[i];
+        if (k->variant >= mq_variant_count())
+            continue;
+        char key[64];
+        mq_kernel_factor_key(k, key, sizeof key);
+        fprintf(f, "kernel:%s,%s,%.6g,x the terms above the floor (from %d fitted rows)\n", key,
+                mq_variant_get((mq_variant)k->variant)->name, k->factor, k->rows);
     }
     fprintf(f, "n_fit,,%d,rows\nn_holdout,,%d,rows\nmape,,%.4f,share\nspearman,,%.4f,rank "
                "correlation\n",
@@ -88,6 +98,30 @@ int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
         if (*var && mq_variant_from_name(var, &vid, &e) != MQ_OK) {
             snprintf(err, errlen, "%s:%d: %s", path, r->line, e.msg);
             goto out;
+        }
+        if (!strncmp(term, "kernel:", 7)) {
+            mq_kernel_factor k;
+            double fac;
+            const char *from = strstr(r->fields[3], "from ");
+            int rows = 0;
+            why[0] = '\0';
+            if (!*var)
+                snprintf(why, sizeof why, "no variant");
+            else if (!mq_parse_double(v, 1e-6, 1e6, &fac, why, sizeof why) &&
+                     !mq_kernel_factor_parse(term + 7, (int)vid, fac, &k, why, sizeof why)) {
+                if (from && sscanf(from, "from %d", &rows) == 1 && rows >= 0 && rows < 65536)
+                    k.rows = (unsigned short)rows;
+                if (mq_model_kernel_factor(m, k.variant, k.format, k.tile_m, k.tile_n,
+                                           k.tile_k) != 1.0)
+                    snprintf(why, sizeof why, "given twice");
+                else if (mq_model_set_kernel_factor(m, &k))
+                    snprintf(why, sizeof why, "more than %d kernels", MQ_MODEL_MAXKERNEL);
+            }
+            if (why[0]) {
+                snprintf(err, errlen, "%s:%d: %s: %s", path, r->line, term, why);
+                goto out;
+            }
+            continue;
         }
         int j = mq_model_term_index(term, *var ? (int)vid : -1);
         if (j < 0) {

@@ -100,14 +100,22 @@ int mq_table_model_params(const double fig[MQ_CHIP_NFIELDS], const mq_model *m,
 {
     int n = 0;
     for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
-        out[n++] = (mq_table_param){"chip", mq_chip_field_names[f], "", fig[f]};
+        out[n++] = (mq_table_param){"chip", mq_chip_field_names[f], "", fig[f], 0, 0, 0};
     for (int j = 0; j < MQ_MODEL_NTERM; j++) {
         int v = mq_model_term_variant(j);
         if (m->theta[j] <= 0 || v >= mq_variant_count())
             continue;
         out[n++] = (mq_table_param){"term", mq_model_term_name(j),
                                     v < 0 ? "" : mq_variant_get((mq_variant)v)->name,
-                                    m->theta[j]};
+                                    m->theta[j], 0, 0, 0};
+    }
+    for (int i = 0; i < m->n_kernel; i++) {
+        const mq_kernel_factor *k = &m->kernel[i];
+        if (k->variant >= mq_variant_count())
+            continue;
+        out[n++] = (mq_table_param){"kernel", mq_format_name((mq_format)k->format),
+                                    mq_variant_get((mq_variant)k->variant)->name, k->factor,
+                                    k->tile_m, k->tile_n, k->tile_k};
     }
     return n;
 }
@@ -134,13 +142,20 @@ int mq_table_write_csv(const char *path, const char *chip, const char *backend,
     fprintf(f, "# rows with N=0 K=0 are the chip's default per format; speedups are over "
                "each baseline rule (0: the rule does not serve the format)\n");
     if (fig && m) {
-        mq_table_param q[MQ_TABLE_MODEL_MAX];
+        static mq_table_param q[MQ_TABLE_MODEL_MAX];
         int nq = mq_table_model_params(fig, m, q);
         fprintf(f, "# the cost model the lookup chooses with for shapes no row has: the chip's "
                    "figures and the model's coefficients (KIND NAME VARIANT VALUE)\n");
-        for (int i = 0; i < nq; i++)
-            fprintf(f, "# cost-model: %s %s %s %.9g\n", q[i].kind, q[i].name,
+        for (int i = 0; i < nq; i++) {
+            char name[96];
+            if (q[i].tile_m)
+                snprintf(name, sizeof name, "%s:%dx%dx%d", q[i].name, q[i].tile_m, q[i].tile_n,
+                         q[i].tile_k);
+            else
+                snprintf(name, sizeof name, "%s", q[i].name);
+            fprintf(f, "# cost-model: %s %s %s %.9g\n", q[i].kind, name,
                     q[i].variant[0] ? q[i].variant : "-", q[i].value);
+        }
     }
     for (int i = 0; i < MQ_TCOL_COUNT; i++)
         field(f, mq_table_columns[i], i == MQ_TCOL_COUNT - 1);
@@ -217,7 +232,7 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
                 r->c.p.num_threadgroups, r->c.p.split_k, r->expected_s, r->expected_m);
     }
     fprintf(f, "};\nstatic const int mq_table_%s_count = %d;\n\n", chip, n);
-    mq_table_param q[MQ_TABLE_MODEL_MAX];
+    static mq_table_param q[MQ_TABLE_MODEL_MAX];
     int nq = fig && m ? mq_table_model_params(fig, m, q) : 0;
     /* a program may compile the rows in without the model: no unused warning */
     fprintf(f, "#if defined(__GNUC__)\n#define MQ_TABLE_%s_UNUSED __attribute__((unused))\n#else\n"
@@ -226,10 +241,10 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
     fprintf(f, "static const mq_table_param mq_table_%s_model[] MQ_TABLE_%s_UNUSED = {\n", chip,
             chip);
     for (int i = 0; i < nq; i++)
-        fprintf(f, "    {\"%s\", \"%s\", \"%s\", %.9g},\n", q[i].kind, q[i].name, q[i].variant,
-                q[i].value);
+        fprintf(f, "    {\"%s\", \"%s\", \"%s\", %.9g, %d, %d, %d},\n", q[i].kind, q[i].name,
+                q[i].variant, q[i].value, q[i].tile_m, q[i].tile_n, q[i].tile_k);
     if (!nq)
-        fprintf(f, "    {\"\", \"\", \"\", 0} /* no model */\n");
+        fprintf(f, "    {\"\", \"\", \"\", 0, 0, 0, 0} /* no model */\n");
     fprintf(f, "};\nstatic const int mq_table_%s_model_count MQ_TABLE_%s_UNUSED = %d;\n\n#endif\n",
             chip, chip, nq);
     return mq_atomic_commit(f, tmp, path, err, errlen);

@@ -33,7 +33,7 @@ int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out);
 /* The cost model a table carries (mq_table_set_model): the chip's figures
  * and the model's non-zero coefficients as parameters whose names are
  * static strings. Returns the count (at most MQ_TABLE_MODEL_MAX). */
-#define MQ_TABLE_MODEL_MAX (MQ_CHIP_NFIELDS + MQ_MODEL_NTERM)
+#define MQ_TABLE_MODEL_MAX (MQ_CHIP_NFIELDS + MQ_MODEL_NTERM + MQ_MODEL_MAXKERNEL)
 int mq_table_model_params(const double fig[MQ_CHIP_NFIELDS], const mq_model *m,
                           mq_table_param out[MQ_TABLE_MODEL_MAX]);
 
