@@ -13,6 +13,12 @@
 #                                suite), fp4, M 1,16: every candidate -> results/CHIP/unseen.csv
 #   scripts/gpu-run.sh exh-check bench --space full on N=4096 K=14336 and N=14336 K=4096
 #                                fp4 M 1,16 -> results/CHIP/exh-check.csv
+#   scripts/gpu-run.sh check-unseen  tune --check unseen on the grid stage's table, fp4,
+#                                M 1,16 (pick, baselines and every candidate timed), then
+#                                the guided search replayed on those rows (--resume, 24
+#                                and 40 evaluations per shape) -> results/CHIP/grid
+#   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
+#                                tune --check heldout (fp4), model fit -> results/devcpu
 # Each measuring stage stops after STAGE_S seconds (default 540): rows measured
 # by then are kept (each is appended as it is measured).
 # Several stages may be named. Results go to results/CHIP/ and, with the
@@ -94,6 +100,32 @@ exh-check)
         "results/$CHIP/exh-check.csv" build/bench --backend cuda \
         --suite results/gpu-shapes.csv --m 1,16 --formats fp4 --space full --budget 0.02 \
         --quiet --out "results/$CHIP/exh-check.csv"
+    ;;
+check-unseen)
+    measure "tune --chip $CHIP --check unseen on results/$CHIP/grid/table.csv, fp4, M 1,16" \
+        check-unseen "results/$CHIP/grid/check-results.csv" build/tune --chip "$CHIP" \
+        --check unseen --formats fp4 --m 1,16 --budget 0.02 --out-dir "results/$CHIP/grid"
+    for ev in 24 40; do
+        rm -rf /tmp/replay && mkdir -p /tmp/replay
+        cp "results/$CHIP/grid/check-results.csv" /tmp/replay/tune-results.csv
+        measure "guided search replayed on those rows, --evals $ev" "replay-$ev" \
+            /tmp/replay/tune-results.csv build/tune --chip "$CHIP" --suite unseen --m 1,16 \
+            --formats fp4 --evals "$ev" --budget 0.02 --resume --out-dir /tmp/replay
+    done
+    ;;
+cpu-host)
+    D=results/devcpu
+    measure "tune --chip host (the default suite) on $(nproc) cores" cpu-tune \
+        "$D/tune-results.csv" build/tune --chip host --quiet --out-dir "$D"
+    measure "tune --chip host --check heldout --formats fp4" cpu-check "$D/check-results.csv" \
+        build/tune --chip host --check heldout --formats fp4 --quiet --out-dir "$D"
+    build/model fit --chip-file "$D/chip.csv" --out "$D/model-fit.csv" "$D/tune-results.csv" \
+        > "$OUT/cpu-model-fit.log" 2>&1
+    grep -E "MAPE|picks at" "$OUT/cpu-model-fit.log" | grep -v format | tee -a "$S"
+    build/model eval --chip-file "$D/chip.csv" --model "$D/model-fit.csv" \
+        "$D/check-results.csv" > "$OUT/cpu-model-eval.log" 2>&1
+    grep -E "MAPE|picks at" "$OUT/cpu-model-eval.log" | grep -v format | tee -a "$S"
+    tar czf "$OUT/devcpu.tar.gz" "$D"
     ;;
 *)
     say "unknown stage $stage"; rc=2 ;;
