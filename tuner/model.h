@@ -17,7 +17,9 @@ int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, ch
                  size_t errlen);
 /* The same with at most `rounds` rounds of coefficients then kernel
  * factors (mq_model_fit runs up to 6, stopping when they stop helping;
- * the guided search, which refits after every few timings, runs 2). */
+ * the guided search, which refits on every row so far after every few
+ * timings, runs 1: the factors, without refitting the coefficients on
+ * them). */
 int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds, mq_model *out,
                         char *err, size_t errlen);
 

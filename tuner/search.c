@@ -122,7 +122,7 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
         static mq_model m; /* large (kernel factors); the search runs on one thread */
         char err[256];
         int have = T->rows.n >= 2 * MQ_MODEL_NSHARED &&
-                   mq_model_fit_rounds(T->rows.f, T->rows.t, T->rows.n, 2, &m, err,
+                   mq_model_fit_rounds(T->rows.f, T->rows.t, T->rows.n, 1, &m, err,
                                        sizeof err) == 0;
         int batch = 4;
         for (int q = 0; q < batch && done < budget && !T->failed; q++) {
