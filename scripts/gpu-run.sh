@@ -20,8 +20,9 @@
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
 # Each measuring stage stops after STAGE_S seconds (default 540): rows measured
-# by then are kept (each is appended as it is measured); RESUME=1 makes the
-# grid stage go on from them (tune --resume: same build, same host).
+# by then are kept (each is appended as it is measured); the grid stage
+# starts its results file afresh, or with RESUME=1 goes on from it (tune
+# --resume: same build, same host).
 # Several stages may be named. Results go to results/CHIP/ and, with the
 # logs, into $OUT/gpu-results.tar.gz; the summary to $OUT/summary.txt.
 set -u
@@ -86,6 +87,8 @@ exhaustive)
     tail -25 "$OUT/tune-exh.log" | tee -a "$S"; say "tune exhaustive exit $r"
     ;;
 grid)
+    # a fresh run starts a fresh file: one build's rows
+    [ -n "${RESUME:-}" ] || rm -f "results/$CHIP/grid/tune-results.csv"
     measure "tune --chip $CHIP --suite grid, fp4 and u4, M 1,16,128, --evals 24" tune-grid \
         "results/$CHIP/grid/tune-results.csv" build/tune --chip "$CHIP" --suite grid \
         --m 1,16,128 --formats fp4,u4 --evals 24 --budget 0.05 --quiet ${RESUME:+--resume} \

@@ -215,10 +215,13 @@ int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, ch
     return mq_model_fit_rounds(f, t, n, MAX_ROUNDS, out, err, errlen);
 }
 
-int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds, mq_model *out,
-                        char *err, size_t errlen)
+/* `warm`: start from out's coefficients and kernel factors (a refit after
+ * a few more rows) instead of from nothing. */
+static int fit_rounds(const mq_features *f, const double *t, int n, int rounds, int warm,
+                      mq_model *out, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
+    if (!warm)
+        memset(out, 0, sizeof *out);
     out->mape = out->spearman = NAN;
     for (int i = 0; i < n; i++)
         if (!(t[i] > 0) || !isfinite(t[i])) {
@@ -246,7 +249,7 @@ int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds
             for (int j = 0; j < MQ_MODEL_NTERM; j++)
                 x[j] *= k;
         }
-        rc = fit_theta(X, t, fl, n, round ? LATER_ITER : FIRST_ITER, out, err, errlen);
+        rc = fit_theta(X, t, fl, n, round || warm ? LATER_ITER : FIRST_ITER, out, err, errlen);
         if (rc)
             break;
         learn_factors(out, f, t, n);
@@ -262,6 +265,18 @@ int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds
     free(fl);
     out->n_fit = n;
     return rc;
+}
+
+int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds, mq_model *out,
+                        char *err, size_t errlen)
+{
+    return fit_rounds(f, t, n, rounds, 0, out, err, errlen);
+}
+
+int mq_model_refit(const mq_features *f, const double *t, int n, mq_model *m, char *err,
+                   size_t errlen)
+{
+    return fit_rounds(f, t, n, 1, 1, m, err, errlen);
 }
 
 void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, int n,

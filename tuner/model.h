@@ -16,12 +16,15 @@
 int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, char *err,
                  size_t errlen);
 /* The same with at most `rounds` rounds of coefficients then kernel
- * factors (mq_model_fit runs up to 6, stopping when they stop helping;
- * the guided search, which refits on every row so far after every few
- * timings, runs 1: the factors, without refitting the coefficients on
- * them). */
+ * factors (mq_model_fit runs up to 6, stopping when they stop helping). */
 int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds, mq_model *out,
                         char *err, size_t errlen);
+/* One round (coefficients, then kernel factors) started from m's own
+ * coefficients and factors, with a fifth of a cold fit's iterations: the
+ * guided search's refit after every few timings, where a cold fit on all
+ * the rows so far would cost more than the timings. */
+int mq_model_refit(const mq_features *f, const double *t, int n, mq_model *m, char *err,
+                   size_t errlen);
 
 /* MAPE and Spearman of a model on rows. */
 void mq_model_quality(const mq_model *m, const mq_features *f, const double *t, int n,

@@ -119,11 +119,20 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
         }
     }
     while (done < budget && !T->failed) {
-        static mq_model m; /* large (kernel factors); the search runs on one thread */
         char err[256];
-        int have = T->rows.n >= 2 * MQ_MODEL_NSHARED &&
-                   mq_model_fit_rounds(T->rows.f, T->rows.t, T->rows.n, 1, &m, err,
-                                       sizeof err) == 0;
+        if (!T->guide && !(T->guide = malloc(sizeof *T->guide)))
+            T->guide_fitted = 0; /* out of memory: the search goes on in list order */
+        int have = 0;
+        if (T->guide && T->rows.n >= 2 * MQ_MODEL_NSHARED) {
+            /* cold on the first fit of the run, warm from the last one after */
+            int rc = T->guide_fitted
+                         ? mq_model_refit(T->rows.f, T->rows.t, T->rows.n, T->guide, err,
+                                          sizeof err)
+                         : mq_model_fit_rounds(T->rows.f, T->rows.t, T->rows.n, 1, T->guide,
+                                               err, sizeof err);
+            have = T->guide_fitted = rc == 0;
+        }
+        const mq_model *gm = T->guide;
         int batch = 4;
         for (int q = 0; q < batch && done < budget && !T->failed; q++) {
             int best = -1;
@@ -131,7 +140,7 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
             for (int i = 0; i < n; i++) {
                 if (cs[i].measured)
                     continue;
-                double pt = have ? mq_model_predict(&m, &cs[i].f) : (double)i;
+                double pt = have ? mq_model_predict(gm, &cs[i].f) : (double)i;
                 if (pt < bt) {
                     bt = pt;
                     best = i;

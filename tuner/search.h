@@ -47,6 +47,8 @@ typedef struct {
     mq_results own;         /* rows of earlier runs (--resume) */
     mq_results_writer w;
     mq_rowset rows;
+    mq_model *guide;        /* the guided search's model, refitted warm (heap: large) */
+    int guide_fitted;
     int timed, reused;
     double kernel_s;
     int failed;             /* a row could not be stored: the run stops */

@@ -265,5 +265,6 @@ out:
     mq_target_close(&t);
     free(T.rows.f);
     free(T.rows.t);
+    free(T.guide);
     return rc;
 }
