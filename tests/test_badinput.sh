@@ -35,6 +35,14 @@ printf 'not,a,table\n' > garbage/host/table.csv
 "$B/tune" --chip m4max --suite smoke --m 1 --out-dir foreign/m4 >/dev/null 2>&1
 cp -L foreign/m4/table.csv foreign/host/table.csv              # m4max's table where host's belongs
 sed 's/^# cost-model: term dispatch /# cost-model: term launch /' foreign/host/table.csv > badterm.csv
+pubhead='chip,format,group,M,N,K,variant,tile_m,tile_n,tile_k,num_threadgroups,split_k,published_ms,role,source'
+pubrow='u4,64,12,2560,2560,mlx_qmm_splitk,32,32,32,0,1,0.079'
+printf '%s\nm9,%s,fit,"x"\n' "$pubhead" "$pubrow" > pubchip.csv          # unknown chip
+printf '%s\nm3max,%s,guess,"x"\n' "$pubhead" "$pubrow" > pubrole.csv      # unknown role
+printf '%s\nm3max,%s,fit,\n' "$pubhead" "$pubrow" > pubsource.csv        # no source
+printf '%s\nm3max,u4,64,12,2560,2560,mlx_qmm_splitk,32,32,32,0,1,0,fit,"x"\n' "$pubhead" > pubtime.csv
+printf '%s\nm3max,u4,64,12,2560,2500,mlx_qmm_splitk,32,32,32,0,1,0.079,fit,"x"\n' "$pubhead" > pubgroup.csv
+printf '%s\nm3max,u4,64,12,2560,2560,mlx_qmm_splitk,32,4096,32,0,1,0.079,fit,"x"\n' "$pubhead" > pubtile.csv
 rm -rf foreign/m4
 
 # ---- the cases --------------------------------------------------------------
@@ -92,6 +100,13 @@ plot|nul.csv:|roofline --chip m4max --results nul.csv --out plots
 plot|file: cannot create the directory: a file of that name is in the way|occupancy --chip m4max --model goodmodel.csv --out file/plots
 plot|no-such.csv: cannot open|roofline --chip m4max --results no-such.csv --out plots
 model|lookup needs --table|lookup --chip m4max good.csv
+model|pubchip.csv:2: chip:|public pubchip.csv
+model|pubrole.csv:2: role: 'guess'|public pubrole.csv
+model|pubsource.csv:2: source: empty|public pubsource.csv
+model|pubtime.csv:2: published_ms|public pubtime.csv
+model|pubgroup.csv:2: shape|public pubgroup.csv
+model|pubtile.csv:2: the candidate is not legal on m3max|public pubtile.csv
+model|missing.csv|public missing.csv
 model|--table is for lookup|fit --chip m4max --table foreign/host/table.csv good.csv
 model|garbage/host/table.csv: not a dispatch table|lookup --chip m4max --table garbage/host/table.csv good.csv
 model|badterm.csv: cost model: unknown term 'launch'|lookup --chip m4max --table badterm.csv good.csv

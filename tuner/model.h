@@ -15,6 +15,11 @@
  * rows are too few or the fit fails. */
 int mq_model_fit(const mq_features *f, const double *t, int n, mq_model *out, char *err,
                  size_t errlen);
+/* The coefficients a chip never measured starts from (no kernel factors):
+ * documented defaults on top of the floor, with the bandwidth and latency
+ * terms fitted on published Apple figures (`model public
+ * harness/public-figures.csv` prints the fit; a test keeps the two equal). */
+void mq_model_defaults(mq_model *m);
 /* The same with at most `rounds` rounds of coefficients then kernel
  * factors (mq_model_fit runs up to 6, stopping when they stop helping). */
 int mq_model_fit_rounds(const mq_features *f, const double *t, int n, int rounds, mq_model *out,

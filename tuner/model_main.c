@@ -18,6 +18,7 @@
 #include "chips.h"
 #include "cli.h"
 #include "model_store.h"
+#include "public_figures.h"
 #include "results.h"
 #include "suites.h"
 #include "work_features.h"
@@ -36,6 +37,7 @@ static void usage(FILE *f)
         "usage: model fit --chip CHIP [options] RESULTS.csv...\n"
         "       model eval --chip CHIP --model FILE [options] RESULTS.csv...\n"
         "       model lookup --chip CHIP --table TABLE.csv [--model FILE] RESULTS.csv...\n"
+        "       model public [--chips FILE] [--out FILE] FIGURES.csv\n"
         "fit: fits the cost model (floor + non-negative terms, tuner/model.h) on the rows of\n"
         "the results files measured on CHIP (status ok), keeping --holdout's shapes out of the\n"
         "fit, and reports it on them: MAPE, Spearman, and per problem the measured regret of\n"
@@ -46,7 +48,14 @@ static void usage(FILE *f)
         "chip's limits) and its pick's measured time against the measured best and the best\n"
         "baseline rule, with the level that answered (exact, model, nearest, ...); --model\n"
         "gives the table that cost model (with CHIP's figures) instead of its own.\n"
-        "Exit status: 0 done, 2 bad input or an environment error.\n\n"
+        "public: the coefficients of a chip never measured, fitted on published timings\n"
+        "(harness/public-figures.csv: chip, shape, candidate or 'best', time, role, source):\n"
+        "the figures with role 'fit' set the dispatch and latency terms, those with role\n"
+        "'check' test the result - each predicted within 1.5x, and the faster of two figures\n"
+        "of one problem predicted faster; 'compare' figures (other implementations) are set\n"
+        "against the model's best candidate and only reported.\n"
+        "Exit status: 0 done, 1 (public) a check figure missed, 2 bad input or an environment\n"
+        "error.\n\n"
         "  --chip NAME        the chip the rows were measured on (rows of others are skipped)\n"
         "  --chips FILE       chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
         "  --chip-file FILE   the chip as a tool saw it instead (results/CHIP/chip.csv: the\n"
@@ -57,16 +66,17 @@ static void usage(FILE *f)
         "  --model FILE       eval: the model to check (model.csv form); lookup: the model\n"
         "                     the table chooses with for shapes it has no row for\n"
         "  --table FILE       lookup: the dispatch table (table.csv form)\n"
-        "  --out FILE         fit: the model (model.csv form); eval: the rows with their\n"
-        "                     predictions (CSV)\n"
+        "  --out FILE         fit, public: the model (model.csv form); eval: the rows with\n"
+        "                     their predictions (CSV)\n"
         "  --help             this text\n\n"
         "examples:\n"
         "  model fit --chip h100 --holdout results/h100-grid/holdout.csv \\\n"
         "      --out results/h100/model-fit.csv results/h100-grid/tune-results.csv\n"
         "  model eval --chip h200 --model results/h100/model-fit.csv "
         "results/h200/tune-results.csv\n"
-        "  model lookup --chip h100 --table results/h100/logs/grid-table.csv \\\n"
-        "      --model results/h100/model-fit.csv results/h100/unseen.csv\n");
+        "  model lookup --chip h100 --table results/h100/grid/table.csv \\\n"
+        "      --model results/h100/model-fit.csv results/h100/unseen.csv\n"
+        "  model public harness/public-figures.csv\n");
 }
 
 /* The rows of the files measured on the chip, with their features. */
@@ -444,6 +454,119 @@ static int do_lookup(const options *o, const mq_chip *chip, const rows *R)
     return 0;
 }
 
+static void candidate_text(const mq_candidate *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s tm=%d tn=%d tk=%d tg=%d sk=%d", mq_variant_get(c->variant)->name,
+             c->p.tile_m, c->p.tile_n, c->p.tile_k, c->p.num_threadgroups, c->p.split_k);
+}
+
+/* model public: fit the never-measured chips' coefficients on the
+ * published figures, then report every figure and the rankings. */
+static int do_public(const options *o)
+{
+    if (o->nfiles != 1)
+        return mq_cli_fail("model", "public takes one figures file", "");
+    mq_public_figures pf;
+    char err[4400];
+    if (mq_public_figures_load(o->files[0], o->chips, &pf, err, sizeof err)) {
+        fprintf(stderr, "model: %s\n", err);
+        return 2;
+    }
+    static mq_model m;
+    mq_model_defaults(&m);
+    static mq_model compiled;
+    compiled = m;
+    int rc = 0;
+    if (mq_public_fit(&pf, &m, err, sizeof err)) {
+        fprintf(stderr, "model: %s: %s\n", o->files[0], err);
+        mq_public_figures_free(&pf);
+        return 2;
+    }
+    int nfit = 0;
+    for (int i = 0; i < pf.n; i++)
+        nfit += pf.f[i].role == MQ_PUBLIC_FIT;
+    int ncmp = 0;
+    for (int i = 0; i < pf.n; i++)
+        ncmp += pf.f[i].role == MQ_PUBLIC_COMPARE;
+    printf("public figures %s: %d (%d fit, %d check, %d compare)\n", o->files[0], pf.n, nfit,
+           pf.n - nfit - ncmp, ncmp);
+    for (int k = 0; k < MQ_PUBLIC_NFIT; k++) {
+        int j = 0;
+        while (strcmp(mq_model_term_name(j), mq_public_fit_terms[k]))
+            j++;
+        printf("fitted %-12s %.6g (compiled default %.6g)\n", mq_public_fit_terms[k],
+               m.theta[j], compiled.theta[j]);
+    }
+    printf("  %-6s %-4s %-3s %-4s %-6s %-6s %-52s %-5s %9s %9s %7s\n", "chip", "fmt", "g",
+           "M", "N", "K", "candidate", "role", "publ ms", "pred ms", "ratio");
+    double *pred = malloc(sizeof *pred * (size_t)pf.n);
+    if (!pred) {
+        mq_public_figures_free(&pf);
+        fprintf(stderr, "model: out of memory\n");
+        return 2;
+    }
+    int nchk = 0, within = 0;
+    double logsum = 0, worst = 1;
+    for (int i = 0; i < pf.n; i++) {
+        const mq_public_figure *f = &pf.f[i];
+        mq_candidate c;
+        pred[i] = mq_public_predict(f, &m, &c);
+        char ctext[120], shown[140];
+        candidate_text(&c, ctext, sizeof ctext);
+        snprintf(shown, sizeof shown, "%s%s", f->best ? "best: " : "", ctext);
+        double ratio = pred[i] / f->published_s;
+        printf("  %-6s %-4s %-3d %-4d %-6d %-6d %-52s %-5s %9.4f %9.4f %6.2fx\n", f->chip.name,
+               mq_format_name(f->p.format), f->p.group, f->p.M, f->p.N, f->p.K, shown,
+               f->role == MQ_PUBLIC_FIT ? "fit" : f->role == MQ_PUBLIC_CHECK ? "check" : "cmp",
+               1e3 * f->published_s, 1e3 * pred[i], ratio);
+        if (f->role == MQ_PUBLIC_CHECK) {
+            double r = ratio > 1 ? ratio : 1 / ratio;
+            nchk++;
+            within += r <= 1.5;
+            logsum += log(r);
+            worst = r > worst ? r : worst;
+        }
+    }
+    int pairs = 0, agree = 0;
+    for (int i = 0; i < pf.n; i++)
+        for (int j = i + 1; j < pf.n; j++) {
+            const mq_public_figure *a = &pf.f[i], *b = &pf.f[j];
+            if (strcmp(a->chip.name, b->chip.name) || memcmp(&a->p, &b->p, sizeof a->p) ||
+                a->role == MQ_PUBLIC_COMPARE || b->role == MQ_PUBLIC_COMPARE)
+                continue;
+            int pub = a->published_s < b->published_s, mod = pred[i] < pred[j];
+            pairs++;
+            agree += pub == mod;
+            printf("ranking %s %s M=%d %dx%d: lines %d and %d published %.4f and %.4f ms, "
+                   "predicted %.4f and %.4f: the model %s\n",
+                   a->chip.name, mq_format_name(a->p.format), a->p.M, a->p.N, a->p.K, a->line,
+                   b->line, 1e3 * a->published_s, 1e3 * b->published_s, 1e3 * pred[i],
+                   1e3 * pred[j], pub == mod ? "agrees" : "DISAGREES");
+        }
+    if (nchk)
+        printf("check figures: %d of %d predicted within 1.5x (geometric-mean factor %.3f, "
+               "worst %.3f); rankings agree: %d of %d\n",
+               within, nchk, exp(logsum / nchk), worst, agree, pairs);
+    printf("sources:\n");
+    for (int i = 0; i < pf.n; i++)
+        printf("  line %d: %s\n", pf.f[i].line, pf.f[i].source);
+    if (within < nchk || agree < pairs)
+        rc = 1;
+    if (o->out) {
+        char note[300];
+        snprintf(note, sizeof note,
+                 "defaults fitted on %d public figures of %s (%d more held out to check)", nfit,
+                 o->files[0], pf.n - nfit - ncmp);
+        if (mq_model_write(o->out, &m, "any", note, err, sizeof err)) {
+            fprintf(stderr, "model: %s\n", err);
+            rc = 2;
+        }
+    }
+    free(pred);
+    mq_public_figures_free(&pf);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -454,8 +577,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 2 || (strcmp(argv[1], "fit") && strcmp(argv[1], "eval") &&
-                     strcmp(argv[1], "lookup"))) {
-        fprintf(stderr, "model: expected 'fit', 'eval' or 'lookup' first (see --help)\n");
+                     strcmp(argv[1], "lookup") && strcmp(argv[1], "public"))) {
+        fprintf(stderr,
+                "model: expected 'fit', 'eval', 'lookup' or 'public' first (see --help)\n");
         return 2;
     }
     int eval = !strcmp(argv[1], "eval"), lookup = !strcmp(argv[1], "lookup");
@@ -471,6 +595,8 @@ int main(int argc, char **argv)
         usage(stdout);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (!strcmp(argv[1], "public"))
+        return do_public(&o);
     if (!o.chip && !o.chip_file)
         return mq_cli_fail("model", "--chip or --chip-file is required", "");
     if (eval && !o.model)

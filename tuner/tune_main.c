@@ -16,12 +16,6 @@
 #include "target.h"
 #include "tune_run.h"
 
-/* Defaults for a chip never measured, on top of the floor: 10 us per
- * dispatch, traffic and compute at 80% and 62% of the peaks, split-K
- * traffic at 80%, 2 us per wave, 20 ns per K step on the critical path
- * (chosen, not fitted: no Apple measurement exists yet). */
-static const double default_theta[MQ_MODEL_NSHARED] = {10e-6, 0.25, 0.6, 0.25, 2e-6, 0,
-                                                       0,     0,    20e-9, 0, 0};
 
 typedef struct {
     const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model;
@@ -169,10 +163,9 @@ int main(int argc, char **argv)
     mq_table_set ts = {.lock_fd = -1};
     struct stat sb;
     static mq_model pred; /* its kernel factors make it large */
-    memset(&pred, 0, sizeof pred);
-    pred.mape = pred.spearman = NAN;
-    memcpy(pred.theta, default_theta, sizeof default_theta);
-    char pred_note[4608] = "documented defaults (no measurements of this chip)";
+    mq_model_defaults(&pred);
+    char pred_note[4608] = "defaults fitted on public figures (harness/public-figures.csv; no "
+                           "measurements of this chip)";
     T = (mq_tuner){.o = &o.t, .chip = &t.chip, .lim = &t.lim, .be = t.be, .w = {.fd = -1}};
     rc = 2; /* until the run gets going, a failure is the input's or the environment's */
     if (o.t.exhaustive && !t.measured) {
