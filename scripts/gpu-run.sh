@@ -19,6 +19,10 @@
 #                                and 40 evaluations per shape) -> results/CHIP/grid
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
+#   scripts/gpu-run.sh cpu-grid  the machine's CPU as chip host: tune --suite grid (fp4,
+#                                M 1,16, 24 evaluations), tune --check heldout on its table
+#                                (every candidate), the guided search replayed on those rows
+#                                -> results/devcpu/grid
 # Each measuring stage stops after STAGE_S seconds (default 540): rows measured
 # by then are kept (each is appended as it is measured); the grid stage
 # starts its results file afresh, or with RESUME=1 goes on from it (tune
@@ -130,6 +134,25 @@ cpu-host)
         "$D/check-results.csv" > "$OUT/cpu-model-eval.log" 2>&1
     grep -E "MAPE|picks at" "$OUT/cpu-model-eval.log" | grep -v format | tee -a "$S"
     tar czf "$OUT/devcpu.tar.gz" "$D"
+    ;;
+cpu-grid)
+    D=results/devcpu/grid
+    measure "tune --chip host --suite grid, fp4, M 1,16, on $(nproc) cores" cpu-grid-tune \
+        "$D/tune-results.csv" build/tune --chip host --suite grid --m 1,16 --formats fp4 \
+        --evals 24 --quiet --out-dir "$D"
+    measure "tune --chip host --check heldout on its table, fp4, M 1,16" cpu-grid-check \
+        "$D/check-results.csv" build/tune --chip host --check heldout --formats fp4 --m 1,16 \
+        --out-dir "$D"
+    for ev in 24 40; do
+        rm -rf /tmp/replay && mkdir -p /tmp/replay
+        cp "$D/check-results.csv" /tmp/replay/tune-results.csv
+        cp "$D/chip.csv" /tmp/replay/tune-chip.csv 2>/dev/null
+        measure "guided search replayed on those rows, --evals $ev" "cpu-replay-$ev" \
+            /tmp/replay/tune-results.csv build/tune --chip host --suite heldout --m 1,16 \
+            --formats fp4 --evals "$ev" --resume --out-dir /tmp/replay
+    done
+    for f in chip model table; do cp -L "$D/$f.csv" "$D/$f.csv.real" && mv "$D/$f.csv.real" "$D/$f.csv"; done
+    tar czf "$OUT/devcpu-grid.tar.gz" "$D"
     ;;
 *)
     say "unknown stage $stage"; rc=2 ;;
