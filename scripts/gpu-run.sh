@@ -11,6 +11,7 @@
 #                                M 1,16,128, 24 candidates per problem -> results/CHIP/grid
 #   scripts/gpu-run.sh unseen    bench --space full on the unseen suite (shapes of no other
 #                                suite), fp4, M 1,16: every candidate -> results/CHIP/unseen.csv
+#   scripts/gpu-run.sh unseen-u4 the same for u4 -> results/CHIP/unseen-u4.csv
 #   scripts/gpu-run.sh exh-check bench --space full on N=4096 K=14336 and N=14336 K=4096
 #                                fp4 M 1,16 -> results/CHIP/exh-check.csv
 #   scripts/gpu-run.sh check-unseen  tune --check unseen on the grid stage's table, fp4,
@@ -102,6 +103,11 @@ unseen)
     measure "bench --space full --suite unseen, fp4, M 1,16" bench-unseen \
         "results/$CHIP/unseen.csv" build/bench --backend cuda --suite unseen --m 1,16 \
         --formats fp4 --space full --budget 0.02 --quiet --out "results/$CHIP/unseen.csv"
+    ;;
+unseen-u4)
+    measure "bench --space full --suite unseen, u4, M 1,16" bench-unseen-u4 \
+        "results/$CHIP/unseen-u4.csv" build/bench --backend cuda --suite unseen --m 1,16 \
+        --formats u4 --space full --budget 0.02 --quiet --out "results/$CHIP/unseen-u4.csv"
     ;;
 exh-check)
     measure "bench --space full, N=4096 K=14336 and N=14336 K=4096, fp4, M 1,16" bench-exh \
