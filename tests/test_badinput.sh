@@ -34,7 +34,7 @@ mkdir -p garbage/host foreign/host empty/host
 printf 'not,a,table\n' > garbage/host/table.csv
 "$B/tune" --chip m4max --suite smoke --m 1 --out-dir foreign/m4 >/dev/null 2>&1
 cp -L foreign/m4/table.csv foreign/host/table.csv              # m4max's table where host's belongs
-sed 's/^# cost-model: term dispatch /# cost-model: term launch /' foreign/host/table.csv > badterm.csv
+sed 's/^# cost-model: term traffic /# cost-model: term launch /' foreign/host/table.csv > badterm.csv
 pubhead='chip,format,group,M,N,K,variant,tile_m,tile_n,tile_k,num_threadgroups,split_k,published_ms,role,source'
 pubrow='u4,64,12,2560,2560,mlx_qmm_splitk,32,32,32,0,1,0.079'
 printf '%s\nm9,%s,fit,"x"\n' "$pubhead" "$pubrow" > pubchip.csv          # unknown chip
