@@ -124,7 +124,7 @@ portable:
 # libFuzzer targets, one per parser (tests/fuzz/), under ASan + UBSan with
 # clang; `make fuzz-run` runs each FUZZ_SECONDS seconds from seed corpora of
 # the committed files (scripts/fuzz.sh)
-FUZZ_TARGETS = results table chips suite model compare cli
+FUZZ_TARGETS = results table chips suite model compare cli public
 FUZZ_SECONDS ?= 5
 fuzz: deps
 	$(MAKE) BUILD=build-fuzz CC=clang OPT=-O1 \

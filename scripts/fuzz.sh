@@ -23,6 +23,7 @@ seed table results/*/table.csv
 seed chips harness/chips.csv results/*/chip.csv
 seed model results/*/model.csv
 seed suite tests/fuzz/seeds/suite.csv
+seed public harness/public-figures.csv
 mkdir -p "$corpus/compare" "$corpus/cli"
 a=results/host/examples/nightly/baseline.csv
 b=$(ls results/host/examples/nightly/2026-*.csv | head -n 1)
@@ -33,7 +34,7 @@ printf 'marlin_gemm_fp4 64 64 32 0 1' > "$corpus/cli/candidate"
 status=0
 ok=0
 bad=0
-for t in results table chips suite model compare cli; do
+for t in results table chips suite model compare cli public; do
     printf 'fuzz_%s: ' "$t"
     if TMPDIR="$scratch" "$B/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=16384 \
         -artifact_prefix="$B/" -print_final_stats=1 "$corpus/$t" > "$B/fuzz_$t.log" 2>&1; then

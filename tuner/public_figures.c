@@ -198,7 +198,7 @@ static int solve(const mq_public_figures *pf, const mq_candidate *cand, const in
         nf += pf->f[i].role == MQ_PUBLIC_FIT;
     for (int k = 0; k < MQ_PUBLIC_NFIT; k++)
         use[k] = 1;
-    for (int pass = 0; pass < MQ_PUBLIC_NFIT; pass++) {
+    for (int pass = 0; pass <= MQ_PUBLIC_NFIT; pass++) { /* at most one term dropped a pass */
         int p = 0, idx[MQ_PUBLIC_NFIT];
         for (int k = 0; k < MQ_PUBLIC_NFIT; k++)
             if (use[k])
