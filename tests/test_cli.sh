@@ -125,5 +125,23 @@ check "the generated table.h compiles into a program (rc $rc: $(head -c 300 "$di
 check "its compiled-in table answers a suite shape exactly and, with its compiled-in cost model, an unseen shape by the model" \
     [ "$("$dir/use" 2>&1)" = "exact model" ]
 rm -rf "$dir"
+
+# tune --check: every candidate timed, then the pick, the sweep's best and the best
+# baseline re-timed in interleaved rounds (the sweep's minimum is biased low)
+dir=$(mktemp -d)
+printf 'model,layer,N,K\nx,a,256,512\n' > "$dir/tuned.csv"
+printf 'model,layer,N,K\nx,b,384,512\n' > "$dir/unseen.csv"
+"$B/tune" --chip host --suite "$dir/tuned.csv" --m 1,4 --formats fp4 --evals 8 --budget 0.01 \
+    --quiet --out-dir "$dir/t" >/dev/null 2>&1
+out=$("$B/tune" --chip host --check "$dir/unseen.csv" --m 1,4 --formats fp4 --budget 0.01 \
+    --out-dir "$dir/t" 2>&1); rc=$?
+check "tune --check exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+case "$out" in *"2 shapes not in the tuning suite"*"re-timed (3 interleaved rounds"*"2 shapes: the picks are"*) ok=1 ;; *) ok=0 ;; esac
+check "tune --check reports the sweep and the re-timed comparison on both shapes: expected '2 shapes not in the tuning suite ... re-timed (3 interleaved rounds ... 2 shapes' in: $out" [ "$ok" -eq 1 ]
+rows=$(grep -c '"ok"' "$dir/t/check-results.csv" 2>/dev/null || echo 0)
+sweep=$(printf '%s\n' "$out" | grep -c '^fp4 ')
+check "the re-timings are not stored: one row per candidate ($rows rows, $sweep shapes)" \
+    [ "$rows" -gt 10 -a "$(cut -d, -f8-18 "$dir/t/check-results.csv" | sort | uniq -d | wc -l)" -eq 0 ]
+rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
