@@ -24,6 +24,9 @@
 #                                M 1,16, 24 evaluations), tune --check heldout on its table
 #                                (every candidate), the guided search replayed on those rows
 #                                -> results/devcpu/grid
+#   scripts/gpu-run.sh cpu-check the machine's CPU as chip host: tune --check heldout (fp4,
+#                                M 1,16) on the committed results/devcpu/grid/table.csv
+#                                -> results/devcpu/grid-check
 # Each measuring stage stops after STAGE_S seconds (default 540): rows measured
 # by then are kept (each is appended as it is measured); the grid stage
 # starts its results file afresh, or with RESUME=1 goes on from it (tune
@@ -159,6 +162,14 @@ cpu-grid)
     done
     for f in chip model table; do cp -L "$D/$f.csv" "$D/$f.csv.real" && mv "$D/$f.csv.real" "$D/$f.csv"; done
     tar czf "$OUT/devcpu-grid.tar.gz" "$D"
+    ;;
+cpu-check)
+    D=results/devcpu/grid-check
+    mkdir -p "$D" && cp -L results/devcpu/grid/table.csv "$D/table.csv"
+    measure "tune --chip host --check heldout on results/devcpu/grid/table.csv, fp4, M 1,16" \
+        cpu-check-retimed "$D/check-results.csv" build/tune --chip host --check heldout \
+        --formats fp4 --m 1,16 --out-dir "$D"
+    tar czf "$OUT/devcpu-check.tar.gz" "$D"
     ;;
 *)
     say "unknown stage $stage"; rc=2 ;;
