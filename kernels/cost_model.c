@@ -223,16 +223,30 @@ static int kernel_find(const mq_model *m, const mq_kernel_factor *key)
     return -lo - 1;
 }
 
-double mq_model_kernel_factor(const mq_model *m, int variant, int format, int tile_m,
-                              int tile_n, int tile_k)
+/* The index of a kernel's factor in m->kernel, or -1. */
+static int kernel_index(const mq_model *m, int variant, int format, int tile_m, int tile_n,
+                        int tile_k)
 {
     if (!m->n_kernel || variant < 0 || variant > 255 || format < 0 || format > 255)
-        return 1.0;
+        return -1;
     mq_kernel_factor key = {(unsigned char)variant, (unsigned char)format,
                             (unsigned short)tile_m, (unsigned short)tile_n,
                             (unsigned short)tile_k, 0, 0};
     int i = kernel_find(m, &key);
+    return i >= 0 ? i : -1;
+}
+
+double mq_model_kernel_factor(const mq_model *m, int variant, int format, int tile_m,
+                              int tile_n, int tile_k)
+{
+    int i = kernel_index(m, variant, format, tile_m, tile_n, tile_k);
     return i >= 0 ? m->kernel[i].factor : 1.0;
+}
+
+int mq_model_has_kernel(const mq_model *m, int variant, int format, int tile_m, int tile_n,
+                        int tile_k)
+{
+    return kernel_index(m, variant, format, tile_m, tile_n, tile_k) >= 0;
 }
 
 int mq_model_set_kernel_factor(mq_model *m, const mq_kernel_factor *k)

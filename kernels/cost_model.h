@@ -156,6 +156,9 @@ double mq_model_predict_terms(const mq_model *m, const mq_features *f);
 /* A kernel's factor (1 when the model has none for it). */
 double mq_model_kernel_factor(const mq_model *m, int variant, int format, int tile_m,
                               int tile_n, int tile_k);
+/* Whether the model holds a factor for the kernel (was fitted on its rows). */
+int mq_model_has_kernel(const mq_model *m, int variant, int format, int tile_m, int tile_n,
+                        int tile_k);
 /* Set (or replace) a kernel's factor, keeping kernel[] sorted; -1 when the
  * model is full or the factor is not finite and positive. */
 int mq_model_set_kernel_factor(mq_model *m, const mq_kernel_factor *k);

@@ -184,7 +184,8 @@ static void write_text(const char *path, const char *text)
 
 /* What the model lookup must answer, found the slow way: over the rows of
  * p's format, group and M range, the prediction on p times the row's
- * measured / predicted ratio at its own shape; none legal: the lowest
+ * measured / predicted ratio at its own shape (1 for a kernel the model has
+ * a factor for); none legal: the lowest
  * prediction over every legal, sensible candidate of the space. */
 static mq_candidate brute_model_pick(const mq_table_entry *e, int n, const mq_problem *p,
                                      const mq_chip *chip, const mq_model *m, int *from_rows)
@@ -198,7 +199,10 @@ static mq_candidate brute_model_pick(const mq_table_entry *e, int n, const mq_pr
             p->M > r->m_hi || mq_features_compute(p, &r->c, chip, &f, NULL) != MQ_OK)
             continue;
         mq_problem at = {r->format, r->expected_m, r->N, r->K, r->group};
-        double ratio = mq_features_compute(&at, &r->c, chip, &g, NULL) == MQ_OK
+        /* a kernel the model holds a factor for is not calibrated on its row */
+        int has = mq_model_has_kernel(m, r->c.variant, (int)r->format, r->c.p.tile_m,
+                                      r->c.p.tile_n, r->c.p.tile_k);
+        double ratio = !has && mq_features_compute(&at, &r->c, chip, &g, NULL) == MQ_OK
                            ? r->expected_s / mq_model_predict(m, &g) : 1;
         double s = mq_model_predict(m, &f) * ratio;
         if (s < best) {
@@ -261,6 +265,16 @@ static void test_model_lookup(void)
     CHECK(mq_model_set_kernel_factor(&m, &slow) == 0, "a kernel factor is accepted");
     mq_candidate slowed = brute_model_pick(e, n, &unseen[4], &chip, &m, &fr);
     CHECK(!same(&plain, &slowed), "a kernel 100x slower than its terms is no longer picked");
+    /* the small kernel measured (factor 1): its rows are not calibrated any more */
+    mq_kernel_factor known = {(unsigned char)small.variant, (unsigned char)MQ_FMT_FP4,
+                              (unsigned short)small.p.tile_m, (unsigned short)small.p.tile_n,
+                              (unsigned short)small.p.tile_k, 3, 1.0f};
+    CHECK(mq_model_set_kernel_factor(&m, &known) == 0 &&
+              mq_model_has_kernel(&m, small.variant, MQ_FMT_FP4, small.p.tile_m,
+                                  small.p.tile_n, small.p.tile_k) &&
+              !mq_model_has_kernel(&m, mid.variant, MQ_FMT_FP4, mid.p.tile_m, mid.p.tile_n,
+                                   mid.p.tile_k),
+          "expected the model to hold a factor for the small kernel and none for the mid one");
     CHECK(mq_table_write_csv(in_dir("model-table.csv"), "m4max", "cpu", "measured", e, n,
                              chip.v, &m, err, sizeof err) == 0,
           "write a table with its cost model: %s", err);
