@@ -26,7 +26,7 @@
 #                                -> results/devcpu/grid
 #   scripts/gpu-run.sh cpu-check the machine's CPU as chip host: tune --check heldout (fp4,
 #                                M 1,16) on the committed results/devcpu/grid/table.csv
-#                                -> results/devcpu/grid-check
+#                                -> results/devcpu/grid-check (CHECK_DIR=DIR: another)
 # Each measuring stage stops after STAGE_S seconds (default 540): rows measured
 # by then are kept (each is appended as it is measured); the grid stage
 # starts its results file afresh, or with RESUME=1 goes on from it (tune
@@ -164,8 +164,8 @@ cpu-grid)
     tar czf "$OUT/devcpu-grid.tar.gz" "$D"
     ;;
 cpu-check)
-    D=results/devcpu/grid-check
-    mkdir -p "$D" && cp -L results/devcpu/grid/table.csv "$D/table.csv"
+    D=${CHECK_DIR:-results/devcpu/grid-check}   # a fresh sweep each run
+    mkdir -p "$D" && cp -L results/devcpu/grid/table.csv "$D/table.csv" && rm -f "$D/check-results.csv"
     measure "tune --chip host --check heldout on results/devcpu/grid/table.csv, fp4, M 1,16" \
         cpu-check-retimed "$D/check-results.csv" build/tune --chip host --check heldout \
         --formats fp4 --m 1,16 --out-dir "$D"
