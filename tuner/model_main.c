@@ -454,12 +454,6 @@ static int do_lookup(const options *o, const mq_chip *chip, const rows *R)
     return 0;
 }
 
-static void candidate_text(const mq_candidate *c, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s tm=%d tn=%d tk=%d tg=%d sk=%d", mq_variant_get(c->variant)->name,
-             c->p.tile_m, c->p.tile_n, c->p.tile_k, c->p.num_threadgroups, c->p.split_k);
-}
-
 /* model public: fit the never-measured chips' coefficients on the
  * published figures, then report every figure and the rankings. */
 static int do_public(const options *o)
@@ -482,18 +476,15 @@ static int do_public(const options *o)
         mq_public_figures_free(&pf);
         return 2;
     }
-    int nfit = 0;
-    for (int i = 0; i < pf.n; i++)
+    int nfit = 0, ncmp = 0;
+    for (int i = 0; i < pf.n; i++) {
         nfit += pf.f[i].role == MQ_PUBLIC_FIT;
-    int ncmp = 0;
-    for (int i = 0; i < pf.n; i++)
         ncmp += pf.f[i].role == MQ_PUBLIC_COMPARE;
+    }
     printf("public figures %s: %d (%d fit, %d check, %d compare)\n", o->files[0], pf.n, nfit,
            pf.n - nfit - ncmp, ncmp);
     for (int k = 0; k < MQ_PUBLIC_NFIT; k++) {
-        int j = 0;
-        while (strcmp(mq_model_term_name(j), mq_public_fit_terms[k]))
-            j++;
+        int j = mq_model_term_index(mq_public_fit_terms[k], -1); /* checked by the fit */
         printf("fitted %-12s %.6g (compiled default %.6g)\n", mq_public_fit_terms[k],
                m.theta[j], compiled.theta[j]);
     }
@@ -512,7 +503,7 @@ static int do_public(const options *o)
         mq_candidate c;
         pred[i] = mq_public_predict(f, &m, &c);
         char ctext[120], shown[140];
-        candidate_text(&c, ctext, sizeof ctext);
+        mq_candidate_str(&c, ctext, sizeof ctext);
         snprintf(shown, sizeof shown, "%s%s", f->best ? "best: " : "", ctext);
         double ratio = pred[i] / f->published_s;
         printf("  %-6s %-4s %-3d %-4d %-6d %-6d %-52s %-5s %9.4f %9.4f %6.2fx\n", f->chip.name,

@@ -178,14 +178,6 @@ double mq_public_predict(const mq_public_figure *f, const mq_model *m, mq_candid
     return isfinite(w.best_s) ? w.best_s : -1;
 }
 
-static int term_index(const char *name)
-{
-    for (int j = 0; j < MQ_MODEL_NSHARED; j++)
-        if (!strcmp(mq_model_term_name(j), name))
-            return j;
-    return -1;
-}
-
 /* One linear least-squares step on the fit rows for the chosen
  * candidates: minimise sum ((predicted - published) / published)^2 over
  * the fitted terms. A term that comes out negative is dropped (0) and the
@@ -272,7 +264,7 @@ int mq_public_fit(const mq_public_figures *pf, mq_model *m, char *err, size_t er
 {
     int term[MQ_PUBLIC_NFIT];
     for (int k = 0; k < MQ_PUBLIC_NFIT; k++)
-        if ((term[k] = term_index(mq_public_fit_terms[k])) < 0) {
+        if ((term[k] = mq_model_term_index(mq_public_fit_terms[k], -1)) < 0) {
             snprintf(err, errlen, "no model term '%s'", mq_public_fit_terms[k]);
             return -1;
         }

@@ -28,16 +28,30 @@ static int dbl_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Re-time the candidates idx[0..k) in interleaved rounds; out[j] is the
- * median of candidate j's rounds (-1 if one failed). */
-static void retime_interleaved(mq_tuner *T, const mq_cand *cs, const int *idx, int k,
-                               double *out)
+/* Re-time the candidates idx[0..3) in interleaved rounds; out[j] is the
+ * median of candidate j's rounds (-1 if one failed). A candidate named
+ * twice (the pick is the sweep's best, or a baseline) is timed once. */
+static void retime_interleaved(mq_tuner *T, const mq_cand *cs, const int idx[3], double out[3])
 {
-    double t[4][CHECK_ROUNDS];
+    double t[3][CHECK_ROUNDS];
+    int first[3]; /* the first j naming the same candidate */
+    for (int j = 0; j < 3; j++) {
+        first[j] = j;
+        for (int i = 0; i < j; i++)
+            if (idx[i] == idx[j]) {
+                first[j] = first[i];
+                break;
+            }
+    }
     for (int r = 0; r < CHECK_ROUNDS; r++)
-        for (int j = 0; j < k; j++)
-            t[j][r] = retime(T, &cs[idx[j]].c);
-    for (int j = 0; j < k; j++) {
+        for (int j = 0; j < 3; j++)
+            if (first[j] == j)
+                t[j][r] = retime(T, &cs[idx[j]].c);
+    for (int j = 0; j < 3; j++) {
+        if (first[j] != j) {
+            out[j] = out[first[j]];
+            continue;
+        }
         qsort(t[j], CHECK_ROUNDS, sizeof t[j][0], dbl_cmp);
         out[j] = t[j][0] > 0 ? t[j][CHECK_ROUNDS / 2] : -1;
     }
@@ -97,7 +111,7 @@ int mq_tune_check(mq_tuner *T, const mq_suite *suite, const mq_table *table)
             double re[3] = {-1, -1, -1};
             if (!T->failed && pt > 0 && ibest >= 0 && ibase >= 0) {
                 int idx[3] = {pick, ibest, ibase};
-                retime_interleaved(T, cs, idx, 3, re);
+                retime_interleaved(T, cs, idx, re);
             }
             char name[128];
             mq_candidate_str(&pc, name, sizeof name);

@@ -16,7 +16,6 @@
 #include "target.h"
 #include "tune_run.h"
 
-
 typedef struct {
     const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model;
     int threads;
