@@ -3,26 +3,42 @@
 
 #include "candidate_grid.h"
 
-static const int tile_ms[] = {8, 16, 32, 64, 128};
-static const int tile_ns[] = {32, 64, 128, 256, 512, 1024};
-static const int tile_ks[] = {16, 32, 64, 128, 256};
 static const int splits[] = {1, 2, 3, 4, 8};
 static const int tg_per_core[] = {1, 2, 4, 8};
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+/* The tiles tried, per dequant strategy: the matrix kernels' 8x8 multiples,
+ * and the decode path's rows in registers (1..16), columns per simdgroup
+ * (16..128) and K per threadgroup step (its simdgroups' share). */
+typedef struct {
+    const int *m, *n, *k;
+    int nm, nn, nk;
+} tile_lists;
+static const int mat_ms[] = {8, 16, 32, 64, 128};
+static const int mat_ns[] = {32, 64, 128, 256, 512, 1024};
+static const int mat_ks[] = {16, 32, 64, 128, 256};
+static const int gemv_ms[] = {1, 2, 4, 8, 16};
+static const int gemv_ns[] = {16, 32, 64, 128};
+static const int gemv_ks[] = {16, 32, 64, 128, 256, 512, 1024};
+static const tile_lists mat_tiles = {mat_ms, mat_ns, mat_ks, COUNT(mat_ms), COUNT(mat_ns),
+                                     COUNT(mat_ks)};
+static const tile_lists gemv_tiles = {gemv_ms, gemv_ns, gemv_ks, COUNT(gemv_ms),
+                                      COUNT(gemv_ns), COUNT(gemv_ks)};
 
 static int cdiv(int a, int b) { return (a + b - 1) / b; }
 
 /* Why a tile is pointless for this problem (a smaller tile of the grid
  * already covers the dimension), or NULL. */
-static const char *oversized(const mq_problem *p, const mq_params *q, char *buf, size_t n)
+static const char *oversized(const mq_problem *p, const mq_params *q, const tile_lists *t,
+                             char *buf, size_t n)
 {
-    if (q->tile_m / 2 >= p->M && q->tile_m / 2 >= tile_ms[0])
+    if (q->tile_m / 2 >= p->M && q->tile_m / 2 >= t->m[0])
         snprintf(buf, n, "tile_m=%d: tile_m=%d already covers M=%d", q->tile_m, q->tile_m / 2,
                  p->M);
-    else if (q->tile_n / 2 >= p->N && q->tile_n / 2 >= tile_ns[0])
+    else if (q->tile_n / 2 >= p->N && q->tile_n / 2 >= t->n[0])
         snprintf(buf, n, "tile_n=%d: tile_n=%d already covers N=%d", q->tile_n, q->tile_n / 2,
                  p->N);
-    else if (q->tile_k / 2 >= p->K && q->tile_k / 2 >= tile_ks[0])
+    else if (q->tile_k / 2 >= p->K && q->tile_k / 2 >= t->k[0])
         snprintf(buf, n, "tile_k=%d: tile_k=%d already covers K=%d", q->tile_k, q->tile_k / 2,
                  p->K);
     else
@@ -45,14 +61,14 @@ int mq_candidate_grid(const mq_problem *p, int cores, int seed_only, mq_grid_vis
             continue;
         }
         int nsplit = vi->schedule == MQ_SCHED_GRID2D ? 1 : COUNT(splits);
-        for (int a = 0; a < COUNT(tile_ms); a++)
-            for (int b = 0; b < COUNT(tile_ns); b++)
-                for (int k = 0; k < COUNT(tile_ks); k++)
+        const tile_lists *t = vi->dequant == MQ_DEQ_GEMV ? &gemv_tiles : &mat_tiles;
+        for (int a = 0; a < t->nm; a++)
+            for (int b = 0; b < t->nn; b++)
+                for (int k = 0; k < t->nk; k++)
                     for (int s = 0; s < nsplit; s++) {
-                        mq_candidate c = {(mq_variant)v,
-                                          {tile_ms[a], tile_ns[b], tile_ks[k], 0, splits[s]}};
+                        mq_candidate c = {(mq_variant)v, {t->m[a], t->n[b], t->k[k], 0, splits[s]}};
                         char why[256];
-                        const char *sr = oversized(p, &c.p, why, sizeof why);
+                        const char *sr = oversized(p, &c.p, t, why, sizeof why);
                         if ((rc = visit(&c, sr, ctx)) != 0)
                             return rc;
                         if (vi->schedule != MQ_SCHED_STRIPED)

@@ -261,7 +261,9 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
     ra.job.tile_n = c->p.tile_n;
     ra.job.tile_k = c->p.tile_k;
     ra.plan = &plan;
-    ra.tile = vi->dequant == MQ_DEQ_FUSED ? mq_tile_fused : mq_tile_staged;
+    /* the decode path (GEMV) is the fused engine's work on its decomposition:
+     * one tile_m x tile_n output block over all of K per threadgroup */
+    ra.tile = vi->dequant == MQ_DEQ_STAGED ? mq_tile_staged : mq_tile_fused;
     ra.C = C;
     ra.partials = plan.k_slices > 1 ? ctx->workspace : NULL;
     mq_pool_run(ctx->pool, plan.threadgroups,

@@ -156,11 +156,17 @@ typedef enum {
     MQ_VAR_TRELLIS_PACKED,       /* trellis prefill, 64x64 by default */
     MQ_VAR_TRELLIS_DECODE,       /* trellis decode, 32x128 by default */
     MQ_VAR_MLX_SPLITK,           /* grid x split_k slices, then a sum */
-    MQ_VAR_COUNT                 /* the seeds' variants; mq_variant_count() counts all */
+    MQ_VAR_GEMV_DECODE,          /* fp4/u4 decode: no MMA, 16-byte loads, K over lanes */
+    MQ_VAR_GEMV_TRELLIS,         /* the same for the trellis formats */
+    MQ_VAR_COUNT                 /* the built-in variants; mq_variant_count() counts all */
 } mq_variant;
 
 typedef enum { MQ_SCHED_GRID2D, MQ_SCHED_STRIPED, MQ_SCHED_SPLITK } mq_schedule;
-typedef enum { MQ_DEQ_STAGED, MQ_DEQ_FUSED } mq_dequant_mode;
+/* STAGED: B dequantized into threadgroup tiles; FUSED: decoded per 8x8
+ * sub-tile for simdgroup matrices; GEMV: no matrices and no staging, each
+ * lane decodes the 4 columns x 8 K of one 16-byte load in registers (the
+ * decode path, M up to 16) */
+typedef enum { MQ_DEQ_STAGED, MQ_DEQ_FUSED, MQ_DEQ_GEMV } mq_dequant_mode;
 
 typedef struct {
     int tile_m, tile_n, tile_k;
@@ -217,6 +223,9 @@ int mq_variant_serves(mq_variant v, mq_format f);
  * simdgroup region, tile quantum, defaults) and gets the next id. Register
  * before any use, from one thread. MQ_E_ARG with the reason otherwise. */
 mq_status mq_variant_register(const mq_variant_info *row, mq_variant *id, mq_error *err);
+
+/* The decode path's (MQ_DEQ_GEMV) largest tile_m: accumulator rows in registers. */
+#define MQ_GEMV_MAX_ROWS 16
 
 /* Hardware limits a candidate must respect (from the chip description). */
 typedef struct {

@@ -75,6 +75,29 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .msl_file = "mlx_qmm_splitk.metal", .msl_function = "mlx_qmm_splitk_%s",
         .msl_buffers = {MQ_BUF_WORKSPACE},
         .summary = "MLX qmm_t split-K: grid x split_k slices, partials, then a sum"},
+    /* The decode path (not a seed's): no simdgroup matrices, no staging.
+     * Each lane loads 16 bytes (8 K x 4 columns of packed words) per step,
+     * several steps in flight, decodes them in registers and multiplies them
+     * by the activations of up to 16 rows; a threadgroup covers tile_n
+     * columns and tile_k of K per step, its simdgroups splitting K, finished
+     * by simd_shuffle_xor and a threadgroup reduction. sg_m/sg_n are unused
+     * (the planner's GEMV rule counts the simdgroups). */
+    [MQ_VAR_GEMV_DECODE] = {
+        .name = "marlin_gemv_decode", .enum_name = "MQ_VAR_GEMV_DECODE",
+        .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_GRID2D,
+        .dequant = MQ_DEQ_GEMV, .sg_m = 8, .sg_n = 8, .tile_quantum = 16,
+        .defaults = {4, 64, 128, 0, 1},
+        .msl_file = "marlin_gemv_decode.metal", .msl_function = "marlin_gemv_decode_%s",
+        .summary = "decode GEMV: 16-byte loads, dequant in registers, K over lanes and "
+                   "simdgroups"},
+    [MQ_VAR_GEMV_TRELLIS] = {
+        .name = "gemv_trellis_decode", .enum_name = "MQ_VAR_GEMV_TRELLIS",
+        .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_GEMV,
+        .sg_m = 8, .sg_n = 8, .tile_quantum = 16, .defaults = {4, 64, 128, 0, 1},
+        .msl_file = "gemv_trellis_decode.metal", .msl_function = "gemv_trellis_decode_%s",
+        .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
+        .summary = "trellis decode GEMV: codebook in threadgroup memory, su on the "
+                   "activations, sv x scale per 8 K"},
 };
 static int nvariants = MQ_VAR_COUNT;
 
@@ -100,7 +123,7 @@ mq_status mq_variant_register(const mq_variant_info *row, mq_variant *id, mq_err
                        MAX_VARIANTS);
     if (!row->formats || row->formats >= (1u << MQ_FMT_COUNT))
         return mq_fail(err, MQ_E_ARG, "variant '%s' serves no known format", row->name);
-    if ((unsigned)row->schedule > MQ_SCHED_SPLITK || (unsigned)row->dequant > MQ_DEQ_FUSED)
+    if ((unsigned)row->schedule > MQ_SCHED_SPLITK || (unsigned)row->dequant > MQ_DEQ_GEMV)
         return mq_fail(err, MQ_E_ARG, "variant '%s': unknown schedule or dequant strategy",
                        row->name);
     if (row->sg_m < 8 || row->sg_n < 8 || row->sg_m % 8 || row->sg_n % 8 ||
@@ -163,6 +186,44 @@ static mq_status check_tile(const char *what, int v, int quantum, mq_error *err)
     return MQ_OK;
 }
 
+/* The decode path's rules (metal/marlin_gemv_decode.metal): a lane holds
+ * tile_m rows of accumulators for 4 columns, a simdgroup spans the tile's
+ * columns (tile_n / 4 lanes) and 8 K per lane along the rest of its 32
+ * lanes, the threadgroup's simdgroups split tile_k, and their partial sums
+ * meet in threadgroup memory (none with one simdgroup); the trellis kernel
+ * keeps its codebook (16 floats) there too. */
+static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_limits *lim,
+                           mq_plan *plan, mq_error *err)
+{
+    if (q->tile_m > MQ_GEMV_MAX_ROWS)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_m=%d: the decode path holds at most %d rows in registers", q->tile_m,
+                       MQ_GEMV_MAX_ROWS);
+    if (q->tile_n > 128 || 128 % q->tile_n)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_n=%d: one simdgroup spans the decode path's columns, 4 per lane, "
+                       "so tile_n is 16, 32, 64 or 128",
+                       q->tile_n);
+    if (lim->simd_width != 32)
+        return mq_fail(err, MQ_E_ILLEGAL, "the decode path needs 32-lane simdgroups, not %d",
+                       lim->simd_width);
+    int k_per_sg = 8 * (32 / (q->tile_n / 4));
+    if (q->tile_k % k_per_sg)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_k=%d must be a multiple of %d (8 K per lane x %d lanes along K "
+                       "at tile_n=%d)",
+                       q->tile_k, k_per_sg, k_per_sg / 8, q->tile_n);
+    if (p->N % 4)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "N=%d: the decode path loads 4 columns' words at once (16 bytes), so "
+                       "N must be a multiple of 4",
+                       p->N);
+    plan->simdgroups = q->tile_k / k_per_sg;
+    plan->tg_mem_bytes = (plan->simdgroups > 1 ? plan->simdgroups * q->tile_m * q->tile_n * 4 : 0) +
+                         (mq_format_is_trellis(p->format) ? 16 * 4 : 0);
+    return MQ_OK;
+}
+
 mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
                             mq_plan *plan, mq_error *err)
 {
@@ -181,9 +242,11 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         return mq_fail(err, MQ_E_ILLEGAL, "%s does not serve format %s", vi->name,
                        mq_format_name(p->format));
     const mq_params *q = &c->p;
-    /* tile_m: simdgroup matrices are 8x8; tile_n, tile_k: the format's quantum
-     * (8 codes per packed word, or the 16x16 trellis tile). */
-    if ((st = check_tile("tile_m", q->tile_m, 8, err)) ||
+    const int gemv = vi->dequant == MQ_DEQ_GEMV;
+    /* tile_m: simdgroup matrices are 8x8 (the decode path has none: any
+     * row count); tile_n, tile_k: the format's quantum (8 codes per packed
+     * word, or the 16x16 trellis tile). */
+    if ((st = check_tile("tile_m", q->tile_m, gemv ? 1 : 8, err)) ||
         (st = check_tile("tile_n", q->tile_n, vi->tile_quantum, err)) ||
         (st = check_tile("tile_k", q->tile_k, vi->tile_quantum, err)))
         return st;
@@ -199,16 +262,23 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
                        "straddle scale groups",
                        q->tile_k, p->group);
     memset(plan, 0, sizeof *plan);
-    plan->simdgroups = mq_cdiv(q->tile_m, vi->sg_m) * mq_cdiv(q->tile_n, vi->sg_n);
+    if (gemv) {
+        if ((st = gemv_plan(p, q, lim, plan, err)))
+            return st;
+    } else {
+        plan->simdgroups = mq_cdiv(q->tile_m, vi->sg_m) * mq_cdiv(q->tile_n, vi->sg_n);
+        /* FP16 tiles, or the epilogue's scratch where it reuses them and needs
+         * more (many simdgroups over a thin K tile), plus per-simdgroup buffers */
+        int tiles =
+            2 * (vi->a_stages * q->tile_m * q->tile_k + vi->b_stages * q->tile_k * q->tile_n);
+        plan->tg_mem_bytes =
+            mq_max(tiles, plan->simdgroups * vi->scratch_in_tiles_per_sg) +
+            plan->simdgroups * (vi->staging_bytes_per_sg + vi->epilogue_bytes_per_sg);
+    }
     plan->threads_per_tg = plan->simdgroups * lim->simd_width;
     if (plan->threads_per_tg > lim->max_threads_per_tg)
         return mq_fail(err, MQ_E_ILLEGAL, "%d threads per threadgroup exceed the limit %d",
                        plan->threads_per_tg, lim->max_threads_per_tg);
-    /* FP16 tiles, or the epilogue's scratch where it reuses them and needs
-     * more (many simdgroups over a thin K tile), plus per-simdgroup buffers */
-    int tiles = 2 * (vi->a_stages * q->tile_m * q->tile_k + vi->b_stages * q->tile_k * q->tile_n);
-    plan->tg_mem_bytes = mq_max(tiles, plan->simdgroups * vi->scratch_in_tiles_per_sg) +
-                         plan->simdgroups * (vi->staging_bytes_per_sg + vi->epilogue_bytes_per_sg);
     if (plan->tg_mem_bytes > lim->tg_mem_bytes)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "threadgroup memory %d B (%s %dx%dx%d) exceeds the budget %d B",

@@ -15,15 +15,6 @@
 
 enum { MQ_DEQ_FP4 = 0, MQ_DEQ_U4 = 1, MQ_DEQ_TRELLIS = 2 };
 
-// The weights of one kernel, whichever format (unused pointers are null).
-struct MqWeights {
-    device const uint *packed;
-    device const half *scales;
-    device const uchar *zeros;
-    device const uchar *indices;
-    device const float *tscales, *grid, *su, *sv;
-};
-
 // Column n's 8 weights for K rows k..k+7 into staging column c.
 template <int DEQ>
 inline void mq_decode_column(thread const MqWeights &w, constant MqParams &p, uint k, uint n,

@@ -44,7 +44,11 @@ using namespace metal;
 // a simdgroup's share of the tile, in 8x8 fragments
 #define SG_ROWS MQ_CDIV(TILE_M, SG_M)
 #define SG_COLS MQ_CDIV(TILE_N, SG_N)
+#ifdef MQ_GEMV // the decode path: each simdgroup takes 1024 / TILE_N of a K step
+#define SIMDGROUPS (TILE_N * TILE_K / 1024)
+#else
 #define SIMDGROUPS (SG_ROWS * SG_COLS)
+#endif
 #define THREADS (SIMDGROUPS * 32)
 #define FRAG_M (MQ_MIN(SG_M, TILE_M) / 8)
 #define FRAG_N (MQ_MIN(SG_N, TILE_N) / 8)
@@ -54,8 +58,10 @@ using namespace metal;
 // whichever is larger, as the planner counts it (scratch_in_tiles_per_sg)
 #define MQ_STAGED_SMEM(TILE_HALVES) MQ_MAX((TILE_HALVES), SIMDGROUPS * 128)
 
+#ifndef MQ_GEMV
 static_assert(TILE_M % 8 == 0 && TILE_N % 8 == 0 && TILE_K % 8 == 0,
               "tiles are multiples of the 8x8 simdgroup matrix");
+#endif
 
 // The planner's figures for the candidate (kernels/variants.c), which every
 // backend passes with the tuned macros: each kernel checks that the
@@ -79,6 +85,15 @@ struct MqParams {
     uint num_tgs;       // striped: the 1D grid
     uint work_per_tg;   // striped: ceil(work units / num_tgs)
     uint n_levels;      // trellis: codebook size
+};
+
+// The weights of one kernel, whichever format (unused pointers are null).
+struct MqWeights {
+    device const uint *packed;
+    device const half *scales;
+    device const uchar *zeros;
+    device const uchar *indices;
+    device const float *tscales, *grid, *su, *sv;
 };
 
 // ---- weight decoders -------------------------------------------------------
@@ -132,6 +147,7 @@ inline uint mq_trellis_index(device const uchar *indices, uint tiles_n, uint k, 
     return (v >> shift) & ((1u << TRELLIS_BITS) - 1u);
 }
 
+#ifndef MQ_GEMV // the simdgroup-matrix kernels' helpers
 // ---- the epilogue -------------------------------------------------------------
 
 // Write one simdgroup's FRAG_M x FRAG_N accumulators through an 8x8 float
@@ -239,5 +255,7 @@ inline void mq_mma_staged(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N],
         }
     }
 }
+
+#endif // MQ_GEMV
 
 #endif

@@ -432,6 +432,32 @@ static void test_real_kernels(void)
         mq_problem p = {(mq_format)f, 3, 200, 400, 128};
         n = mq_test_pick(&p, &chip, js, n, 512);
     }
+    /* the decode path's structure, every legal (tile_n, tile_k) pair of it:
+     * lanes along N and K, simdgroups per threadgroup and the reduction
+     * differ with each; formats and row counts rotate over the pairs */
+    {
+        static const mq_format fmts[] = {MQ_FMT_FP4, MQ_FMT_U4, MQ_FMT_TRELLIS2, MQ_FMT_TRELLIS3,
+                                         MQ_FMT_TRELLIS4};
+        static const int rows[] = {1, 2, 4, 8, 16};
+        int pairs = 0;
+        for (int tn = 16; tn <= 128; tn *= 2)
+            for (int tk = 16; tk <= 1024; tk *= 2) {
+                mq_format f = fmts[pairs % 5];
+                mq_problem p = {f, 5, 256, 1024, 128};
+                mq_candidate c = {mq_format_is_trellis(f) ? MQ_VAR_GEMV_TRELLIS : MQ_VAR_GEMV_DECODE,
+                                  {rows[pairs % 5], tn, tk, 0, 1}};
+                mq_plan pl;
+                /* fewer rows where the partial sums would not fit */
+                while (c.p.tile_m > 1 && mq_plan_candidate(&p, &c, &lim, &pl, NULL) != MQ_OK)
+                    c.p.tile_m /= 2;
+                if (mq_plan_candidate(&p, &c, &lim, &pl, NULL) == MQ_OK && n < 512) {
+                    js[n++] = (mq_test_job){p, c};
+                    pairs++;
+                }
+            }
+        CHECK(pairs == 22, "expected the decode path's 22 legal (tile_n, tile_k) pairs on m4max, got %d",
+              pairs);
+    }
     /* every distinct program compiled first, in parallel */
     static char progs[512][600];
     int np = 0;
@@ -593,6 +619,13 @@ static void test_planted(void)
     mq_candidate fp4_2d = {MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}};
     mq_candidate striped = {MQ_VAR_MARLIN_FP4_STRIPED, {64, 64, 32, 0, 1}};
     mq_candidate fused_u4 = {MQ_VAR_FUSED_U4, {64, 64, 32, 0, 1}};
+    mq_candidate gemv = {MQ_VAR_GEMV_DECODE, {4, 32, 128, 0, 1}};
+    planted("a decode reduction that skips the lanes along K", "mq_gemv.h",
+            "for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)",
+            "for (uint off = 32u; off < 32u; off *= 2u)", MQ_FMT_U4, 3, gemv, "wrong", NULL);
+    planted("a decode that reads the scale of the wrong column", "mq_gemv.h",
+            "sh[int(c / 2u)] >> (16u * (c % 2u))", "sh[int(c / 2u)] >> (16u * ((c + 1u) % 2u))",
+            MQ_FMT_FP4, 1, gemv, "wrong", NULL);
     planted("a wrong nibble order", "mq_metal.h", "(word >> (4u * i))", "(word >> (4u * (i ^ 1u)))",
             MQ_FMT_FP4, 17, fp4_2d, "wrong", NULL);
     planted("an off-by-one that drops the last K row of a word (u4, fused)", "mq_metal.h",

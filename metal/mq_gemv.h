@@ -1,0 +1,229 @@
+// mq_gemv.h - the decode path's body (marlin_gemv_decode.metal for fp4
+// and u4, gemv_trellis_decode.metal for the trellis formats) (M up to 16 rows per
+// threadgroup): no simdgroup matrices and no threadgroup staging, the
+// weights streamed once at the width the memory system wants.
+//
+//   - Each lane owns 4 adjacent columns and 8 K values of a step: one
+//     16-byte load of 4 packed words (fp4/u4, [K/8][N] as the other kernels
+//     read it), or 8 rows of 4 indices (trellis). Lanes along N come first
+//     (TILE_N / 4 of them, so a simdgroup reads TILE_N * 4 contiguous bytes
+//     per packed row), the rest of the 32 lanes and the threadgroup's
+//     simdgroups split the K step (TILE_K = 8 K x 32 lanes x simdgroups /
+//     (TILE_N / 4)).
+//   - GEMV_UNROLL steps' weights and scales are loaded before any is used,
+//     so each lane has that many 16-byte loads in flight.
+//   - Decoding stays in registers and in float: fp4 codes become FP16 bit
+//     patterns two at a time ((c & 7) << 9 | (c & 8) << 12 is the code's
+//     value times 2^-14, exact, subnormals included; the 2^14 goes into the
+//     scale), u4 codes become q - z exactly through the 0x4B000000 float
+//     magic (2^23 + q, minus 2^23 + z), trellis indices look up a 16-entry
+//     codebook copied to threadgroup memory once (a register table indexed
+//     at run time would live in memory on either compiler anyway).
+//   - Scales leave the inner loop: each column's 8-term dot product is
+//     scaled once (fp4/u4 scale; trellis tscale x sv), trellis su signs are
+//     folded into the activations. Every product of an activation and a
+//     code value is exact in float, so the sums round no more than the
+//     matrix kernels' (harness/measure.c's bound).
+//   - K partials meet by simd_shuffle_xor across the lanes along K, then
+//     across simdgroups in threadgroup memory, in a fixed order.
+// The grid is (n tiles, m tiles), as the 2D kernels'.
+#ifndef MQ_GEMV_H
+#define MQ_GEMV_H
+
+#define MQ_GEMV 1
+#include "mq_metal.h"
+
+#define GEMV_LN (TILE_N / 4)   // lanes along N, 4 columns each
+#define GEMV_LK (32 / GEMV_LN) // lanes along K, 8 K each
+#define GEMV_UNROLL 4          // K steps whose loads are in flight together
+
+static_assert(TILE_M >= 1 && TILE_M <= 16, "the decode path holds 1..16 rows in registers");
+static_assert(TILE_N == 16 || TILE_N == 32 || TILE_N == 64 || TILE_N == 128,
+              "a simdgroup spans TILE_N columns, 4 per lane");
+static_assert(TILE_K % (8 * GEMV_LK) == 0 && SIMDGROUPS >= 1,
+              "each simdgroup takes 8 K x its lanes along K of a step");
+
+enum { GEMV_FP4 = 0, GEMV_U4 = 1, GEMV_TRELLIS = 2 };
+
+// The 8 activations of row `row` at k..k+7 (one 16-byte load) as floats.
+inline void gemv_load_a(device const half *A, uint row, uint K, uint k, thread float *a)
+{
+    const uint4 v = *(device const uint4 *)(A + row * K + k);
+    for (uint i = 0; i < 4u; i++) {
+        const uint x = v[i];
+        a[2u * i] = float(as_type<half>(ushort(x & 0xffffu)));
+        a[2u * i + 1u] = float(as_type<half>(ushort(x >> 16)));
+    }
+}
+
+// FP4 E2M1 codes of one packed word, k0..k0+7, as value x 2^-14: nibbles j
+// and j + 4 sit 16 bits apart, so one shift serves both halves of an FP16
+// pair (exponent and mantissa bits to 9..11, the sign to 15).
+inline void gemv_fp4_word(uint w, thread float *q)
+{
+    for (uint j = 0; j < 4u; j++) {
+        const uint t = w >> (4u * j);
+        const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
+        q[j] = float(as_type<half>(ushort(hb & 0xffffu)));
+        q[j + 4u] = float(as_type<half>(ushort(hb >> 16)));
+    }
+}
+
+// u4 codes of one packed word as q - z, exactly: the float 2^23 + q minus
+// zb = 2^23 + z.
+inline void gemv_u4_word(uint w, float zb, thread float *q)
+{
+    for (uint j = 0; j < 8u; j++)
+        q[j] = as_type<float>(((w >> (4u * j)) & 0xfu) | 0x4B000000u) - zb;
+}
+
+// The 4 indices (columns n..n+3, n % 4 == 0) of row k of a trellis tile
+// set, BITS each, in the low bits: 16 rows x 16 columns per tile, LSB-first.
+template <int BITS>
+inline uint gemv_trellis_row(device const uchar *indices, uint tiles_n, uint k, uint n)
+{
+    device const uchar *tile = indices + ((k / 16u) * tiles_n + n / 16u) * (32u * BITS);
+    const uint off = ((k % 16u) * 16u + n % 16u) * uint(BITS);
+    const uint byte = off >> 3;
+    uint v = tile[byte];
+    if (BITS != 2) // 12 bits from a half-byte offset (3) or 16 (4): two bytes
+        v |= uint(tile[byte + 1u]) << 8;
+    return v >> (off & 7u);
+}
+
+template <int DEQ, int BITS>
+inline void mq_gemv(device const half *A, thread const MqWeights &w, device half *C,
+                    constant MqParams &p, threadgroup float *red, threadgroup const float *cb,
+                    uint2 tg, uint tid, uint sg, uint lane)
+{
+    const uint N = p.N, K = p.K;
+    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
+    const uint col0 = tg.x * uint(TILE_N), n0 = col0 + ln * 4u, row0 = tg.y * uint(TILE_M);
+    const uint rows = min(uint(TILE_M), p.M - row0);
+    const bool cols = n0 < N; // N % 4 == 0: all 4 columns or none
+    const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u;
+    const uint tiles_n = (N + 15u) / 16u;
+    float acc[TILE_M][4];
+    for (uint m = 0; m < uint(TILE_M); m++)
+        for (uint c = 0; c < 4u; c++)
+            acc[m][c] = 0.0f;
+    float colf[4] = {1.0f, 1.0f, 1.0f, 1.0f}; // per column: 2^14 (fp4), sv (trellis)
+    for (uint c = 0; c < 4u; c++) {
+        if (DEQ == GEMV_FP4)
+            colf[c] = 16384.0f;
+        else if (DEQ == GEMV_TRELLIS && cols)
+            colf[c] = w.sv[n0 + c];
+    }
+    const uint steps = (K + uint(TILE_K) - 1u) / uint(TILE_K);
+    for (uint s0 = 0; s0 < steps; s0 += uint(GEMV_UNROLL)) {
+        // every load of GEMV_UNROLL steps first
+        uint4 wv[GEMV_UNROLL];
+        uint tr[GEMV_UNROLL][8];
+        float sc[GEMV_UNROLL][4];
+        float zb[GEMV_UNROLL][4];
+        bool ok[GEMV_UNROLL];
+        for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
+            const uint k = (s0 + u) * uint(TILE_K) + kl;
+            ok[u] = cols && k < K;
+            if (!ok[u])
+                continue;
+            const uint g = (k / p.group) * N + n0;
+            if (DEQ == GEMV_TRELLIS) {
+                for (uint r = 0; r < 8u; r++)
+                    tr[u][r] = gemv_trellis_row<BITS>(w.indices, tiles_n, k + r, n0);
+                const float4 ts = *(device const float4 *)(w.tscales + g);
+                for (uint c = 0; c < 4u; c++)
+                    sc[u][c] = ts[int(c)] * colf[c];
+            } else {
+                wv[u] = *(device const uint4 *)(w.packed + (k / 8u) * N + n0);
+                const uint2 sh = *(device const uint2 *)(w.scales + g);
+                for (uint c = 0; c < 4u; c++) {
+                    const uint bits = (sh[int(c / 2u)] >> (16u * (c % 2u))) & 0xffffu;
+                    sc[u][c] = float(as_type<half>(ushort(bits))) * colf[c];
+                }
+                if (DEQ == GEMV_U4) {
+                    const uint z4 = *(device const uint *)(w.zeros + g);
+                    for (uint c = 0; c < 4u; c++)
+                        zb[u][c] = 8388608.0f + float((z4 >> (8u * c)) & 0xffu);
+                }
+            }
+        }
+        for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
+            if (!ok[u])
+                continue;
+            const uint k = (s0 + u) * uint(TILE_K) + kl;
+            float q[4][8];
+            for (uint c = 0; c < 4u; c++) {
+                if (DEQ == GEMV_FP4)
+                    gemv_fp4_word(wv[u][int(c)], q[c]);
+                else if (DEQ == GEMV_U4)
+                    gemv_u4_word(wv[u][int(c)], zb[u][c], q[c]);
+                else
+                    for (uint r = 0; r < 8u; r++)
+                        q[c][r] = cb[(tr[u][r] >> (uint(BITS) * c)) & ((1u << BITS) - 1u)];
+            }
+            float sgn[8];
+            if (DEQ == GEMV_TRELLIS)
+                for (uint r = 0; r < 8u; r++)
+                    sgn[r] = w.su[k + r];
+            for (uint m = 0; m < uint(TILE_M); m++) {
+                if (m >= rows)
+                    break;
+                float a[8];
+                gemv_load_a(A, row0 + m, K, k, a);
+                if (DEQ == GEMV_TRELLIS)
+                    for (uint r = 0; r < 8u; r++)
+                        a[r] *= sgn[r];
+                for (uint c = 0; c < 4u; c++) {
+                    float dot = 0.0f;
+                    for (uint r = 0; r < 8u; r++)
+                        dot = fma(a[r], q[c][r], dot);
+                    acc[m][c] = fma(dot, sc[u][c], acc[m][c]);
+                }
+            }
+        }
+    }
+    // the lanes along K, then the simdgroups
+    for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)
+        for (uint m = 0; m < uint(TILE_M); m++)
+            for (uint c = 0; c < 4u; c++)
+                acc[m][c] += simd_shuffle_xor(acc[m][c], ushort(off));
+#if SIMDGROUPS > 1
+    if (lk == 0u && cols)
+        for (uint m = 0; m < uint(TILE_M); m++)
+            for (uint c = 0; c < 4u; c++)
+                red[(sg * uint(TILE_M) + m) * uint(TILE_N) + ln * 4u + c] = acc[m][c];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
+        const uint m = i / uint(TILE_N), n = col0 + i % uint(TILE_N);
+        if (m < rows && n < N) {
+            float s = red[m * uint(TILE_N) + i % uint(TILE_N)];
+            for (uint g = 1; g < uint(SIMDGROUPS); g++)
+                s += red[(g * uint(TILE_M) + m) * uint(TILE_N) + i % uint(TILE_N)];
+            C[(row0 + m) * N + n] = half(s);
+        }
+    }
+#else
+    (void)red;
+    (void)tid;
+    if (lk == 0u && cols)
+        for (uint m = 0; m < rows; m++)
+            for (uint c = 0; c < 4u; c++)
+                C[(row0 + m) * N + n0 + c] = half(acc[m][c]);
+#endif
+}
+
+// the reduction's threadgroup memory (none with one simdgroup)
+#if SIMDGROUPS > 1
+#define GEMV_RED_DECL threadgroup float red[SIMDGROUPS * TILE_M * TILE_N];
+#define GEMV_RED_BYTES sizeof(red)
+#else
+#define GEMV_RED_DECL threadgroup float *red = nullptr;
+#define GEMV_RED_BYTES 0
+#endif
+
+#define GEMV_POSITIONS                                                                    \
+    uint2 tg [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]], \
+        uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]]
+
+#endif
