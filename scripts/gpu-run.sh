@@ -18,6 +18,12 @@
 #                                M 1,16 (pick, baselines and every candidate timed), then
 #                                the guided search replayed on those rows (--resume, 24
 #                                and 40 evaluations per shape) -> results/CHIP/grid
+#   scripts/gpu-run.sh decode    the decode path (issue 15): bench --backend cuda on
+#                                DECODE_SHAPES (default M 1 and 16 of N=4096 K=14336 and
+#                                N=14336 K=4096) x DECODE_FORMATS (default fp4 u4 trellis3),
+#                                cold weights: every legal candidate of the GEMV variants and
+#                                the earlier bests, one bench (with its probes) per shape
+#                                -> results/CHIP/decode/decode.csv
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
 #   scripts/gpu-run.sh cpu-grid  the machine's CPU as chip host: tune --suite grid (fp4,
@@ -128,6 +134,40 @@ check-unseen)
         measure "guided search replayed on those rows, --evals $ev" "replay-$ev" \
             /tmp/replay/tune-results.csv build/tune --chip "$CHIP" --suite unseen --m 1,16 \
             --formats fp4 --evals "$ev" --budget 0.02 --resume --out-dir /tmp/replay
+    done
+    ;;
+decode)
+    D=results/$CHIP/decode
+    mkdir -p "$D"
+    [ -n "${RESUME:-}" ] || rm -f "$D/decode.csv"
+    for f in ${DECODE_FORMATS:-fp4 u4 trellis3}; do
+        for sh in ${DECODE_SHAPES:-1x4096x14336 1x14336x4096 16x4096x14336 16x14336x4096}; do
+            say "== decode path: $f $sh"
+            build/bench --chip "$CHIP" --shape "$sh" --formats "$f" --space full --explain \
+                > /tmp/explain.txt 2>&1
+            awk '$1 == "legal" && $2 ~ /gemv/ { gsub(/[a-z]+=/, ""); print $2, $3, $4, $5, $6, $7 }' \
+                /tmp/explain.txt > /tmp/specs.txt
+            # the earlier bests on the H100 (BENCHMARKS.md, issue 13), where they serve the format
+            for spec in "marlin_gemm_fp4_striped 8 32 32 0 8" "marlin_gemm_fp4_striped 16 256 32 0 8" \
+                "mlx_qmm_splitk 8 256 16 0 8" "mlx_qmm_splitk 16 128 16 0 8" \
+                "gemm_trellis_packed_decode 32 128 32 0 1" "gemm_trellis_packed_decode 16 64 32 0 1"; do
+                grep -q "^  legal *$(echo "$spec" | awk '{print $1 " tm=" $2 " tn=" $3 " tk=" $4 " tg=" $5 " sk=" $6}') " \
+                    /tmp/explain.txt && echo "$spec" >> /tmp/specs.txt
+            done
+            say "$(wc -l < /tmp/specs.txt) candidates"
+            # bench takes 64 --candidate at most: chunks of 60, one results file
+            split -l 60 /tmp/specs.txt /tmp/specs-part.
+            for part in /tmp/specs-part.*; do
+                set --
+                while read -r spec; do set -- "$@" --candidate "$spec"; done < "$part"
+                timeout "$STAGE_S" build/bench --backend cuda --shape "$sh" --formats "$f" \
+                    --budget 0.05 --quiet ${RESUME:+--resume} --out "$D/decode.csv" "$@" \
+                    >> "$OUT/decode-$f-$sh.log" 2>&1
+                say "exit $?"
+            done
+            rm -f /tmp/specs-part.*
+            grep -E "device probes|^best|wrong|error" "$OUT/decode-$f-$sh.log" | head -12 | tee -a "$S"
+        done
     done
     ;;
 cpu-host)
