@@ -91,110 +91,6 @@ inline uint gemv_trellis_row(device const uchar *indices, uint tiles_n, uint k, 
     return v >> (off & 7u);
 }
 
-// What one lane loads for GEMV_UNROLL steps: packed words (fp4/u4) or 8
-// rows of indices (trellis), each column's scale factor and (u4) 2^23 + z,
-// and for up to GEMV_A_AHEAD rows the activations.
-#define GEMV_A_AHEAD (TILE_M <= 2 ? TILE_M : 0)
-template <int DEQ> struct GemvLoads {
-    uint4 wv[DEQ == GEMV_TRELLIS ? 1 : GEMV_UNROLL];
-    uint tr[DEQ == GEMV_TRELLIS ? GEMV_UNROLL : 1][8];
-    float sc[GEMV_UNROLL][4];
-    float zb[GEMV_UNROLL][4];
-    uint4 av[GEMV_UNROLL][GEMV_A_AHEAD > 0 ? GEMV_A_AHEAD : 1];
-    bool ok[GEMV_UNROLL];
-};
-
-template <int DEQ, int BITS>
-inline void gemv_issue(thread GemvLoads<DEQ> &L, thread const MqWeights &w, device const half *A,
-                       constant MqParams &p, uint s0, uint kl, uint n0, bool cols, uint row0,
-                       uint rows, uint tiles_n, thread const float *colf)
-{
-    const uint N = p.N, K = p.K;
-    for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
-        const uint k = (s0 + u) * uint(TILE_K) + kl;
-        L.ok[u] = cols && k < K;
-        if (!L.ok[u])
-            continue;
-        const uint g = (k / p.group) * N + n0;
-        if (DEQ == GEMV_TRELLIS) {
-            for (uint r = 0; r < 8u; r++)
-                L.tr[DEQ == GEMV_TRELLIS ? u : 0u][r] = gemv_trellis_row<BITS>(w.indices, tiles_n, k + r, n0);
-            const float4 ts = *(device const float4 *)(w.tscales + g);
-            for (uint c = 0; c < 4u; c++)
-                L.sc[u][c] = ts[int(c)] * colf[c];
-        } else {
-            L.wv[DEQ == GEMV_TRELLIS ? 0u : u] = *(device const uint4 *)(w.packed + (k / 8u) * N + n0);
-            const uint2 sh = *(device const uint2 *)(w.scales + g);
-            for (uint c = 0; c < 4u; c++) {
-                const uint bits = (sh[int(c / 2u)] >> (16u * (c % 2u))) & 0xffffu;
-                L.sc[u][c] = float(as_type<half>(ushort(bits))) * colf[c];
-            }
-            if (DEQ == GEMV_U4) {
-                const uint z4 = *(device const uint *)(w.zeros + g);
-                for (uint c = 0; c < 4u; c++)
-                    L.zb[u][c] = 8388608.0f + float((z4 >> (8u * c)) & 0xffu);
-            }
-        }
-        for (uint m = 0; m < uint(GEMV_A_AHEAD); m++)
-            if (m < rows)
-                L.av[u][m] = *(device const uint4 *)(A + (row0 + m) * K + k);
-    }
-}
-
-// 8 halves of a 16-byte activation load as floats
-inline void gemv_unpack_a(uint4 v, thread float *a)
-{
-    for (uint i = 0; i < 4u; i++) {
-        const uint x = v[i];
-        a[2u * i] = float(as_type<half>(ushort(x & 0xffffu)));
-        a[2u * i + 1u] = float(as_type<half>(ushort(x >> 16)));
-    }
-}
-
-template <int DEQ, int BITS>
-inline void gemv_use(thread const GemvLoads<DEQ> &L, thread float (&acc)[TILE_M][4],
-                     thread const MqWeights &w, device const half *A, constant MqParams &p,
-                     uint s0, uint kl, uint row0, uint rows, threadgroup const float *cb)
-{
-    for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
-        if (!L.ok[u])
-            continue;
-        const uint k = (s0 + u) * uint(TILE_K) + kl;
-        float q[4][8];
-        for (uint c = 0; c < 4u; c++) {
-            if (DEQ == GEMV_FP4)
-                gemv_fp4_word(L.wv[DEQ == GEMV_TRELLIS ? 0u : u][int(c)], q[c]);
-            else if (DEQ == GEMV_U4)
-                gemv_u4_word(L.wv[DEQ == GEMV_TRELLIS ? 0u : u][int(c)], L.zb[u][c], q[c]);
-            else
-                for (uint r = 0; r < 8u; r++)
-                    q[c][r] = cb[(L.tr[DEQ == GEMV_TRELLIS ? u : 0u][r] >> (uint(BITS) * c)) & ((1u << BITS) - 1u)];
-        }
-        float sgn[8];
-        if (DEQ == GEMV_TRELLIS)
-            for (uint r = 0; r < 8u; r++)
-                sgn[r] = w.su[k + r];
-        for (uint m = 0; m < uint(TILE_M); m++) {
-            if (m >= rows)
-                break;
-            float a[8];
-            if (m < uint(GEMV_A_AHEAD))
-                gemv_unpack_a(L.av[u][m < uint(GEMV_A_AHEAD) ? m : 0u], a);
-            else
-                gemv_load_a(A, row0 + m, p.K, k, a);
-            if (DEQ == GEMV_TRELLIS)
-                for (uint r = 0; r < 8u; r++)
-                    a[r] *= sgn[r];
-            for (uint c = 0; c < 4u; c++) {
-                float dot = 0.0f;
-                for (uint r = 0; r < 8u; r++)
-                    dot = metal::fma(a[r], q[c][r], dot);
-                acc[m][c] = metal::fma(dot, L.sc[u][c], acc[m][c]);
-            }
-        }
-    }
-}
-
 template <int DEQ, int BITS>
 inline void mq_gemv(device const half *A, thread const MqWeights &w, device half *C,
                     constant MqParams &p, threadgroup float *red, threadgroup const float *cb,
@@ -219,15 +115,73 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
             colf[c] = w.sv[n0 + c];
     }
     const uint steps = (K + uint(TILE_K) - 1u) / uint(TILE_K);
-    // software pipelining in registers: group s0 + GEMV_UNROLL's loads are
-    // issued before group s0 is decoded and multiplied
-    GemvLoads<DEQ> cur, next;
-    gemv_issue<DEQ, BITS>(cur, w, A, p, 0u, kl, n0, cols, row0, rows, tiles_n, colf);
     for (uint s0 = 0; s0 < steps; s0 += uint(GEMV_UNROLL)) {
-        gemv_issue<DEQ, BITS>(next, w, A, p, s0 + uint(GEMV_UNROLL), kl, n0, cols, row0, rows,
-                              tiles_n, colf);
-        gemv_use<DEQ, BITS>(cur, acc, w, A, p, s0, kl, row0, rows, cb);
-        cur = next;
+        // every load of GEMV_UNROLL steps first
+        uint4 wv[GEMV_UNROLL];
+        uint tr[GEMV_UNROLL][8];
+        float sc[GEMV_UNROLL][4];
+        float zb[GEMV_UNROLL][4];
+        bool ok[GEMV_UNROLL];
+        for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
+            const uint k = (s0 + u) * uint(TILE_K) + kl;
+            ok[u] = cols && k < K;
+            if (!ok[u])
+                continue;
+            const uint g = (k / p.group) * N + n0;
+            if (DEQ == GEMV_TRELLIS) {
+                for (uint r = 0; r < 8u; r++)
+                    tr[u][r] = gemv_trellis_row<BITS>(w.indices, tiles_n, k + r, n0);
+                const float4 ts = *(device const float4 *)(w.tscales + g);
+                for (uint c = 0; c < 4u; c++)
+                    sc[u][c] = ts[int(c)] * colf[c];
+            } else {
+                wv[u] = *(device const uint4 *)(w.packed + (k / 8u) * N + n0);
+                const uint2 sh = *(device const uint2 *)(w.scales + g);
+                for (uint c = 0; c < 4u; c++) {
+                    const uint bits = (sh[int(c / 2u)] >> (16u * (c % 2u))) & 0xffffu;
+                    sc[u][c] = float(as_type<half>(ushort(bits))) * colf[c];
+                }
+                if (DEQ == GEMV_U4) {
+                    const uint z4 = *(device const uint *)(w.zeros + g);
+                    for (uint c = 0; c < 4u; c++)
+                        zb[u][c] = 8388608.0f + float((z4 >> (8u * c)) & 0xffu);
+                }
+            }
+        }
+        for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
+            if (!ok[u])
+                continue;
+            const uint k = (s0 + u) * uint(TILE_K) + kl;
+            float q[4][8];
+            for (uint c = 0; c < 4u; c++) {
+                if (DEQ == GEMV_FP4)
+                    gemv_fp4_word(wv[u][int(c)], q[c]);
+                else if (DEQ == GEMV_U4)
+                    gemv_u4_word(wv[u][int(c)], zb[u][c], q[c]);
+                else
+                    for (uint r = 0; r < 8u; r++)
+                        q[c][r] = cb[(tr[u][r] >> (uint(BITS) * c)) & ((1u << BITS) - 1u)];
+            }
+            float sgn[8];
+            if (DEQ == GEMV_TRELLIS)
+                for (uint r = 0; r < 8u; r++)
+                    sgn[r] = w.su[k + r];
+            for (uint m = 0; m < uint(TILE_M); m++) {
+                if (m >= rows)
+                    break;
+                float a[8];
+                gemv_load_a(A, row0 + m, K, k, a);
+                if (DEQ == GEMV_TRELLIS)
+                    for (uint r = 0; r < 8u; r++)
+                        a[r] *= sgn[r];
+                for (uint c = 0; c < 4u; c++) {
+                    float dot = 0.0f;
+                    for (uint r = 0; r < 8u; r++)
+                        dot = metal::fma(a[r], q[c][r], dot);
+                    acc[m][c] = metal::fma(dot, sc[u][c], acc[m][c]);
+                }
+            }
+        }
     }
     // the lanes along K, then the simdgroups
     for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)

@@ -139,7 +139,7 @@ check-unseen)
 decode)
     D=results/$CHIP/decode
     mkdir -p "$D"
-    [ -n "${RESUME:-}" ] || rm -f "$D/decode.csv"
+    [ -n "${RESUME:-}" ] || rm -f "$D/decode.csv" "$D"/decode-*.log
     for f in ${DECODE_FORMATS:-fp4 u4 trellis3}; do
         for sh in ${DECODE_SHAPES:-1x4096x14336 1x14336x4096 16x4096x14336 16x14336x4096}; do
             say "== decode path: $f $sh"
@@ -162,11 +162,11 @@ decode)
                 while read -r spec; do set -- "$@" --candidate "$spec"; done < "$part"
                 timeout "$STAGE_S" build/bench --backend cuda --shape "$sh" --formats "$f" \
                     --budget 0.05 --quiet ${RESUME:+--resume} --out "$D/decode.csv" "$@" \
-                    >> "$OUT/decode-$f-$sh.log" 2>&1
+                    >> "$D/decode-$f-$sh.log" 2>&1
                 say "exit $?"
             done
             rm -f /tmp/specs-part.*
-            grep -E "device probes|^best|wrong|error" "$OUT/decode-$f-$sh.log" | head -12 | tee -a "$S"
+            grep -E "device probes|^best|wrong|error" "$D/decode-$f-$sh.log" | head -12 | tee -a "$S"
         done
     done
     ;;
