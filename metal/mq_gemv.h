@@ -35,7 +35,7 @@
 
 #define GEMV_LN (TILE_N / 4)   // lanes along N, 4 columns each
 #define GEMV_LK (32 / GEMV_LN) // lanes along K, 8 K each
-#define GEMV_UNROLL 4          // K steps whose loads are in flight together
+#define GEMV_UNROLL 1          // K steps loaded before use (H100, M=1: 1 and 2 equal, 4 and 8 slower)
 
 static_assert(TILE_M >= 1 && TILE_M <= 16, "the decode path holds 1..16 rows in registers");
 static_assert(TILE_N == 16 || TILE_N == 32 || TILE_N == 64 || TILE_N == 128,
