@@ -77,7 +77,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .summary = "MLX qmm_t split-K: grid x split_k slices, partials, then a sum"},
     /* The decode path (not a seed's): no simdgroup matrices, no staging.
      * Each lane loads 16 bytes (8 K x 4 columns of packed words) per step,
-     * several steps in flight, decodes them in registers and multiplies them
+     * decodes them in registers and multiplies them
      * by the activations of up to 16 rows; a threadgroup covers tile_n
      * columns and tile_k of K per step, its simdgroups splitting K, finished
      * by simd_shuffle_xor and a threadgroup reduction. sg_m/sg_n are unused

@@ -69,6 +69,18 @@ static void test_refusals(void)
                    "tile_n=120 must be a multiple of 16");
     expect_refused(&tr, (mq_candidate){MQ_VAR_TRELLIS_PACKED, {64, 64, 24, 0, 1}}, NULL,
                    "tile_k=24 must be a multiple of 16");
+    /* the decode path's own rules */
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_GEMV_DECODE, {32, 32, 128, 0, 1}}, NULL,
+                   "at most 16 rows in registers");
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_GEMV_DECODE, {4, 48, 128, 0, 1}}, NULL,
+                   "tile_n is 16, 32, 64 or 128");
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_GEMV_DECODE, {4, 16, 32, 0, 1}}, NULL,
+                   "tile_k=32 must be a multiple of 64");
+    mq_problem odd_n = {MQ_FMT_U4, 1, 4098, 256, 128};
+    expect_refused(&odd_n, (mq_candidate){MQ_VAR_GEMV_DECODE, {1, 32, 128, 0, 1}}, NULL,
+                   "N must be a multiple of 4");
+    expect_refused(&tr, (mq_candidate){MQ_VAR_GEMV_TRELLIS, {4, 64, 128, 0, 2}}, NULL,
+                   "does not split K");
 }
 
 static void test_budgets(void)
