@@ -57,6 +57,14 @@ struct mq_backend {
     double (*device_time)(const mq_backend *b);
     /* measure the device's read bandwidth and FMA peak now; NULL: no probes */
     mq_status (*probe)(mq_backend *b, mq_device_probe *out, mq_error *err);
+    /* a cold read of `bytes` (copies rotated past the device's cache as the
+     * harness rotates weights), timed as run() is timed: one launch between
+     * two events. *gbs: the median rate; *empty_s: the median time of the
+     * same launch reading nothing (the fixed cost a short kernel pays). Tells
+     * how near a kernel of that size can come to the streaming probe; NULL:
+     * not measured */
+    mq_status (*probe_read_at)(mq_backend *b, size_t bytes, double *gbs, double *empty_s,
+                               mq_error *err);
     void (*close)(mq_backend *b);
     void *state;
 };

@@ -509,11 +509,10 @@ static mq_status time_launch(cuda_state *s, CUfunction fn, unsigned grid, unsign
     return MQ_OK;
 }
 
-static mq_status cuda_probe(mq_backend *b, mq_device_probe *out, mq_error *err)
+/* The probe module's two kernels, compiled on first use. */
+static mq_status probe_functions(cuda_state *s, CUfunction *rd, CUfunction *fm, mq_error *err)
 {
-    cuda_state *s = b->state;
     char msg[1024];
-    memset(out, 0, sizeof *out);
     CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
     if (!s->probe_mod) {
         size_t n;
@@ -525,9 +524,89 @@ static mq_status cuda_probe(mq_backend *b, mq_device_probe *out, mq_error *err)
         if (r)
             return cu_fail(s, err, r, "loading the probes");
     }
+    CU(s->api.ModuleGetFunction(rd, s->probe_mod, "mq_probe_read"), "mq_probe_read");
+    CU(s->api.ModuleGetFunction(fm, s->probe_mod, "mq_probe_fma"), "mq_probe_fma");
+    return MQ_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A read of the weights' own size, cold, timed like a candidate: enough
+ * copies that each is evicted (twice the L2) before it is read again, each
+ * read one launch of the streaming probe between two events; and the same
+ * launch with nothing to read. Medians of 15 after one pass of warm-ups. */
+static mq_status cuda_probe_read_at(mq_backend *b, size_t bytes, double *gbs, double *empty_s,
+                                    mq_error *err)
+{
+    cuda_state *s = b->state;
     CUfunction rd, fm;
-    CU(s->api.ModuleGetFunction(&rd, s->probe_mod, "mq_probe_read"), "mq_probe_read");
-    CU(s->api.ModuleGetFunction(&fm, s->probe_mod, "mq_probe_fma"), "mq_probe_fma");
+    mq_status st = probe_functions(s, &rd, &fm, err);
+    if (st)
+        return st;
+    size_t stride = (bytes + 4095) & ~(size_t)4095;
+    size_t copies = (2 * b->cache_bytes) / stride + 2;
+    if (stride == 0 || copies * stride > ((size_t)4 << 30))
+        return mq_fail(err, MQ_E_ARG, "cuda: a %zu-byte read probe does not fit in 4 GiB of copies",
+                       bytes);
+    CUdeviceptr buf, res;
+    CU(s->api.MemAlloc(&buf, copies * stride), "cuMemAlloc (the sized read probe)");
+    CUresult r = s->api.MemAlloc(&res, 16);
+    if (!r)
+        r = s->api.MemsetD8(buf, 0x5a, copies * stride);
+    if (r) {
+        s->api.MemFree(buf);
+        return cu_fail(s, err, r, "the sized read probe's buffers");
+    }
+    /* the best of three launch shapes (2, 4 or 8 blocks of 512 per SM), so
+     * the probe is not held back by one shape that suits big reads */
+    enum { REPS = 15 };
+    double t_read[REPS], t_empty[REPS], best_read = 1e30, best_empty = 1e30;
+    unsigned key = 0x12345678u;
+    for (unsigned per_sm = 2; per_sm <= 8 && st == MQ_OK; per_sm *= 2) {
+        unsigned grid = (unsigned)s->sms * per_sm;
+        for (size_t i = 0; i < copies + REPS && st == MQ_OK; i++) {
+            CUdeviceptr p = buf + (i % copies) * stride;
+            unsigned long long words = bytes / 16, none = 0;
+            void *ra[] = {&p, &words, &key, &res}, *ea[] = {&p, &none, &key, &res};
+            double t, te;
+            st = time_launch(s, rd, grid, 512, ra, &t, err);
+            if (st == MQ_OK)
+                st = time_launch(s, rd, grid, 512, ea, &te, err);
+            if (st == MQ_OK && i >= copies) {
+                t_read[i - copies] = t;
+                t_empty[i - copies] = te;
+            }
+        }
+        if (st == MQ_OK) {
+            qsort(t_read, REPS, sizeof t_read[0], cmp_double);
+            qsort(t_empty, REPS, sizeof t_empty[0], cmp_double);
+            if (t_read[REPS / 2] < best_read)
+                best_read = t_read[REPS / 2];
+            if (t_empty[REPS / 2] < best_empty)
+                best_empty = t_empty[REPS / 2];
+        }
+    }
+    s->api.MemFree(buf);
+    s->api.MemFree(res);
+    if (st)
+        return st;
+    *gbs = (double)(bytes / 16 * 16) / best_read / 1e9;
+    *empty_s = best_empty;
+    return MQ_OK;
+}
+
+static mq_status cuda_probe(mq_backend *b, mq_device_probe *out, mq_error *err)
+{
+    cuda_state *s = b->state;
+    memset(out, 0, sizeof *out);
+    CUfunction rd, fm;
+    mq_status pst = probe_functions(s, &rd, &fm, err);
+    if (pst)
+        return pst;
     /* read: 1 GiB, far past any L2, best of 8 passes after one warm-up */
     size_t bytes = (size_t)1 << 30;
     CUdeviceptr buf, res;
@@ -663,6 +742,7 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
     b->run = cuda_run;
     b->device_time = cuda_device_time;
     b->probe = cuda_probe;
+    b->probe_read_at = cuda_probe_read_at;
     s->last_s = -1;
     return b;
 }

@@ -123,18 +123,51 @@ static void run_probe(const mq_target *t, const char *when, mq_device_probe *kee
 {
     mq_device_probe pr;
     mq_error e;
-    if (!t->be->probe)
+    if (!t->be->probe && t->chip.is_host && t->be->threads > 0 && !t->be->verify_only) {
+        /* the CPU model on chip host: the probes that described the chip at
+         * the start of this run, on the model's own threads */
+        if (strcmp(when, "before"))
+            return;
+        pr.read_gbs = t->chip.v[MQ_CHIP_MEM_BW_GBS];
+        pr.fma_gflops = t->chip.v[MQ_CHIP_FP32_TFLOPS] * 1000;
+        pr.read_bytes = (size_t)512 << 20;
+    } else if (!t->be->probe) {
         return;
-    if (t->be->probe(t->be, &pr, &e)) {
+    } else if (t->be->probe(t->be, &pr, &e)) {
         fprintf(stderr, "bench: the device probes failed (%s): no shares reported\n", e.msg);
         return;
     }
-    printf("device probes %s: read %.0f GB/s (%zu MiB streamed), FP32 FMA %.0f GFLOP/s\n", when,
-           pr.read_gbs, pr.read_bytes >> 20, pr.fma_gflops);
+    printf("%s probes %s: read %.0f GB/s (%zu MiB streamed), FP32 FMA %.0f GFLOP/s\n",
+           t->be->probe ? "device" : "machine", t->be->probe ? when : "(chip host)", pr.read_gbs,
+           pr.read_bytes >> 20, pr.fma_gflops);
     if (pr.read_gbs > keep->read_gbs)
         keep->read_gbs = pr.read_gbs;
     if (pr.fma_gflops > keep->fma_gflops)
         keep->fma_gflops = pr.fma_gflops;
+}
+
+/* The best row against a cold read of its weights' own size, timed the
+ * same way (one launch): the share a kernel of that size could reach,
+ * launch cost included. */
+static void same_size_read(const mq_target *t, const mq_problem *p, const mq_result *b)
+{
+    mq_weights w;
+    memset(&w, 0, sizeof w);
+    w.format = p->format;
+    w.K = p->K;
+    w.N = p->N;
+    w.group = p->group;
+    w.n_levels = mq_format_is_trellis(p->format) ? 1 << mq_format_bits(p->format) : 0;
+    size_t bytes = mq_weights_bytes(&w);
+    double gbs = 0, empty_s = 0;
+    mq_error e;
+    if (t->be->probe_read_at(t->be, bytes, &gbs, &empty_s, &e)) {
+        fprintf(stderr, "bench: the sized read probe failed (%s)\n", e.msg);
+        return;
+    }
+    printf("     a cold read of the same %.1f MB, one launch: %.0f GB/s (an empty launch %.1f us); "
+           "the kernel reaches %.1f%% of it\n",
+           bytes / 1e6, gbs, empty_s * 1e6, 100 * b->weight_gbs / gbs);
 }
 
 static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
@@ -172,6 +205,8 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
                    b->gflops, 100 * b->gflops / probe->fma_gflops);
         else
             printf("%.4f ms\n", b->st.median * 1e3);
+        if (b && t->be->probe_read_at)
+            same_size_read(t, &p, b);
     }
     mq_results_free(&now);
 }

@@ -24,6 +24,12 @@
 #                                cold weights: every legal candidate of the GEMV variants and
 #                                the earlier bests, one bench (with its probes) per shape
 #                                -> results/CHIP/decode/decode.csv
+#   scripts/gpu-run.sh ncu-decode  Nsight Compute sections of the best M=1 decode candidates
+#                                (NCU_SPECS), when ncu is there and counters are readable
+#   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
+#                                M=1 of the two decode shapes, fp4 u4 trellis3, a few GEMV
+#                                candidates, 1 2 4 8 and all threads, cold and warm weights
+#                                -> results/devcpu/decode/cpu-decode-THREADS[-warm].csv
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
 #   scripts/gpu-run.sh cpu-grid  the machine's CPU as chip host: tune --suite grid (fp4,
@@ -166,9 +172,59 @@ decode)
                 say "exit $?"
             done
             rm -f /tmp/specs-part.*
-            grep -E "device probes|^best|wrong|error" "$D/decode-$f-$sh.log" | head -12 | tee -a "$S"
+            grep -E "device probes|^best|a cold read|wrong|error" "$D/decode-$f-$sh.log" | head -12 |
+                tee -a "$S"
         done
     done
+    ;;
+ncu-decode)
+    # Nsight Compute on the best M=1 decode candidates, when the machine has it
+    # and lets us read the counters (NCU_SPECS: "shape format variant tm tn tk tg sk" lines)
+    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    if [ -z "$NCU" ]; then say "ncu: not on this machine"; else
+        printf '%s\n' "${NCU_SPECS:-1x4096x14336 fp4 marlin_gemv_decode 1 32 1024 0 1}" |
+        while read -r sh f spec; do
+            say "== ncu: $sh $f $spec"
+            timeout 240 "$NCU" --kernel-name regex:mq_cuda_entry --launch-skip 3 --launch-count 1 \
+                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+                --section LaunchStats --section WarpStateStats \
+                build/bench --backend cuda --shape "$sh" --formats "$f" --candidate "$spec" \
+                --budget 0.01 --max-reps 5 --out /tmp/ncu.csv > "$OUT/ncu-$f-$sh.log" 2>&1
+            say "ncu exit $?"
+            grep -E "Duration|Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles|ERR" \
+                "$OUT/ncu-$f-$sh.log" | head -30 | tee -a "$S"
+        done
+    fi
+    ;;
+cpu-decode)
+    # the CPU model's decode path on this machine's cores: M=1, thread counts
+    # 1..all, cold and warm weights, a few GEMV candidates each
+    D=results/devcpu/decode
+    mkdir -p "$D" && rm -f "$D"/cpu-decode-*
+    n=$(nproc)
+    specs=${CPU_DECODE_SPECS:-"marlin_gemv_decode 1 32 128 0 1
+marlin_gemv_decode 1 64 128 0 1
+marlin_gemv_decode 1 128 128 0 1
+gemv_trellis_decode 1 32 128 0 1
+gemv_trellis_decode 1 64 128 0 1
+gemv_trellis_decode 1 128 128 0 1"}
+    for t in 1 2 4 8 $n; do
+        [ "$t" -le "$n" ] || continue
+        for warm in "" --warm; do
+            say "== cpu decode: $t threads ${warm:-cold}"
+            set --
+            for sh in ${CPU_DECODE_SHAPES:-1x4096x14336 1x14336x4096}; do set -- "$@" --shape "$sh"; done
+            printf '%s\n' "$specs" > /tmp/cpu-specs.txt
+            while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/cpu-specs.txt
+            log="$D/cpu-decode-$t${warm:+-warm}"
+            timeout "$STAGE_S" build/bench --backend cpu --threads "$t" $warm \
+                --formats "${CPU_DECODE_FORMATS:-fp4,u4,trellis3}" "$@" --budget 0.2 --quiet \
+                --out "$log.csv" > "$log.log" 2>&1
+            say "exit $?"
+            grep -E "probes|^best" "$log.log" | tee -a "$S"
+        done
+    done
+    tar czf "$OUT/cpu-decode.tar.gz" "$D"
     ;;
 cpu-host)
     D=results/devcpu
