@@ -213,6 +213,54 @@ static void reduce_tg(void *arg, int row, int worker)
     }
 }
 
+typedef struct {
+    mq_ctx *ctx;
+    mq_gemv_job job;
+    float *C;
+} gemv_args;
+
+static void gemv_unit_tg(void *arg, int unit, int worker)
+{
+    const gemv_args *ga = arg;
+    mq_gemv_unit(&ga->job, &ga->ctx->scratch[worker], unit);
+    record(ga->ctx, unit, 0, unit % ga->job.col_ranges, unit / ga->job.col_ranges);
+}
+
+static void gemv_reduce_tg(void *arg, int chunk, int worker)
+{
+    (void)worker;
+    const gemv_args *ga = arg;
+    mq_gemv_reduce(&ga->job, chunk, ga->C);
+}
+
+/* The decode path's CPU schedule (gemv_stream.c), not the GPU grid. */
+static mq_status run_gemv(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
+                          const uint16_t *A, float *C, const mq_candidate *c, mq_error *err)
+{
+    gemv_args ga = {ctx, {p, w, A, c->p.tile_m, 0, 0, 0, 0, C}, C};
+    mq_gemv_schedule(&ga.job, ctx->threads);
+    size_t need = mq_gemv_workspace_floats(&ga.job) * sizeof(float);
+    if (need > ctx->workspace_cap) {
+        float *ws = aligned_alloc(64, (need + 63) & ~(size_t)63);
+        if (!ws)
+            return mq_fail(err, MQ_E_NOMEM, "out of memory for a %zu-byte decode workspace",
+                           need);
+        free(ctx->workspace);
+        ctx->workspace = ws;
+        ctx->workspace_cap = need;
+    }
+    if (need)
+        ga.job.out = ctx->workspace;
+    mq_pool_run(ctx->pool, ga.job.slices * ga.job.col_ranges, gemv_unit_tg, &ga);
+    if (need)
+        mq_pool_run(ctx->pool,
+                    (int)(((size_t)p->M * p->N + MQ_GEMV_REDUCE_CHUNK - 1) / MQ_GEMV_REDUCE_CHUNK),
+                    gemv_reduce_tg, &ga);
+    if (ctx->trace_count)
+        *ctx->trace_count = mq_min(atomic_load(&ctx->trace_n), ctx->trace_cap);
+    return mq_ok(err);
+}
+
 mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const uint16_t *A,
                   float *C, const mq_candidate *c, const mq_limits *lim, mq_error *err)
 {
@@ -242,6 +290,9 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
     if (!arrays)
         return mq_fail(err, MQ_E_WEIGHTS, "%s weights are missing an array",
                        mq_format_name(w->format));
+    const mq_variant_info *vi = mq_variant_get(c->variant);
+    if (vi->dequant == MQ_DEQ_GEMV)
+        return run_gemv(ctx, p, w, A, C, c, err);
     if (plan.workspace_bytes > ctx->workspace_cap) {
         float *ws = aligned_alloc(64, (plan.workspace_bytes + 63) & ~(size_t)63);
         if (!ws)
@@ -251,7 +302,6 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
         ctx->workspace = ws;
         ctx->workspace_cap = plan.workspace_bytes;
     }
-    const mq_variant_info *vi = mq_variant_get(c->variant);
     run_args ra;
     ra.ctx = ctx;
     ra.job.p = p;
@@ -261,8 +311,6 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
     ra.job.tile_n = c->p.tile_n;
     ra.job.tile_k = c->p.tile_k;
     ra.plan = &plan;
-    /* the decode path (GEMV) is the fused engine's work on its decomposition:
-     * one tile_m x tile_n output block over all of K per threadgroup */
     ra.tile = vi->dequant == MQ_DEQ_STAGED ? mq_tile_staged : mq_tile_fused;
     ra.C = C;
     ra.partials = plan.k_slices > 1 ? ctx->workspace : NULL;

@@ -47,6 +47,30 @@ void mq_tile_staged(const mq_tile_job *job, mq_scratch *s, int row0, int col0,
 void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0,
                    int k0, int k1, float *out, int ldo);
 
+/* The decode path on the CPU (gemv_stream.c): units of K slice x column
+ * range, each streaming its weights in memory order; with several slices
+ * each writes its own M x N plane of out, summed afterwards in order. */
+typedef struct {
+    const mq_problem *p;
+    const mq_weights *w;
+    const uint16_t *A;
+    int rows;             /* rows sharing one pass over the weights (tile_m) */
+    int slices, groups_per_slice;
+    int col_ranges, width; /* width: columns per range, a multiple of 16 */
+    float *out;           /* C when slices == 1, else slices planes of M x N */
+} mq_gemv_job;
+
+#define MQ_GEMV_REDUCE_CHUNK 4096 /* floats per unit of the slices' sum */
+
+/* Fill slices, groups_per_slice, col_ranges and width for `threads` workers. */
+void mq_gemv_schedule(mq_gemv_job *j, int threads);
+/* Floats of the slices' planes (0 with one slice). */
+size_t mq_gemv_workspace_floats(const mq_gemv_job *j);
+/* Run unit `unit` (< slices * col_ranges) with a worker's scratch. */
+void mq_gemv_unit(const mq_gemv_job *j, mq_scratch *s, int unit);
+/* C[i] = sum over slices of out[s][i], for chunk `chunk` of M*N. */
+void mq_gemv_reduce(const mq_gemv_job *j, int chunk, float *C);
+
 /* Convert rows [row0, row0+mv) x cols [k0, k0+kk) of FP16 A to FP32 (stride lda_out). */
 void mq_load_a_tile(const uint16_t *A, int K, int row0, int mv, int k0, int kk,
                     float *out, int lda_out);

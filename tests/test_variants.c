@@ -9,6 +9,7 @@
 #include "check.h"
 #include "measure.h"
 #include "mq.h"
+#include "mq_internal.h"
 #include "testdata.h"
 
 typedef struct {
@@ -229,6 +230,87 @@ static void test_partial_group(mq_ctx *ctx)
     free(abs);
 }
 
+/* The decode path's CPU schedule (gemv_stream.c): K slices x column ranges
+ * that cover every group and column once for any thread count and row
+ * count, and every format right through it: N not a multiple of 16 (the
+ * last vector and the last trellis tile partly valid), several column
+ * ranges (tile_m rows x the range stay in L1), several slices summed in
+ * order, and M not a multiple of tile_m. */
+static void test_decode_stream(void)
+{
+    static const struct {
+        int M, N, K, group, tile_m;
+    } cases[] = {
+        {1, 4100, 512, 128, 1}, {3, 84, 1024, 64, 2}, {17, 1000, 256, 32, 16}, {16, 20, 128, 32, 8},
+        {5, 516, 2048, 128, 4},
+    };
+    static const int thread_counts[] = {1, 3, 5};
+    mq_error err;
+    for (int t = 0; t < 3; t++) {
+        mq_ctx *ctx;
+        CHECK(mq_ctx_create(thread_counts[t], &ctx, &err) == MQ_OK, "context: %s", err.msg);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int M = cases[i].M, N = cases[i].N, K = cases[i].K, G = cases[i].group;
+            /* the schedule: whole groups per slice, 16-column ranges, all covered */
+            mq_problem p0 = {MQ_FMT_FP4, M, N, K, G};
+            mq_gemv_job j = {&p0, NULL, NULL, cases[i].tile_m, 0, 0, 0, 0, NULL};
+            mq_gemv_schedule(&j, thread_counts[t]);
+            int groups = K / G;
+            CHECK(j.slices >= 1 && j.groups_per_slice * j.slices >= groups &&
+                      j.groups_per_slice * (j.slices - 1) < groups && j.width % 16 == 0 &&
+                      j.width * j.col_ranges >= N && j.width * (j.col_ranges - 1) < N &&
+                      j.width * mq_min(j.rows, M) <= 4096 + 16 * mq_min(j.rows, M),
+                  "expected the decode schedule of M=%d N=%d K=%d g=%d tile_m=%d on %d threads "
+                  "to cover %d groups and %d columns once in L1-sized ranges, got %d slices x %d "
+                  "groups, %d ranges x %d columns",
+                  M, N, K, G, j.rows, thread_counts[t], groups, N, j.slices, j.groups_per_slice,
+                  j.col_ranges, j.width);
+            float *W = malloc(sizeof(float) * K * N);
+            uint16_t *A = malloc(sizeof(uint16_t) * M * K);
+            float *C = malloc(sizeof(float) * M * N);
+            double *ref = malloc(sizeof(double) * M * N), *abs = malloc(sizeof(double) * M * N);
+            td_fill_weights(W, K, N, 40u + (uint32_t)i);
+            td_fill_activations(A, M, K, 50u + (uint32_t)i);
+            for (int f = 0; f < MQ_FMT_COUNT; f++) {
+                mq_problem p = {(mq_format)f, M, N, K, G};
+                mq_weights w;
+                if (mq_quantize(p.format, W, K, N, G, NULL, &w, &err) != MQ_OK ||
+                    mq_reference_gemm(&w, A, M, ref, abs, &err) != MQ_OK) {
+                    CHECK(0, "%s weights for the decode test: %s", mq_format_name(p.format),
+                          err.msg);
+                    continue;
+                }
+                mq_variant v = mq_format_is_trellis(p.format) ? MQ_VAR_GEMV_TRELLIS
+                                                              : MQ_VAR_GEMV_DECODE;
+                mq_candidate c = {v, {cases[i].tile_m, 32, 256, 0, 1}};
+                for (int e = 0; e < M * N; e++)
+                    C[e] = NAN;
+                int bad = 0;
+                if (mq_gemm(ctx, &p, &w, A, C, &c, NULL, &err) != MQ_OK) {
+                    CHECK(0, "%s decode M=%d N=%d K=%d: %s", mq_format_name(p.format), M, N, K,
+                          err.msg);
+                } else {
+                    for (int e = 0; e < M * N; e++)
+                        bad += !(fabs(C[e] - ref[e]) <= mq_verify_bound(K, abs[e], ref[e], NULL));
+                    CHECK(bad == 0,
+                          "expected the CPU decode path (%s, M=%d N=%d K=%d g=%d tile_m=%d, %d "
+                          "threads: %d slices x %d column ranges) within the bound everywhere; "
+                          "%d outputs off",
+                          mq_format_name(p.format), M, N, K, G, cases[i].tile_m,
+                          thread_counts[t], j.slices, j.col_ranges, bad);
+                }
+                mq_weights_free(&w);
+            }
+            free(W);
+            free(A);
+            free(C);
+            free(ref);
+            free(abs);
+        }
+        mq_ctx_destroy(ctx);
+    }
+}
+
 int main(void)
 {
     mq_ctx *ctx;
@@ -236,6 +318,7 @@ int main(void)
     CHECK(mq_ctx_create(0, &ctx, &err) == MQ_OK, "context: %s", err.msg);
     test_u4_zero_points(ctx);
     test_partial_group(ctx);
+    test_decode_stream();
     for (int s = 0; s < NSHAPES; s++) {
         const shape *sh = &shapes[s];
         float *W = malloc(sizeof(float) * sh->K * sh->N);
