@@ -75,6 +75,11 @@ void mq_gemv_reduce(const mq_gemv_job *j, int chunk, float *C);
 void mq_load_a_tile(const uint16_t *A, int K, int row0, int mv, int k0, int kk,
                     float *out, int lda_out);
 
+/* A rows (FP32, stride lda) as bf16 pairs for VDPBF16PS (same stride):
+ * per 8 k, the pairs (k+j, k+j+4) of the high parts for j = 0..3, then of
+ * the low parts (a = hi + lo exactly: FP16 has 11 significant bits). */
+void mq_split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out);
+
 /* Copy the valid mv x nv corner of an accumulator tile (stride ldc) out. */
 void mq_store_tile(const float *acc, int ldc, int mv, int nv, float *out, int ldo);
 

@@ -73,3 +73,30 @@ void mq_dequant_b_tile(const mq_weights *w, int k0, int kk, int col0, int nv, fl
         }
     }
 }
+
+/* A rows as bf16 pairs for VDPBF16PS: per 8 k, the pairs (k+j, k+j+4) of
+ * the high parts for j = 0..3, then of the low parts. */
+void mq_split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out)
+{
+    for (int r = 0; r < mv; r++)
+        for (int k8 = 0; k8 < kk; k8 += 8) {
+            const float *src = a + (size_t)r * lda + k8;
+            uint32_t *dst = out + (size_t)r * lda + k8;
+            for (int j = 0; j < 4; j++) {
+                uint32_t b0, b4, l0, l4;
+                float hi0, hi4, lo0, lo4;
+                memcpy(&b0, &src[j], 4);
+                memcpy(&b4, &src[j + 4], 4);
+                b0 &= 0xffff0000u; /* truncation keeps 8 of FP16's 11 bits */
+                b4 &= 0xffff0000u;
+                memcpy(&hi0, &b0, 4);
+                memcpy(&hi4, &b4, 4);
+                lo0 = src[j] - hi0; /* exact: at most 3 significant bits */
+                lo4 = src[j + 4] - hi4;
+                memcpy(&l0, &lo0, 4);
+                memcpy(&l4, &lo4, 4);
+                dst[j] = (b0 >> 16) | b4;
+                dst[4 + j] = (l0 >> 16) | (l4 & 0xffff0000u);
+            }
+        }
+}

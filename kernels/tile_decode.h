@@ -25,6 +25,27 @@ MQ_INLINE v16f mq_format_lut(const mq_weights *w)
     return lut;
 }
 
+/* The 16-bit tables of VPERMW decoding two codes per lane: lut32 entry e
+ * = bf16(lut[e % 16]) (e < 32: the fifth index bit does not matter; FP32
+ * >> 16 is exact for E2M1 values and 0..15), lut_u4 entry e = bf16(e - 15)
+ * (u4's q + 15 - z gives q - z exactly). */
+MQ_INLINE void mq_bf16_pair_luts(const float lut_f[16], v16u *lut32, v16u *lut_u4)
+{
+    for (int i = 0; i < 16; i++) {
+        uint32_t b0, b1;
+        memcpy(&b0, &lut_f[(2 * i) % 16], 4);
+        memcpy(&b1, &lut_f[(2 * i + 1) % 16], 4);
+        (*lut32)[i] = (b0 >> 16) | (b1 & 0xffff0000u);
+    }
+    for (int i = 0; i < 16; i++) {
+        float lo = (float)(2 * i - 15), hi = (float)(2 * i + 1 - 15);
+        uint32_t b0, b1;
+        memcpy(&b0, &lo, 4);
+        memcpy(&b1, &hi, 4);
+        (*lut_u4)[i] = (b0 >> 16) | (b1 & 0xffff0000u);
+    }
+}
+
 MQ_INLINE v16f mq_load_f32_n(const float *p, int n)
 {
     return (v16f)v16u_load_n((const uint32_t *)(const void *)p, n);

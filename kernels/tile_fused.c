@@ -239,35 +239,6 @@ static void prefetch_first_rows(const mq_weights *w, int k0, int k1, int col0, i
             MQ_PREFETCH_L2(w->packed + (size_t)kp * w->N + col0 + n);
 }
 
-#if MQ_HAVE_BF16DOT
-/* A rows as bf16 pairs for VDPBF16PS: per 8 k, the pairs (k+j, k+j+4) of
- * the high parts for j = 0..3, then of the low parts. */
-static void split_a_bf16(const float *a, int lda, int mv, int kk, uint32_t *out)
-{
-    for (int r = 0; r < mv; r++)
-        for (int k8 = 0; k8 < kk; k8 += 8) {
-            const float *src = a + (size_t)r * lda + k8;
-            uint32_t *dst = out + (size_t)r * lda + k8;
-            for (int j = 0; j < 4; j++) {
-                uint32_t b0, b4, l0, l4;
-                float hi0, hi4, lo0, lo4;
-                memcpy(&b0, &src[j], 4);
-                memcpy(&b4, &src[j + 4], 4);
-                b0 &= 0xffff0000u; /* truncation keeps 8 of FP16's 11 bits */
-                b4 &= 0xffff0000u;
-                memcpy(&hi0, &b0, 4);
-                memcpy(&hi4, &b4, 4);
-                lo0 = src[j] - hi0; /* exact: at most 3 significant bits */
-                lo4 = src[j + 4] - hi4;
-                memcpy(&l0, &lo0, 4);
-                memcpy(&l4, &lo4, 4);
-                dst[j] = (b0 >> 16) | b4;
-                dst[4 + j] = (l0 >> 16) | (l4 & 0xffff0000u);
-            }
-        }
-}
-#endif
-
 void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, int k0, int k1,
                    float *out, int ldo)
 {
@@ -296,19 +267,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
     float lut_f[16];
     memcpy(lut_f, &f.lut, sizeof lut_f);
     f.lut_f = lut_f;
-    for (int i = 0; i < 16; i++) { /* 16-bit entry e = bf16(lut[e % 16]), e < 32 */
-        uint32_t b0, b1;             /* FP32 >> 16 is exact for E2M1 and 0..15 */
-        memcpy(&b0, &lut_f[(2 * i) % 16], 4);
-        memcpy(&b1, &lut_f[(2 * i + 1) % 16], 4);
-        f.lut32[i] = (b0 >> 16) | (b1 & 0xffff0000u);
-    }
-    for (int i = 0; i < 16; i++) { /* bf16(e - 15) for e = 2i, 2i + 1: exact integers */
-        float lo = (float)(2 * i - 15), hi = (float)(2 * i + 1 - 15);
-        uint32_t b0, b1;
-        memcpy(&b0, &lo, 4);
-        memcpy(&b1, &hi, 4);
-        f.lut_u4[i] = (b0 >> 16) | (b1 & 0xffff0000u);
-    }
+    mq_bf16_pair_luts(lut_f, &f.lut32, &f.lut_u4);
     f.kp_end = p->K / 8;
     if (trellis)
         f.tv = mq_trellis_view_of(w);
@@ -323,7 +282,7 @@ void mq_tile_fused(const mq_tile_job *job, mq_scratch *s, int row0, int col0, in
                     s->a_tile[(size_t)r * lda + k] *= w->su[kb + k];
 #if MQ_HAVE_BF16DOT
         if (!trellis)
-            split_a_bf16(s->a_tile, lda, mv, kk, (uint32_t *)s->b_tile);
+            mq_split_a_bf16(s->a_tile, lda, mv, kk, (uint32_t *)s->b_tile);
 #endif
         f.k_base = kb;
         f.seg = mq_min(p->group, kk);

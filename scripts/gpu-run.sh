@@ -201,6 +201,9 @@ cpu-decode)
     # 1..all, cold and warm weights, a few GEMV candidates each
     D=results/devcpu/decode
     mkdir -p "$D" && rm -f "$D"/cpu-decode-*
+    say "== CPU: $(grep -o 'avx512[a-z_0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+    say "== $(lscpu | grep -E '^Thread|^Core|^Socket|^Model name' | tr -s ' ' | tr '\n' ';')"
+    make -j"$(nproc)" build/tests/test_variants > /dev/null 2>&1 && build/tests/test_variants | tail -2 | tee -a "$S"
     n=$(nproc)
     specs=${CPU_DECODE_SPECS:-"marlin_gemv_decode 1 32 128 0 1
 marlin_gemv_decode 1 64 128 0 1
@@ -208,7 +211,7 @@ marlin_gemv_decode 1 128 128 0 1
 gemv_trellis_decode 1 32 128 0 1
 gemv_trellis_decode 1 64 128 0 1
 gemv_trellis_decode 1 128 128 0 1"}
-    for t in 1 2 4 8 $n; do
+    for t in ${CPU_DECODE_THREADS:-1 2 4 8 $n}; do
         [ "$t" -le "$n" ] || continue
         for warm in "" --warm; do
             say "== cpu decode: $t threads ${warm:-cold}"
