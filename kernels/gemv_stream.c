@@ -14,7 +14,10 @@
  * Decoding is a register table lookup per 16 codes: one 16-lane permute of
  * FP32 values (VPERMPS reads the low 4 bits of each index, so a packed word
  * shifted by 4j needs no mask; trellis tables repeat every 2^bits entries
- * for the same reason), then an FMA with the activation. Trellis index rows
+ * for the same reason), then an FMA with the activation. (VDPBF16PS with
+ * a 16-bit permute, the fused engine's path, measured slower here on a
+ * 16-core AVX-512 BF16 host: 4.6 vs 3.8 ms for fp4 M=1 N=4096 K=14336 on
+ * one core, 56 vs 83 GB/s on 16.) Trellis index rows
  * (2*bits bytes) become 16 lanes with one byte shuffle, a widening and a
  * variable shift. Numerics are the fused engine's: products summed in FP32
  * within a group, u4 as q - z per weight, the group's scale (trellis:
@@ -33,8 +36,11 @@
 /* per-row partial sums kept at most this many floats (16 KB: L1 with the
  * accumulators beside them) */
 #define PART_FLOATS 4096
-/* software prefetch distance along a packed row, in words */
-#define PREFETCH_WORDS 512
+/* software prefetch distance along a packed row, in words (a build-time
+ * knob for measuring it) */
+#ifndef MQ_GEMV_PREFETCH_WORDS
+#define MQ_GEMV_PREFETCH_WORDS 512
+#endif
 
 void mq_gemv_schedule(mq_gemv_job *j, int threads)
 {
@@ -85,7 +91,6 @@ static void flush_group(const mq_gemv_job *j, int g, int c0, int ncols, int mr, 
     }
 }
 
-#if !MQ_HAVE_BF16DOT
 /* fp4 / u4: packed rows of group g, columns [c0, c0+ncols), into part. */
 MQ_INLINE void q4_group(const mq_gemv_job *j, int g, int c0, int ncols, int mr, const float *a,
                         float *part, int ld, const float *zf, v16f lut, const int U4)
@@ -97,7 +102,7 @@ MQ_INLINE void q4_group(const mq_gemv_job *j, int g, int c0, int ncols, int mr, 
         for (int v = 0; v <= nfull; v++) {
             if (v == nfull && !tail)
                 break;
-            __builtin_prefetch(row + 16 * v + PREFETCH_WORDS, 0, 3);
+            __builtin_prefetch(row + 16 * v + MQ_GEMV_PREFETCH_WORDS, 0, 3);
             v16u wv = v < nfull ? *(const v16u_u *)(row + 16 * v) : v16u_load_n(row + 16 * v, tail);
             v16f d[8];
             v16f z = U4 ? v16f_load(zf + 16 * v) : v16f_splat(0);
@@ -119,47 +124,6 @@ MQ_INLINE void q4_group(const mq_gemv_job *j, int g, int c0, int ncols, int mr, 
         }
     }
 }
-#endif
-
-#if MQ_HAVE_BF16DOT
-/* fp4 / u4 with VDPBF16PS (the fused engine's arithmetic): one 16-bit
- * permute decodes codes k+j and k+j+4 of 16 columns as bf16 pairs, each
- * dot step takes them against the activations' high and low bf16 parts
- * (ap: mq_split_a_bf16 of the group's rows); u4 indexes q + 15 - z (zi, per
- * column in both halves) into bf16(e - 15). */
-MQ_INLINE void q4_group_bf16(const mq_gemv_job *j, int g, int c0, int ncols, int mr,
-                             const uint32_t *ap, float *part, int ld, const uint32_t *zi,
-                             v16u lut32, v16u lut_u4, const int U4)
-{
-    const mq_weights *w = j->w;
-    int rpg = w->group / 8, nfull = ncols / 16, tail = ncols % 16;
-    for (int r = 0; r < rpg; r++) {
-        const uint32_t *row = w->packed + (size_t)(g * rpg + r) * w->N + c0;
-        for (int v = 0; v <= nfull; v++) {
-            if (v == nfull && !tail)
-                break;
-            __builtin_prefetch(row + 16 * v + PREFETCH_WORDS, 0, 3);
-            v16u wv = v < nfull ? *(const v16u_u *)(row + 16 * v) : v16u_load_n(row + 16 * v, tail);
-            v16u wp[4];
-            v16u z = U4 ? *(const v16u_u *)(zi + 16 * v) : (v16u){0};
-            for (int k = 0; k < 4; k++)
-                wp[k] = U4 ? v16u_lut16_pair_bf16(lut_u4,
-                                                  ((wv >> (uint32_t)(4 * k)) & 0x000f000fu) + z)
-                           : v16u_lut16_pair_bf16(lut32, wv >> (uint32_t)(4 * k));
-            for (int m = 0; m < mr; m++) {
-                const uint32_t *am = ap + (size_t)m * w->group + 8 * r;
-                float *pp = part + (size_t)m * ld + 16 * v;
-                v16f hi = v16f_splat(0), lo = v16f_splat(0);
-                for (int k = 0; k < 4; k++) {
-                    hi = v16f_dot_bf16(hi, wp[k], (v16u){0} + am[k]);
-                    lo = v16f_dot_bf16(lo, wp[k], (v16u){0} + am[4 + k]);
-                }
-                v16f_store(pp, v16f_load(pp) + (hi + lo));
-            }
-        }
-    }
-}
-#endif
 
 #if MQ_HAVE_AVX512
 /* One index row (2*bits bytes, broadcast to every 128-bit lane) into 16
@@ -258,6 +222,8 @@ static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols
         const uint8_t *tile = w->indices + ((size_t)kb * tiles_n + c0 / 16) * tb;
         if (mr == 1) { /* one row: each decoded row of 16 goes straight into an FMA */
             for (int t = 0; t < ntiles; t++, tile += tb) {
+                __builtin_prefetch(tile + 4 * MQ_GEMV_PREFETCH_WORDS, 0, 3);
+                __builtin_prefetch(tile + 4 * MQ_GEMV_PREFETCH_WORDS + 64, 0, 3);
                 if (tile + tb + 8 <= end)
                     trellis_tile_row1(rd, tile, bits, a + 16 * band, lut, part + 16 * t, 1);
                 else /* the array's last tile: its last row ends the array */
@@ -302,12 +268,6 @@ void mq_gemv_unit(const mq_gemv_job *j, mq_scratch *s, int unit)
             lut[i] = lut[i % period];
     }
     row_decoder rd = row_decoder_for(trellis ? mq_format_bits(w->format) : 4);
-#if MQ_HAVE_BF16DOT
-    v16u lut32, lut_u4;
-    float lut_f[16];
-    memcpy(lut_f, &lut, sizeof lut_f);
-    mq_bf16_pair_luts(lut_f, &lut32, &lut_u4);
-#endif
     float *out = j->slices > 1 ? j->out + (size_t)slice * p->M * p->N : j->out;
     for (int m0 = 0; m0 < p->M; m0 += rows) {
         int mr = mq_min(rows, p->M - m0);
@@ -319,25 +279,13 @@ void mq_gemv_unit(const mq_gemv_job *j, mq_scratch *s, int unit)
             load_a(j, m0, mr, g * p->group, kk, a);
             if (trellis) {
                 trellis_group(j, g, kk, c0, ncols, mr, a, part, ld, lut, &rd);
-            } else {
-                const uint8_t *z = u4 ? w->zeros + (size_t)g * w->N + c0 : NULL;
-#if MQ_HAVE_BF16DOT
-                uint32_t *zi = (uint32_t *)zf, *ap = zi + ld;
-                for (int c = 0; u4 && c < ld; c++) /* 15 - z in both halves */
-                    zi[c] = c < ncols ? (15u - z[c]) * 0x00010001u : 0;
-                mq_split_a_bf16(a, kk, mr, kk, ap);
-                if (u4)
-                    q4_group_bf16(j, g, c0, ncols, mr, ap, part, ld, zi, lut32, lut_u4, 1);
-                else
-                    q4_group_bf16(j, g, c0, ncols, mr, ap, part, ld, NULL, lut32, lut_u4, 0);
-#else
-                for (int c = 0; u4 && c < ld; c++)
+            } else if (u4) {
+                const uint8_t *z = w->zeros + (size_t)g * w->N + c0;
+                for (int c = 0; c < ld; c++)
                     zf[c] = c < ncols ? (float)z[c] : 0.0f;
-                if (u4)
-                    q4_group(j, g, c0, ncols, mr, a, part, ld, zf, lut, 1);
-                else
-                    q4_group(j, g, c0, ncols, mr, a, part, ld, NULL, lut, 0);
-#endif
+                q4_group(j, g, c0, ncols, mr, a, part, ld, zf, lut, 1);
+            } else {
+                q4_group(j, g, c0, ncols, mr, a, part, ld, NULL, lut, 0);
             }
             flush_group(j, g, c0, ncols, mr, part, acc, ld);
         }
