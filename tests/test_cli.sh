@@ -143,5 +143,17 @@ sweep=$(printf '%s\n' "$out" | grep -c '^fp4 ')
 check "the re-timings are not stored: one row per candidate ($rows rows, $sweep shapes)" \
     [ "$rows" -gt 10 -a "$(cut -d, -f8-18 "$dir/t/check-results.csv" | sort | uniq -d | wc -l)" -eq 0 ]
 rm -rf "$dir"
+# the guided search times every variant that serves the format at least once per shape
+# (its seed configuration), however few rows its first model fits had
+dir=$(mktemp -d)
+printf 'model,layer,N,K\nx,a,256,512\n' > "$dir/one.csv"
+"$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 12 --budget 0.005 \
+    --quiet --out-dir "$dir/t" >/dev/null 2>&1
+want=$("$B/bench" --chip host --shape 1x256x512 --formats fp4 --space full --explain 2>/dev/null |
+    awk '$1 == "legal" {print $2}' | sort -u | tr '\n' ' ')
+got=$(grep '"ok"' "$dir/t/tune-results.csv" 2>/dev/null | cut -d, -f13 | tr -d '"' | sort -u | tr '\n' ' ')
+check "tune --evals 12 times every variant serving fp4 at least once: expected '$want', got '$got'" \
+    [ -n "$want" -a "$want" = "$got" ]
+rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

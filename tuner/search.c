@@ -98,7 +98,7 @@ mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out
     return cs;
 }
 
-/* Guided search: baselines and a spread-out sample first, then the model's
+/* Guided search: baselines, each variant once and a spread-out sample first, then the model's
  * best unmeasured picks, refitting after each batch, until `evals`. */
 void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n, const int *base)
 {
@@ -108,6 +108,26 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
             mq_tune_measure(T, p, &cs[base[b]]);
             done++;
         }
+    /* every variant once: its seed configuration (else its first legal
+     * candidate), so no variant goes unseen because the first fits, made
+     * on few rows, never rank it first (the decode path at M=1 once did) */
+    for (int v = 0; v < MQ_VAR_COUNT && done < budget && !T->failed; v++) {
+        const mq_variant_info *vi = mq_variant_get((mq_variant)v);
+        if (!vi || !mq_variant_serves((mq_variant)v, p->format))
+            continue;
+        mq_candidate dc = {(mq_variant)v, vi->defaults};
+        int k = mq_tune_find(cs, n, &dc);
+        for (int i = 0; k < 0 && i < n; i++)
+            if (cs[i].c.variant == (mq_variant)v)
+                k = i;
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++)
+            seen = cs[i].measured && cs[i].c.variant == (mq_variant)v;
+        if (k >= 0 && !seen) {
+            mq_tune_measure(T, p, &cs[k]);
+            done++;
+        }
+    }
     int init = T->o->init < budget - done ? T->o->init : budget - done;
     for (int i = 0; i < init && !T->failed; i++) {
         int k = (int)((long)i * n / init);
