@@ -213,6 +213,21 @@ static void reduce_tg(void *arg, int row, int worker)
     }
 }
 
+/* The context's workspace grown to at least `bytes` (kept between calls). */
+static mq_status ensure_workspace(mq_ctx *ctx, size_t bytes, const char *what, mq_error *err)
+{
+    if (bytes <= ctx->workspace_cap)
+        return MQ_OK;
+    float *ws = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!ws)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for a %zu-byte %s workspace", bytes,
+                       what);
+    free(ctx->workspace);
+    ctx->workspace = ws;
+    ctx->workspace_cap = bytes;
+    return MQ_OK;
+}
+
 typedef struct {
     mq_ctx *ctx;
     mq_gemv_job job;
@@ -240,15 +255,9 @@ static mq_status run_gemv(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
     gemv_args ga = {ctx, {p, w, A, c->p.tile_m, 0, 0, 0, 0, C}, C};
     mq_gemv_schedule(&ga.job, ctx->threads);
     size_t need = mq_gemv_workspace_floats(&ga.job) * sizeof(float);
-    if (need > ctx->workspace_cap) {
-        float *ws = aligned_alloc(64, (need + 63) & ~(size_t)63);
-        if (!ws)
-            return mq_fail(err, MQ_E_NOMEM, "out of memory for a %zu-byte decode workspace",
-                           need);
-        free(ctx->workspace);
-        ctx->workspace = ws;
-        ctx->workspace_cap = need;
-    }
+    mq_status st = ensure_workspace(ctx, need, "decode", err);
+    if (st)
+        return st;
     if (need)
         ga.job.out = ctx->workspace;
     mq_pool_run(ctx->pool, ga.job.slices * ga.job.col_ranges, gemv_unit_tg, &ga);
@@ -293,15 +302,8 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
     const mq_variant_info *vi = mq_variant_get(c->variant);
     if (vi->dequant == MQ_DEQ_GEMV)
         return run_gemv(ctx, p, w, A, C, c, err);
-    if (plan.workspace_bytes > ctx->workspace_cap) {
-        float *ws = aligned_alloc(64, (plan.workspace_bytes + 63) & ~(size_t)63);
-        if (!ws)
-            return mq_fail(err, MQ_E_NOMEM, "out of memory for a %zu-byte split-K workspace",
-                           plan.workspace_bytes);
-        free(ctx->workspace);
-        ctx->workspace = ws;
-        ctx->workspace_cap = plan.workspace_bytes;
-    }
+    if ((st = ensure_workspace(ctx, plan.workspace_bytes, "split-K", err)))
+        return st;
     run_args ra;
     ra.ctx = ctx;
     ra.job.p = p;

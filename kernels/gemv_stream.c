@@ -27,6 +27,7 @@
  * Of the candidate's tunables the CPU decode honours tile_m (rows that share
  * one pass over the weights); tile_n and tile_k shape the GPU kernel's
  * simdgroups and have no CPU counterpart. */
+#include <stdint.h>
 #include <string.h>
 
 #include "simd.h"
@@ -41,6 +42,11 @@
 #ifndef MQ_GEMV_PREFETCH_WORDS
 #define MQ_GEMV_PREFETCH_WORDS 512
 #endif
+/* A prefetch `bytes` past p: the address is made as an integer (it may lie
+ * past the array, where pointer arithmetic would be undefined; a prefetch
+ * of any address is harmless). */
+#define PREFETCH_AHEAD(p, bytes) \
+    __builtin_prefetch((const void *)((uintptr_t)(const void *)(p) + (bytes)), 0, 3)
 
 void mq_gemv_schedule(mq_gemv_job *j, int threads)
 {
@@ -102,7 +108,7 @@ MQ_INLINE void q4_group(const mq_gemv_job *j, int g, int c0, int ncols, int mr, 
         for (int v = 0; v <= nfull; v++) {
             if (v == nfull && !tail)
                 break;
-            __builtin_prefetch(row + 16 * v + MQ_GEMV_PREFETCH_WORDS, 0, 3);
+            PREFETCH_AHEAD(row + 16 * v, 4 * MQ_GEMV_PREFETCH_WORDS);
             v16u wv = v < nfull ? *(const v16u_u *)(row + 16 * v) : v16u_load_n(row + 16 * v, tail);
             v16f d[8];
             v16f z = U4 ? v16f_load(zf + 16 * v) : v16f_splat(0);
@@ -191,7 +197,8 @@ MQ_INLINE v16u index_row(const row_decoder *rd, const uint8_t *row, int bits, co
 MQ_INLINE void trellis_tile_row1(const row_decoder *rd, const uint8_t *tile, int bits,
                                  const float *am, v16f lut, float *pp, const int FULL)
 {
-#define TR_D(r) v16f_lut16(lut, index_row(rd, tile + 2 * bits * (r), bits, FULL && 1))
+/* rows 0-14 may read 8 bytes (2 bits a code or more: 28 * bits + 8 <= 32 * bits) */
+#define TR_D(r) v16f_lut16(lut, index_row(rd, tile + 2 * bits * (r), bits, 1))
     v16f s0 = am[0] * TR_D(0), s1 = am[1] * TR_D(1), s2 = am[2] * TR_D(2), s3 = am[3] * TR_D(3);
     s0 += am[4] * TR_D(4);
     s1 += am[5] * TR_D(5);
@@ -216,15 +223,16 @@ static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols
     const mq_weights *w = j->w;
     int bits = mq_format_bits(w->format), tb = mq_trellis_tile_bytes(bits);
     int tiles_n = mq_cdiv(w->N, 16), ntiles = mq_cdiv(ncols, 16);
-    const uint8_t *end = w->indices + (size_t)mq_cdiv(w->K, 16) * tiles_n * tb;
+    /* a tile whose 16 rows can all be read 8 bytes at a time: all but the array's last */
+    size_t full_tiles = (size_t)mq_cdiv(w->K, 16) * tiles_n - 1;
     for (int band = 0; band < kk / 16; band++) { /* kk < group: seed 004's partial last group */
         int kb = g * (w->group / 16) + band;
         const uint8_t *tile = w->indices + ((size_t)kb * tiles_n + c0 / 16) * tb;
         if (mr == 1) { /* one row: each decoded row of 16 goes straight into an FMA */
             for (int t = 0; t < ntiles; t++, tile += tb) {
-                __builtin_prefetch(tile + 4 * MQ_GEMV_PREFETCH_WORDS, 0, 3);
-                __builtin_prefetch(tile + 4 * MQ_GEMV_PREFETCH_WORDS + 64, 0, 3);
-                if (tile + tb + 8 <= end)
+                PREFETCH_AHEAD(tile, 4 * MQ_GEMV_PREFETCH_WORDS);
+                PREFETCH_AHEAD(tile, 4 * MQ_GEMV_PREFETCH_WORDS + 64);
+                if ((size_t)(tile - w->indices) / tb < full_tiles)
                     trellis_tile_row1(rd, tile, bits, a + 16 * band, lut, part + 16 * t, 1);
                 else /* the array's last tile: its last row ends the array */
                     trellis_tile_row1(rd, tile, bits, a + 16 * band, lut, part + 16 * t, 0);
@@ -233,7 +241,7 @@ static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols
         }
         for (int t = 0; t < ntiles; t++, tile += tb) {
             v16f d[16];
-            int full = tile + tb + 8 <= end;
+            int full = (size_t)(tile - w->indices) / tb < full_tiles;
             for (int r = 0; r < 16; r++)
                 d[r] = v16f_lut16(lut, full || r < 15 ? index_row(rd, tile + 2 * bits * r, bits, 1)
                                                       : index_row(rd, tile + 2 * bits * r, bits, 0));
