@@ -98,8 +98,9 @@ mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out
     return cs;
 }
 
-/* Guided search: baselines, each variant once and a spread-out sample first, then the model's
- * best unmeasured picks, refitting after each batch, until `evals`. */
+/* Guided search: baselines, each variant once and a spread-out sample first,
+ * then the model's best unmeasured picks (the default coefficients until
+ * enough rows fit), refitting after each batch, until `evals`. */
 void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n, const int *base)
 {
     int budget = T->o->evals < n ? T->o->evals : n, done = 0;
@@ -152,7 +153,12 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
                                                err, sizeof err);
             have = T->guide_fitted = rc == 0;
         }
-        const mq_model *gm = T->guide;
+        /* too few rows to fit yet (the run's first shapes): the model's
+         * default coefficients on this chip's figures rank the candidates,
+         * not their order in the list */
+        if (!have && !T->prior && (T->prior = malloc(sizeof *T->prior)))
+            mq_model_defaults(T->prior);
+        const mq_model *gm = have ? T->guide : T->prior;
         int batch = 4;
         for (int q = 0; q < batch && done < budget && !T->failed; q++) {
             int best = -1;
@@ -160,7 +166,7 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
             for (int i = 0; i < n; i++) {
                 if (cs[i].measured)
                     continue;
-                double pt = have ? mq_model_predict(gm, &cs[i].f) : (double)i;
+                double pt = gm ? mq_model_predict(gm, &cs[i].f) : (double)i;
                 if (pt < bt) {
                     bt = pt;
                     best = i;

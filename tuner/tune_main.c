@@ -260,5 +260,6 @@ out:
     free(T.rows.f);
     free(T.rows.t);
     free(T.guide);
+    free(T.prior);
     return rc;
 }
