@@ -36,6 +36,14 @@ typedef struct {
     size_t read_bytes; /* the read probe's buffer */
 } mq_device_probe;
 
+/* Copies of a `bytes`-byte buffer that make a set twice `cache_bytes` and
+ * more: read in rotation, each is out of the cache when its turn comes (the
+ * harness's cold weights, a backend's sized read probe). */
+static inline size_t mq_cold_copies(size_t bytes, size_t cache_bytes)
+{
+    return (2 * cache_bytes) / (bytes ? bytes : 1) + 2;
+}
+
 typedef struct mq_backend mq_backend;
 struct mq_backend {
     const char *name;  /* "cpu", "metal" */

@@ -11,12 +11,16 @@
  * uploaded once and stays resident. It also carries the device probes
  * (read bandwidth, FP32 FMA peak) the tools report GPU figures against. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include "backend.h"
 #include "cuda_api.h"
@@ -529,12 +533,6 @@ static mq_status probe_functions(cuda_state *s, CUfunction *rd, CUfunction *fm, 
     return MQ_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* A read of the weights' own size, cold, timed like a candidate: enough
  * copies that each is evicted (twice the L2) before it is read again, each
  * read one launch of the streaming probe between two events; and the same
@@ -548,7 +546,7 @@ static mq_status cuda_probe_read_at(mq_backend *b, size_t bytes, double *gbs, do
     if (st)
         return st;
     size_t stride = (bytes + 4095) & ~(size_t)4095;
-    size_t copies = (2 * b->cache_bytes) / stride + 2;
+    size_t copies = mq_cold_copies(stride, b->cache_bytes);
     if (stride == 0 || copies * stride > ((size_t)4 << 30))
         return mq_fail(err, MQ_E_ARG, "cuda: a %zu-byte read probe does not fit in 4 GiB of copies",
                        bytes);
@@ -582,12 +580,10 @@ static mq_status cuda_probe_read_at(mq_backend *b, size_t bytes, double *gbs, do
             }
         }
         if (st == MQ_OK) {
-            qsort(t_read, REPS, sizeof t_read[0], cmp_double);
-            qsort(t_empty, REPS, sizeof t_empty[0], cmp_double);
-            if (t_read[REPS / 2] < best_read)
-                best_read = t_read[REPS / 2];
-            if (t_empty[REPS / 2] < best_empty)
-                best_empty = t_empty[REPS / 2];
+            gsl_sort(t_read, 1, REPS);
+            gsl_sort(t_empty, 1, REPS);
+            best_read = fmin(best_read, gsl_stats_median_from_sorted_data(t_read, 1, REPS));
+            best_empty = fmin(best_empty, gsl_stats_median_from_sorted_data(t_empty, 1, REPS));
         }
     }
     s->api.MemFree(buf);

@@ -130,7 +130,7 @@ static void run_probe(const mq_target *t, const char *when, mq_device_probe *kee
             return;
         pr.read_gbs = t->chip.v[MQ_CHIP_MEM_BW_GBS];
         pr.fma_gflops = t->chip.v[MQ_CHIP_FP32_TFLOPS] * 1000;
-        pr.read_bytes = (size_t)512 << 20;
+        pr.read_bytes = MQ_PROBE_READ_BYTES;
     } else if (!t->be->probe) {
         return;
     } else if (t->be->probe(t->be, &pr, &e)) {

@@ -125,7 +125,7 @@ static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq
     if (device_cache_bytes > (size_t)llc)
         llc = (long)device_cache_bytes;
     size_t bytes = mq_weights_bytes(&w0);
-    size_t copies = warm ? 1 : (2 * (size_t)llc) / bytes + 2;
+    size_t copies = warm ? 1 : mq_cold_copies(bytes, (size_t)llc);
     bp->ncopies = copies > 4096 ? 4096 : (int)copies;
     bp->copies = calloc((size_t)bp->ncopies, sizeof *bp->copies);
     if (!bp->copies) {

@@ -128,7 +128,7 @@ int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_pr
     if (threads < 1 || threads > 256 || trials < 1 || !out)
         return -1;
     if (!buffer_bytes)
-        buffer_bytes = (size_t)512 << 20;
+        buffer_bytes = MQ_PROBE_READ_BYTES;
     size_t floats = buffer_bytes / sizeof(float);
     /* 2 MiB aligned with a huge-page hint, like the weight arrays */
     size_t huge = (size_t)2 << 20;

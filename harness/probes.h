@@ -13,7 +13,10 @@ typedef struct {
     int threads;
 } mq_machine_probe;
 
-/* buffer_bytes: 0 for the default (512 MiB, far larger than any L3). */
+/* The read probe's default buffer: far larger than any L3. */
+#define MQ_PROBE_READ_BYTES ((size_t)512 << 20)
+
+/* buffer_bytes: 0 for the default (MQ_PROBE_READ_BYTES). */
 int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_probe *out);
 
 /* Size in bytes of a cache level (2 or 3) of this machine: the kernel's

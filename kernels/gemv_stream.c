@@ -81,14 +81,8 @@ static void load_a(const mq_gemv_job *j, int m0, int mr, int k0, int kk, float *
 static void flush_group(const mq_gemv_job *j, int g, int c0, int ncols, int mr, float *part,
                         float *acc, int ld)
 {
-    const mq_weights *w = j->w;
-    size_t at = (size_t)g * w->N + c0;
     for (int v = 0; v * 16 < ncols; v++) {
-        int cnt = mq_min(16, ncols - 16 * v);
-        v16f sc = mq_format_is_trellis(w->format)
-                      ? mq_load_f32_n(w->tscales + at + 16 * v, cnt) *
-                            mq_load_f32_n(w->sv + c0 + 16 * v, cnt)
-                      : v16h_load_n(w->scales + at + 16 * v, cnt);
+        v16f sc = mq_group_scales16(j->w, g, c0 + 16 * v, mq_min(16, ncols - 16 * v));
         for (int m = 0; m < mr; m++) {
             float *pp = part + (size_t)m * ld + 16 * v, *ap = acc + (size_t)m * ld + 16 * v;
             v16f_store(ap, v16f_load(ap) + v16f_load(pp) * sc);

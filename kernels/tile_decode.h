@@ -51,6 +51,16 @@ MQ_INLINE v16f mq_load_f32_n(const float *p, int n)
     return (v16f)v16u_load_n((const uint32_t *)(const void *)p, n);
 }
 
+/* The scales of group g for columns col..col+cnt-1 (cnt <= 16; the rest of
+ * the lanes zero): FP16 scales, or trellis tscale x sv. */
+MQ_INLINE v16f mq_group_scales16(const mq_weights *w, int g, int col, int cnt)
+{
+    size_t at = (size_t)g * w->N + col;
+    if (mq_format_is_trellis(w->format))
+        return mq_load_f32_n(w->tscales + at, cnt) * mq_load_f32_n(w->sv + col, cnt);
+    return v16h_load_n(w->scales + at, cnt);
+}
+
 typedef struct {
     const uint8_t *indices;
     int bits, tile_bytes, tiles_n;

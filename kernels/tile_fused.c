@@ -45,16 +45,8 @@ MQ_INLINE int lane_count(const fused_args *f, int v) { return mq_min(16, f->ncol
 MQ_INLINE void apply_scales(const int MR, const int NV, const fused_args *f,
                             v16f partial[8][4])
 {
-    const mq_weights *w = f->w;
-    size_t g = (size_t)(f->gs / w->group) * w->N + f->col;
     for (int v = 0; v < NV; v++) {
-        int cnt = lane_count(f, v);
-        v16f sc;
-        if (mq_format_is_trellis(w->format))
-            sc = mq_load_f32_n(w->tscales + g + 16 * v, cnt) *
-                 mq_load_f32_n(w->sv + f->col + 16 * v, cnt);
-        else
-            sc = v16h_load_n(w->scales + g + 16 * v, cnt);
+        v16f sc = mq_group_scales16(f->w, f->gs / f->w->group, f->col + 16 * v, lane_count(f, v));
         for (int r = 0; r < MR; r++) {
             float *c = f->acc + (size_t)r * f->ldc + 16 * v;
             v16f_store(c, v16f_load(c) + partial[r][v] * sc);

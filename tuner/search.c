@@ -156,8 +156,6 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
         /* too few rows to fit yet (the run's first shapes): the model's
          * default coefficients on this chip's figures rank the candidates,
          * not their order in the list */
-        if (!have && !T->prior && (T->prior = malloc(sizeof *T->prior)))
-            mq_model_defaults(T->prior);
         const mq_model *gm = have ? T->guide : T->prior;
         int batch = 4;
         for (int q = 0; q < batch && done < budget && !T->failed; q++) {

@@ -49,7 +49,7 @@ typedef struct {
     mq_rowset rows;
     mq_model *guide;        /* the guided search's model, refitted warm (heap: large) */
     int guide_fitted;
-    mq_model *prior;        /* the default coefficients: the guide until enough rows fit */
+    const mq_model *prior;  /* the default coefficients: the guide until enough rows fit */
     int timed, reused;
     double kernel_s;
     int failed;             /* a row could not be stored: the run stops */

@@ -167,7 +167,10 @@ int main(int argc, char **argv)
     mq_model_defaults(&pred);
     char pred_note[4608] = "defaults fitted on public figures (harness/public-figures.csv; no "
                            "measurements of this chip)";
-    T = (mq_tuner){.o = &o.t, .chip = &t.chip, .lim = &t.lim, .be = t.be, .w = {.fd = -1}};
+    /* a measured chip's guided search starts from pred: the defaults (--model
+     * and stored fits are for predicted chips) */
+    T = (mq_tuner){
+        .o = &o.t, .chip = &t.chip, .lim = &t.lim, .be = t.be, .w = {.fd = -1}, .prior = &pred};
     rc = 2; /* until the run gets going, a failure is the input's or the environment's */
     if (o.t.exhaustive && !t.measured) {
         fprintf(stderr, "tune: --search exhaustive needs a backend that is the chip (--chip host "
@@ -260,6 +263,5 @@ out:
     free(T.rows.f);
     free(T.rows.t);
     free(T.guide);
-    free(T.prior);
     return rc;
 }
