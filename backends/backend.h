@@ -33,6 +33,8 @@ typedef struct {
 typedef struct {
     double read_gbs;   /* streaming read of a buffer far past the caches, GB/s */
     double fma_gflops; /* FP32 FMA peak, GFLOP/s (an FMA is 2 flops) */
+    double mma_gflops; /* the simdgroup 8x8 multiply-accumulate as the backend maps it
+                        * (metal/mq_probe_mma.metal), GFLOP/s; 0: not measured */
     size_t read_bytes; /* the read probe's buffer */
 } mq_device_probe;
 

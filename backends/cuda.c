@@ -63,6 +63,7 @@ typedef struct {
     double last_s;
     char broken[512]; /* a sticky error lost the context: every later run reports it */
     CUmodule probe_mod;
+    int mma_fp32; /* MQ_CUDA_MMA=fp32: simdgroup matrices on the FP32 units */
 } cuda_state;
 
 static mq_status cu_fail(cuda_state *s, mq_error *err, CUresult r, const char *what)
@@ -165,6 +166,11 @@ static char *compile(cuda_state *s, const char *name, const char *source, const 
     static const char *const fixed[] = {"-std=c++17", "-default-device", "-w"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         snprintf(optbuf[no], sizeof optbuf[no], "%s", fixed[i]);
+        opts[no] = optbuf[no];
+        no++;
+    }
+    if (with_prelude && s->mma_fp32) {
+        snprintf(optbuf[no], sizeof optbuf[no], "-DMQ_CUDA_MMA_FP32");
         opts[no] = optbuf[no];
         no++;
     }
@@ -595,6 +601,43 @@ static mq_status cuda_probe_read_at(mq_backend *b, size_t bytes, double *gbs, do
     return MQ_OK;
 }
 
+/* The simdgroup-matrix peak as this build maps it (metal/mq_probe_mma.metal
+ * through the prelude): 4 blocks of 8 simdgroups per SM, 8 chains each, the
+ * best of 5 launches after one warm-up. */
+static mq_status probe_mma(cuda_state *s, double *gflops, mq_error *err)
+{
+    CUmodule mod = module_for(s, "mq_probe_mma.metal", "", err);
+    if (!mod)
+        return err->code;
+    CUfunction fn;
+    CU(s->api.ModuleGetFunction(&fn, mod, "mq_cuda_entry_mq_probe_mma"), "mq_probe_mma");
+    CUdeviceptr seed, res, it;
+    CU(s->api.MemAlloc(&seed, 256 + 16 + 16), "cuMemAlloc (the MMA probe)");
+    res = seed + 256;
+    it = seed + 272;
+    uint16_t h[128];
+    for (int i = 0; i < 128; i++) /* small FP16 values: 2^-8 (i % 8 + 1) */
+        h[i] = (uint16_t)(0x1c00 + (i % 8) * 0x80);
+    unsigned iters = 4096;
+    CUresult r = s->api.MemcpyHtoD(seed, h, sizeof h);
+    if (!r)
+        r = s->api.MemcpyHtoD(it, &iters, sizeof iters);
+    mq_status st = MQ_OK;
+    if (r)
+        st = cu_fail(s, err, r, "the MMA probe's buffers");
+    buffers g = {{seed, res, it}};
+    void *args[] = {&g};
+    double best = 1e30, t;
+    unsigned grid = (unsigned)s->sms * 4u;
+    for (int i = 0; i < 6 && st == MQ_OK; i++)
+        if ((st = time_launch(s, fn, grid, 256, args, &t, err)) == MQ_OK && i && t < best)
+            best = t;
+    s->api.MemFree(seed);
+    if (st == MQ_OK) /* 8 simdgroups x 8 chains x iters x 8x8x8 multiply-adds per block */
+        *gflops = 2.0 * 512 * 8 * 8 * (double)iters * grid / best / 1e9;
+    return st;
+}
+
 static mq_status cuda_probe(mq_backend *b, mq_device_probe *out, mq_error *err)
 {
     cuda_state *s = b->state;
@@ -637,6 +680,8 @@ static mq_status cuda_probe(mq_backend *b, mq_device_probe *out, mq_error *err)
         out->fma_gflops = 2.0 * 8 * iters * (double)s->sms * 8 * 512 / best / 1e9;
     s->api.MemFree(buf);
     s->api.MemFree(res);
+    if (st == MQ_OK)
+        st = probe_mma(s, &out->mma_gflops, err);
     return st;
 }
 
@@ -727,6 +772,13 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
         cuda_close(b);
         return NULL;
     }
+    const char *mm = getenv("MQ_CUDA_MMA");
+    if (mm && *mm && strcmp(mm, "tensor") && strcmp(mm, "fp32")) {
+        mq_fail(err, MQ_E_ARG, "MQ_CUDA_MMA must be tensor or fp32, not '%.40s'", mm);
+        cuda_close(b);
+        return NULL;
+    }
+    s->mma_fp32 = (mm && !strcmp(mm, "fp32")) || s->cc_major < 8;
     snprintf(b->arch, sizeof b->arch, "sm_%d%d", s->cc_major, s->cc_minor);
     snprintf(s->arch_opt, sizeof s->arch_opt, "--gpu-architecture=sm_%d%d", s->cc_major,
              s->cc_minor);

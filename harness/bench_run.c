@@ -131,19 +131,25 @@ static void run_probe(const mq_target *t, const char *when, mq_device_probe *kee
         pr.read_gbs = t->chip.v[MQ_CHIP_MEM_BW_GBS];
         pr.fma_gflops = t->chip.v[MQ_CHIP_FP32_TFLOPS] * 1000;
         pr.read_bytes = MQ_PROBE_READ_BYTES;
+        pr.mma_gflops = 0;
     } else if (!t->be->probe) {
         return;
     } else if (t->be->probe(t->be, &pr, &e)) {
         fprintf(stderr, "bench: the device probes failed (%s): no shares reported\n", e.msg);
         return;
     }
-    printf("%s probes %s: read %.0f GB/s (%zu MiB streamed), FP32 FMA %.0f GFLOP/s\n",
+    char mma[64] = "";
+    if (pr.mma_gflops > 0)
+        snprintf(mma, sizeof mma, ", simdgroup MMA %.0f GFLOP/s", pr.mma_gflops);
+    printf("%s probes %s: read %.0f GB/s (%zu MiB streamed), FP32 FMA %.0f GFLOP/s%s\n",
            t->be->probe ? "device" : "machine", t->be->probe ? when : "(chip host)", pr.read_gbs,
-           pr.read_bytes >> 20, pr.fma_gflops);
+           pr.read_bytes >> 20, pr.fma_gflops, mma);
     if (pr.read_gbs > keep->read_gbs)
         keep->read_gbs = pr.read_gbs;
     if (pr.fma_gflops > keep->fma_gflops)
         keep->fma_gflops = pr.fma_gflops;
+    if (pr.mma_gflops > keep->mma_gflops)
+        keep->mma_gflops = pr.mma_gflops;
 }
 
 /* The best row against a cold read of its weights' own size, timed the
@@ -198,11 +204,16 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
                p.K, name);
         if (!b)
             printf("(no ok row)\n");
-        else if (probe->read_gbs > 0 && probe->fma_gflops > 0)
+        else if (probe->read_gbs > 0 && probe->fma_gflops > 0) {
+            char mma[48] = "";
+            if (probe->mma_gflops > 0)
+                snprintf(mma, sizeof mma, ", %.1f%% of the MMA probe",
+                         100 * b->gflops / probe->mma_gflops);
             printf("%.4f ms: weights %.0f GB/s = %.1f%% of the read probe, %.0f GFLOP/s = %.1f%% "
-                   "of the FMA probe\n",
+                   "of the FMA probe%s\n",
                    b->st.median * 1e3, b->weight_gbs, 100 * b->weight_gbs / probe->read_gbs,
-                   b->gflops, 100 * b->gflops / probe->fma_gflops);
+                   b->gflops, 100 * b->gflops / probe->fma_gflops, mma);
+        }
         else
             printf("%.4f ms\n", b->st.median * 1e3);
         if (b && t->be->probe_read_at)

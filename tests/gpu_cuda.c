@@ -61,10 +61,21 @@ int main(int argc, char **argv)
               "expected the FMA probe between 1 TFLOP/s and 1.5x the datasheet's %.1f, got %.0f "
               "GFLOP/s",
               chip.v[MQ_CHIP_FP32_TFLOPS], pr.fma_gflops);
+        /* the simdgroup MMA as mapped: on the tensor cores (the default on
+         * sm_80+) it must beat the FP32 units; emulated on them, come near */
+        const char *mm = getenv("MQ_CUDA_MMA");
+        int fp32 = (mm && !strcmp(mm, "fp32")) || b->arch[3] < '8';
+        double lo = fp32 ? 0.3 * pr.fma_gflops : pr.fma_gflops;
+        double hi = fmax(chip.v[MQ_CHIP_FP16_TFLOPS], chip.v[MQ_CHIP_TENSOR_FP16_TFLOPS]);
+        CHECK(pr.mma_gflops > lo && pr.mma_gflops < 1.5e3 * hi,
+              "expected the MMA probe (%s) between %.0f GFLOP/s and 1.5x the datasheet's FP16 "
+              "%.1f TFLOP/s, got %.0f GFLOP/s",
+              fp32 ? "FP32 units" : "tensor cores", lo, hi, pr.mma_gflops);
         printf("gpu_cuda: probes: read %.0f GB/s (%.0f%% of the datasheet), FMA %.0f GFLOP/s "
-               "(%.0f%%) (%.1f s)\n",
+               "(%.0f%%), simdgroup MMA %.0f GFLOP/s (%s) (%.1f s)\n",
                pr.read_gbs, 100 * pr.read_gbs / chip.v[MQ_CHIP_MEM_BW_GBS], pr.fma_gflops,
-               100 * pr.fma_gflops / 1e3 / chip.v[MQ_CHIP_FP32_TFLOPS], mq_now() - t0);
+               100 * pr.fma_gflops / 1e3 / chip.v[MQ_CHIP_FP32_TFLOPS], pr.mma_gflops,
+               fp32 ? "FP32 units" : "tensor cores", mq_now() - t0);
     }
 
     /* the representative set: ragged shapes, small layers and a real one */

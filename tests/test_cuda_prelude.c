@@ -31,7 +31,8 @@
 
 /* Compile one CUDA text (mode: -fsyntax-only or -S to PTX); the exit status
  * and the first error line. */
-static int compile_one(const char *cu, const char *defines, const char *mode, char *first, size_t n)
+static int compile_one(const char *cu, const char *defines, const char *mode, const char *out,
+                       char *first, size_t n)
 {
     char path[] = "/tmp/mq-cuda-one-XXXXXX", cmd[2048];
     int fd = mkstemp(path);
@@ -47,7 +48,7 @@ static int compile_one(const char *cu, const char *defines, const char *mode, ch
         return -1;
     fprintf(c, CUDA_CXX "%s %s", mq_cuda_include_dir(), mode);
     mq_test_define_flags(c, defines);
-    fprintf(c, " -o /dev/null %s > %s.log 2>&1\n", path, path);
+    fprintf(c, " -o %s %s > %s.log 2>&1\n", out ? out : "/dev/null", path, path);
     fclose(c);
     snprintf(cmd, sizeof cmd, "sh %s", script);
     int st = system(cmd);
@@ -185,7 +186,7 @@ static void test_translation_and_failure(void)
         int nks;
         char *cu = at ? mq_cuda_source("marlin_gemm_fused.metal", src, "", ks, &nks, err, sizeof err)
                       : NULL;
-        CHECK(cu && compile_one(cu, "", "-fsyntax-only", first, sizeof first) != 0 &&
+        CHECK(cu && compile_one(cu, "", "-fsyntax-only", NULL, first, sizeof first) != 0 &&
                   strstr(first, "acumulate"),
               "expected a planted typo to fail the CUDA compile, naming it: %s", cu ? first : err);
         free(cu);
@@ -196,9 +197,52 @@ static void test_translation_and_failure(void)
     int nks = 0;
     char *cu = mq_cuda_source("marlin_zero_reduction.metal", NULL, "", ks, &nks, err, sizeof err);
     CHECK(cu && nks == 1 && !strcmp(ks[0].name, "marlin_zero_reduction") && ks[0].used == 3u &&
-              compile_one(cu, "", "-O1 -S", first, sizeof first) == 0,
+              compile_one(cu, "", "-O1 -S", NULL, first, sizeof first) == 0,
           "expected marlin_zero_reduction as one CUDA entry binding buffers 0 and 1: %s",
           cu ? first : err);
+    free(cu);
+}
+
+/* The MMA probe's two mappings: FP16 simdgroup products on the tensor
+ * cores by default (mma.sync in the PTX), on the FP32 units (no mma, FMAs)
+ * when the backend defines MQ_CUDA_MMA_FP32 (MQ_CUDA_MMA=fp32). */
+static void test_mma_mappings(void)
+{
+    char err[1024], first[512];
+    mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+    int nks = 0;
+    char *cu = mq_cuda_source("mq_probe_mma.metal", NULL, "", ks, &nks, err, sizeof err);
+    CHECK(cu && nks == 1 && ks[0].used == 7u,
+          "expected mq_probe_mma as one CUDA entry binding buffers 0, 1 and 2: %s", cu ? "" : err);
+    if (!cu)
+        return;
+    static const struct {
+        const char *defines;
+        int mma;
+    } maps[] = {{"", 1}, {"MQ_CUDA_MMA_FP32", 0}};
+    for (int i = 0; i < 2; i++) {
+        char ptx[] = "/tmp/mq-cuda-ptx-XXXXXX";
+        int fd = mkstemp(ptx);
+        if (fd < 0)
+            continue;
+        close(fd);
+        int rc = compile_one(cu, maps[i].defines, "-O1 -S", ptx, first, sizeof first);
+        FILE *f = fopen(ptx, "r");
+        char line[512];
+        int mma = 0, fma = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            mma += strstr(line, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != NULL;
+            fma += strstr(line, "fma.rn.f32") != NULL;
+        }
+        if (f)
+            fclose(f);
+        unlink(ptx);
+        CHECK(rc == 0 && (maps[i].mma ? mma > 0 : mma == 0 && fma > 0),
+              "expected the MMA probe compiled %s to %s, got %d mma.sync and %d fma lines (%s)",
+              maps[i].mma ? "by default" : "with MQ_CUDA_MMA_FP32",
+              maps[i].mma ? "use the tensor cores (mma.sync m16n8k8)" : "run FMAs and no mma.sync",
+              mma, fma, rc ? first : "compiled");
+    }
     free(cu);
 }
 
@@ -249,6 +293,7 @@ int main(void)
     CHECK(system("command -v clang++ >/dev/null 2>&1") == 0,
           "expected clang++ for the CUDA check (make deps installs clang)");
     test_translation_and_failure();
+    test_mma_mappings();
     test_unavailable();
     test_every_program();
     return check_done("cuda_prelude");
