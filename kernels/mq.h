@@ -200,6 +200,8 @@ typedef struct {
     mq_schedule schedule;
     mq_dequant_mode dequant;
     int a_stages, b_stages;    /* threadgroup-memory buffers of A and B tiles */
+    int tile_pad;              /* halves added to each A and B tile row (bank conflicts);
+                                * the kernels get it as MQ_TILE_PAD */
     int sg_m, sg_n;            /* output region of one simdgroup */
     int staging_bytes_per_sg;  /* per-simdgroup B staging (fused) */
     int epilogue_bytes_per_sg;

@@ -10,16 +10,21 @@
 #define FMT(f) (1u << (f))
 #define TRELLIS_FMTS (FMT(MQ_FMT_TRELLIS2) | FMT(MQ_FMT_TRELLIS3) | FMT(MQ_FMT_TRELLIS4))
 
-/* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles):
- * marlin_gemm_fp4 64x64x32 double-buffered = 16384 B; fused = 4096 + 4*128 =
- * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B. Up to MAX_VARIANTS
- * rows: the seeds' below, then any mq_variant_register adds. */
+/* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles), with
+ * every tile row padded by MQ_TILE_PAD halves against bank conflicts (16
+ * bytes, as MLX's steel GEMM pads; metal/mq_metal.h): marlin_gemm_fp4
+ * 64x64x32 double-buffered = 2 x (64 x 40 + 32 x 72) x 2 = 19456 B (16384
+ * unpadded); fused = 5120 + 4*128 = 5632 B (4608); trellis prefill = 10240 +
+ * 512 + 512 = 11264 B (9216). Up to MAX_VARIANTS rows: the seeds' below,
+ * then any mq_variant_register adds. */
+#define MQ_TILE_PAD 8
 #define MAX_VARIANTS 32
 static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_MARLIN_FP4] = {
         .name = "marlin_gemm_fp4", .enum_name = "MQ_VAR_MARLIN_FP4",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_STAGED,
-        .a_stages = 2, .b_stages = 2, .sg_m = 32, .sg_n = 32, .tile_quantum = 8,
+        .a_stages = 2, .b_stages = 2, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .tile_quantum = 8,
         .scratch_in_tiles_per_sg = 256,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fp4.metal", .msl_function = "marlin_gemm_fp4",
@@ -27,7 +32,8 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_MARLIN_FP4_STRIPED] = {
         .name = "marlin_gemm_fp4_striped", .enum_name = "MQ_VAR_MARLIN_FP4_STRIPED",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_STRIPED, .dequant = MQ_DEQ_STAGED,
-        .a_stages = 1, .b_stages = 1, .sg_m = 32, .sg_n = 32, .tile_quantum = 8,
+        .a_stages = 1, .b_stages = 1, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .tile_quantum = 8,
         .scratch_in_tiles_per_sg = 256,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fp4_striped.metal", .msl_function = "marlin_gemm_fp4_striped",
@@ -37,14 +43,16 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_FUSED_FP4] = {
         .name = "marlin_gemm_fused_fp4", .enum_name = "MQ_VAR_FUSED_FP4",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
-        .a_stages = 1, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128, .tile_quantum = 8,
+        .a_stages = 1, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .staging_bytes_per_sg = 128, .tile_quantum = 8,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fused.metal", .msl_function = "marlin_gemm_fused_fp4",
         .summary = "2D grid; B dequantized in registers per 8x8 sub-tile"},
     [MQ_VAR_FUSED_U4] = {
         .name = "marlin_gemm_fused_u4", .enum_name = "MQ_VAR_FUSED_U4",
         .formats = FMT(MQ_FMT_U4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
-        .a_stages = 1, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128, .tile_quantum = 8,
+        .a_stages = 1, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .staging_bytes_per_sg = 128, .tile_quantum = 8,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fused.metal", .msl_function = "marlin_gemm_fused_u4",
         .summary = "2D grid; u4 magic-bias dequant in registers, zero points"},
@@ -52,7 +60,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "gemm_trellis_packed", .enum_name = "MQ_VAR_TRELLIS_PACKED",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
         /* B staging and epilogue blocks of their own (metal/mq_fused.h) */
-        .a_stages = 2, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
+        .a_stages = 2, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
         .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {64, 64, 32, 0, 1},
         .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed",
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
@@ -61,7 +69,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "gemm_trellis_packed_decode", .enum_name = "MQ_VAR_TRELLIS_DECODE",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
         /* B staging and epilogue blocks of their own (metal/mq_fused.h) */
-        .a_stages = 2, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
+        .a_stages = 2, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
         .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {32, 128, 32, 0, 1},
         .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed_decode",
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
@@ -69,7 +77,8 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_MLX_SPLITK] = {
         .name = "mlx_qmm_splitk", .enum_name = "MQ_VAR_MLX_SPLITK",
         .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_SPLITK,
-        .dequant = MQ_DEQ_STAGED, .a_stages = 1, .b_stages = 1, .sg_m = 16, .sg_n = 16,
+        .dequant = MQ_DEQ_STAGED, .a_stages = 1, .b_stages = 1, .tile_pad = MQ_TILE_PAD,
+        .sg_m = 16, .sg_n = 16,
         .tile_quantum = 8, .scratch_in_tiles_per_sg = 256,
         .defaults = {32, 32, 32, 0, 1},
         .msl_file = "mlx_qmm_splitk.metal", .msl_function = "mlx_qmm_splitk_%s",
@@ -269,8 +278,8 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         plan->simdgroups = mq_cdiv(q->tile_m, vi->sg_m) * mq_cdiv(q->tile_n, vi->sg_n);
         /* FP16 tiles, or the epilogue's scratch where it reuses them and needs
          * more (many simdgroups over a thin K tile), plus per-simdgroup buffers */
-        int tiles =
-            2 * (vi->a_stages * q->tile_m * q->tile_k + vi->b_stages * q->tile_k * q->tile_n);
+        int tiles = 2 * (vi->a_stages * q->tile_m * (q->tile_k + vi->tile_pad) +
+                         vi->b_stages * q->tile_k * (q->tile_n + vi->tile_pad));
         plan->tg_mem_bytes =
             mq_max(tiles, plan->simdgroups * vi->scratch_in_tiles_per_sg) +
             plan->simdgroups * (vi->staging_bytes_per_sg + vi->epilogue_bytes_per_sg);

@@ -11,7 +11,7 @@
 
 // the double-buffered A tile, then per simdgroup a B staging block and an
 // epilogue block (8x8 halves each)
-#define MQ_TRELLIS_SMEM (2 * TILE_M * TILE_K + SIMDGROUPS * 128)
+#define MQ_TRELLIS_SMEM (2 * TILE_M * A_LD + SIMDGROUPS * 128)
 
 #define MQ_TRELLIS_KERNEL(name)                                                             \
     kernel void name(device const half *A [[buffer(0)]],                                   \

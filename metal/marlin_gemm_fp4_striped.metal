@@ -2,7 +2,9 @@
 // 000) and its reduction. A 1D grid of num_tgs threadgroups; each takes a
 // contiguous range of work_per_tg work units of the column-major tile order
 // times k_slices (unit u: tile u / k_slices, K slice u % k_slices; tile t:
-// row t % m_tiles, column t / m_tiles), single-buffered A and B tiles.
+// row t % m_tiles, column t / m_tiles), single-buffered A and B tiles
+// (padded rows; the next K tile fetched into registers while this one is
+// multiplied).
 // With one slice the tile goes straight to C; otherwise each slice writes
 // its partial sums to workspace[slice][M][N] (FP32, no atomics) and
 // marlin_splitk_reduce, a second dispatch, sums the slices in order into C
@@ -20,9 +22,11 @@ kernel void marlin_gemm_fp4_striped(device const half *A [[buffer(0)]],
                                     uint sg [[simdgroup_index_in_threadgroup]],
                                     uint lane [[thread_index_in_simdgroup]])
 {
-    threadgroup half smem[MQ_STAGED_SMEM(TILE_M * TILE_K + TILE_K * TILE_N)];
+    threadgroup half smem[MQ_STAGED_SMEM(TILE_M * A_LD + TILE_K * B_LD)];
     MQ_CHECK_PLAN(sizeof(smem));
-    threadgroup half *As = smem, *Bs = smem + TILE_M * TILE_K;
+    threadgroup half *As = smem, *Bs = smem + TILE_M * A_LD;
+    half ra[A_REGS];
+    MqBRegs rb;
     threadgroup float *scratch = (threadgroup float *)smem + sg * 64u;
     const uint sg_row = (sg / uint(SG_COLS)) * uint(SG_M), sg_col = (sg % uint(SG_COLS)) * uint(SG_N);
     const uint total = p.m_tiles * p.n_tiles * p.k_slices;
@@ -33,10 +37,17 @@ kernel void marlin_gemm_fp4_striped(device const half *A [[buffer(0)]],
         const uint2 kr = mq_k_range(p, slice);
         simdgroup_float8x8 acc[FRAG_M][FRAG_N];
         mq_zero_acc(acc);
+        mq_fetch_a(ra, A, row0, kr.x, kr.y, p, tid);
+        mq_fetch_b<false>(rb, packed, scales, nullptr, kr.x, col0, kr.y, p, tid);
         for (uint k0 = kr.x; k0 < kr.y; k0 += uint(TILE_K)) {
-            mq_load_a(As, A, row0, k0, kr.y, p, tid);
-            mq_stage_b<false>(Bs, packed, scales, nullptr, k0, col0, kr.y, p, tid);
+            mq_put_a(As, ra, A, row0, k0, kr.y, p, tid);
+            mq_put_b<false>(Bs, rb, packed, scales, nullptr, k0, col0, kr.y, p, tid);
             threadgroup_barrier(mem_flags::mem_threadgroup);
+            if (k0 + uint(TILE_K) < kr.y) { // the next tile's loads, in flight during the MMAs
+                mq_fetch_a(ra, A, row0, k0 + uint(TILE_K), kr.y, p, tid);
+                mq_fetch_b<false>(rb, packed, scales, nullptr, k0 + uint(TILE_K), col0, kr.y, p,
+                                  tid);
+            }
             mq_mma_staged(acc, As, Bs, sg_row, sg_col);
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }

@@ -2,11 +2,11 @@
 // FP4 (marlin_gemm_fused_fp4) and u4 with zero points
 // (marlin_gemm_fused_u4): 2D grid (n_tiles, m_tiles), the A tile in
 // threadgroup memory, B decoded per simdgroup in registers (mq_fused.h).
-// Threadgroup memory: TILE_M x TILE_K halves + 128 B per simdgroup (4608 B
-// at 64x64x32).
+// Threadgroup memory: TILE_M x A_LD halves (rows padded by MQ_TILE_PAD) +
+// 128 B per simdgroup (5632 B at 64x64x32 with a pad of 8).
 #include "mq_fused.h"
 
-#define MQ_FUSED_SMEM (TILE_M * TILE_K + SIMDGROUPS * 64)
+#define MQ_FUSED_SMEM (TILE_M * A_LD + SIMDGROUPS * 64)
 
 kernel void marlin_gemm_fused_fp4(device const half *A [[buffer(0)]],
                                   device const uint *packed [[buffer(1)]],

@@ -2,12 +2,13 @@
 // (mlx_qmm_splitk_fp4) and u4 (mlx_qmm_splitk_u4): grid (n_tiles, m_tiles,
 // split_k); threadgroup z takes K slice z (slices start on multiples of the
 // plan's aligned slice length, the last takes the unaligned remainder),
-// stages single-buffered A and dequantized B tiles, 16x16 per simdgroup,
-// and writes its partial sums to workspace[z] (or C when split_k is 1).
+// stages single-buffered A and dequantized B tiles (padded rows; the next
+// tile fetched into registers while this one is multiplied), 16x16 per
+// simdgroup, and writes its partial sums to workspace[z] (or C when split_k is 1).
 // The slices are summed by marlin_splitk_reduce (marlin_gemm_fp4_striped.metal).
 #include "mq_metal.h"
 
-#define MLX_SMEM MQ_STAGED_SMEM(TILE_M * TILE_K + TILE_K * TILE_N)
+#define MLX_SMEM MQ_STAGED_SMEM(TILE_M * A_LD + TILE_K * B_LD)
 
 template <bool U4>
 inline void mlx_qmm_body(device const half *A, device const uint *packed,
@@ -16,16 +17,24 @@ inline void mlx_qmm_body(device const half *A, device const uint *packed,
                          uint3 tg, uint tid, uint sg, uint lane)
 {
     static_assert(MLX_SMEM * 2 >= SIMDGROUPS * 256, "the epilogue scratch fits in smem");
-    threadgroup half *As = smem, *Bs = smem + TILE_M * TILE_K;
+    threadgroup half *As = smem, *Bs = smem + TILE_M * A_LD;
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N);
     const uint sg_row = (sg / uint(SG_COLS)) * uint(SG_M), sg_col = (sg % uint(SG_COLS)) * uint(SG_N);
     const uint2 kr = mq_k_range(p, tg.z);
     simdgroup_float8x8 acc[FRAG_M][FRAG_N];
     mq_zero_acc(acc);
+    half ra[A_REGS];
+    MqBRegs rb;
+    mq_fetch_a(ra, A, row0, kr.x, kr.y, p, tid);
+    mq_fetch_b<U4>(rb, packed, scales, zeros, kr.x, col0, kr.y, p, tid);
     for (uint k0 = kr.x; k0 < kr.y; k0 += uint(TILE_K)) {
-        mq_load_a(As, A, row0, k0, kr.y, p, tid);
-        mq_stage_b<U4>(Bs, packed, scales, zeros, k0, col0, kr.y, p, tid);
+        mq_put_a(As, ra, A, row0, k0, kr.y, p, tid);
+        mq_put_b<U4>(Bs, rb, packed, scales, zeros, k0, col0, kr.y, p, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (k0 + uint(TILE_K) < kr.y) { // the next tile's loads, in flight during the MMAs
+            mq_fetch_a(ra, A, row0, k0 + uint(TILE_K), kr.y, p, tid);
+            mq_fetch_b<U4>(rb, packed, scales, zeros, k0 + uint(TILE_K), col0, kr.y, p, tid);
+        }
         mq_mma_staged(acc, As, Bs, sg_row, sg_col);
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }

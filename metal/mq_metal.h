@@ -37,6 +37,26 @@ using namespace metal;
 #ifndef TRELLIS_BITS
 #define TRELLIS_BITS 4
 #endif
+// halves added to every row of the A and B tiles in threadgroup memory, so
+// the rows of one 8x8 fragment fall in different banks (16 bytes, as MLX's
+// steel GEMM pads its tiles); the planner counts them (tile_pad)
+#ifndef MQ_TILE_PAD
+#define MQ_TILE_PAD 0
+#endif
+
+// Full unrolling of a loop with a constant trip count, so that fragment
+// and register arrays are indexed by constants (no dynamic indexing, no
+// spills): clang's loop pragma for the Metal compiler and clang, NVRTC's
+// unroll, GCC's for the CPU executor built by g++.
+#if defined(__CUDACC_RTC__) || defined(__CUDA__)
+#define MQ_UNROLL _Pragma("unroll")
+#elif defined(__METAL_VERSION__) || defined(__clang__)
+#define MQ_UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define MQ_UNROLL _Pragma("GCC unroll 32")
+#else
+#define MQ_UNROLL
+#endif
 
 #define MQ_CDIV(a, b) (((a) + (b) - 1) / (b))
 #define MQ_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -53,6 +73,16 @@ using namespace metal;
 #define FRAG_M (MQ_MIN(SG_M, TILE_M) / 8)
 #define FRAG_N (MQ_MIN(SG_N, TILE_N) / 8)
 #define K_STEPS (TILE_K / 8)
+// Whether fragment (mi, ni) of the simdgroup at (sg_row, sg_col) lies in
+// the tile: always, where the tile is a whole number of simdgroup regions
+// (a constant the compiler folds), else checked
+#define MQ_FRAG_IN_M(sg_row, mi)                                                             \
+    (TILE_M % (FRAG_M * 8) == 0 || (sg_row) + (mi) * 8u < uint(TILE_M))
+#define MQ_FRAG_IN_N(sg_col, ni)                                                             \
+    (TILE_N % (FRAG_N * 8) == 0 || (sg_col) + (ni) * 8u < uint(TILE_N))
+// row strides of the A [TILE_M][TILE_K] and B [TILE_K][TILE_N] tiles
+#define A_LD (TILE_K + MQ_TILE_PAD)
+#define B_LD (TILE_N + MQ_TILE_PAD)
 // Staged kernels: their FP16 tiles (TILE_HALVES halves), which the epilogue
 // reuses as each simdgroup's 8x8 float scratch (128 halves): the array holds
 // whichever is larger, as the planner counts it (scratch_in_tiles_per_sg)
@@ -161,8 +191,12 @@ inline void mq_store_acc(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N],
                          uint sg_row, uint sg_col, uint M, uint N, device half *C,
                          device float *ws)
 {
-    for (uint mi = 0; mi < FRAG_M && sg_row + mi * 8u < uint(TILE_M); mi++)
-        for (uint ni = 0; ni < FRAG_N && sg_col + ni * 8u < uint(TILE_N); ni++) {
+    MQ_UNROLL
+    for (uint mi = 0; mi < uint(FRAG_M); mi++) {
+        MQ_UNROLL
+        for (uint ni = 0; ni < uint(FRAG_N); ni++) {
+            if (!MQ_FRAG_IN_M(sg_row, mi) || !MQ_FRAG_IN_N(sg_col, ni))
+                continue;
             simdgroup_store(acc[mi][ni], scratch, 8);
             simdgroup_barrier(mem_flags::mem_threadgroup);
             for (uint e = lane; e < 64u; e += 32u) {
@@ -177,13 +211,17 @@ inline void mq_store_acc(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N],
             }
             simdgroup_barrier(mem_flags::mem_threadgroup);
         }
+    }
 }
 
 inline void mq_zero_acc(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N])
 {
-    for (uint mi = 0; mi < FRAG_M; mi++)
-        for (uint ni = 0; ni < FRAG_N; ni++)
+    MQ_UNROLL
+    for (uint mi = 0; mi < uint(FRAG_M); mi++) {
+        MQ_UNROLL
+        for (uint ni = 0; ni < uint(FRAG_N); ni++)
             acc[mi][ni] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    }
 }
 
 // The K range [k_begin, k_end) of slice s: slices start on multiples of the
@@ -195,63 +233,169 @@ inline uint2 mq_k_range(constant MqParams &p, uint s)
     return uint2(b, e);
 }
 
-// Cooperative load of the A tile [TILE_M][TILE_K] at (row0, k0) into
-// threadgroup memory, zero outside M and below k_end.
-inline void mq_load_a(threadgroup half *As, device const half *A, uint row0, uint k0, uint k_end,
-                      constant MqParams &p, uint tid)
+// ---- register-staged tiles ------------------------------------------------------
+// Apple GPUs have no asynchronous copy into threadgroup memory, so the
+// kernels overlap loads with math by hand: each thread loads its share of
+// the next K tile into registers (mq_fetch_*) before the MMAs of this one
+// are issued, and stores it into threadgroup memory (mq_put_*) after them.
+// Shares: A_REGS halves of A, B_REGS packed words of B per thread. Where a
+// share would be too large for registers (few threads over a deep tile),
+// the fetch does nothing and the put loads from device memory directly.
+#define A_PER_THREAD MQ_CDIV(TILE_M * TILE_K, THREADS)
+#define B_PER_THREAD MQ_CDIV(TILE_K / 8 * TILE_N, THREADS)
+#define MQ_REG_A (A_PER_THREAD <= 16)
+#define MQ_REG_B (B_PER_THREAD <= 8)
+#define A_REGS (MQ_REG_A ? A_PER_THREAD : 1)
+#define B_REGS (MQ_REG_B ? B_PER_THREAD : 1)
+
+// element i of the A tile [TILE_M][TILE_K] at (row0, k0): zero outside M
+// and from k_end on
+inline half mq_a_elem(device const half *A, uint i, uint row0, uint k0, uint k_end,
+                      constant MqParams &p)
 {
-    for (uint i = tid; i < uint(TILE_M * TILE_K); i += uint(THREADS)) {
-        uint r = row0 + i / uint(TILE_K), k = k0 + i % uint(TILE_K);
-        As[i] = (r < p.M && k < k_end) ? A[r * p.K + k] : half(0.0h);
+    const uint r = row0 + i / uint(TILE_K), k = k0 + i % uint(TILE_K);
+    return (i < uint(TILE_M * TILE_K) && r < p.M && k < k_end) ? A[r * p.K + k] : half(0.0h);
+}
+
+inline void mq_fetch_a(thread half (&ra)[A_REGS], device const half *A, uint row0, uint k0,
+                       uint k_end, constant MqParams &p, uint tid)
+{
+    if (!MQ_REG_A)
+        return;
+    MQ_UNROLL
+    for (uint j = 0; j < uint(A_REGS); j++)
+        ra[j] = mq_a_elem(A, tid + j * uint(THREADS), row0, k0, k_end, p);
+}
+
+// The A tile into threadgroup memory (row stride A_LD), from the registers
+// mq_fetch_a filled for the same k0, or from device memory.
+inline void mq_put_a(threadgroup half *As, thread const half (&ra)[A_REGS], device const half *A,
+                     uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
+{
+    if (MQ_REG_A) {
+        MQ_UNROLL
+        for (uint j = 0; j < uint(A_REGS); j++) {
+            const uint i = tid + j * uint(THREADS);
+            if (i < uint(TILE_M * TILE_K))
+                As[(i / uint(TILE_K)) * uint(A_LD) + i % uint(TILE_K)] = ra[j];
+        }
+    } else {
+        for (uint i = tid; i < uint(TILE_M * TILE_K); i += uint(THREADS))
+            As[(i / uint(TILE_K)) * uint(A_LD) + i % uint(TILE_K)] =
+                mq_a_elem(A, i, row0, k0, k_end, p);
     }
 }
 
-// Cooperative dequantization of the B tile [TILE_K][TILE_N] at (k0, col0)
-// into threadgroup memory (the staged variants): one packed word (8 K
-// values of one column) per thread step; zero outside N and below k_end.
+// What a thread holds of the B tile between fetch and put: packed words
+// (8 K values of one column each) with their scale and zero point.
+struct MqBRegs {
+    uint word[B_REGS];
+    half scale[B_REGS];
+    uchar zero[B_REGS];
+};
+
+// word i of the B tile at (k0, col0): kw = i / TILE_N, column i % TILE_N;
+// a word outside N or from k_end on reads as zero with scale 0 (decodes to 0)
 template <bool U4>
-inline void mq_stage_b(threadgroup half *Bs, device const uint *packed, device const half *scales,
+inline void mq_b_word(device const uint *packed, device const half *scales,
+                      device const uchar *zeros, uint i, uint k0, uint col0, uint k_end,
+                      constant MqParams &p, thread uint &word, thread half &scale,
+                      thread uchar &zero)
+{
+    const uint k = k0 + (i / uint(TILE_N)) * 8u, n = col0 + i % uint(TILE_N);
+    word = 0u;
+    scale = half(0.0h);
+    zero = 0;
+    if (i < uint(TILE_K / 8 * TILE_N) && n < p.N && k < k_end) {
+        const uint g = (k / p.group) * p.N + n; // 8 | group: one scale per word
+        word = packed[(k / 8u) * p.N + n];
+        scale = scales[g];
+        if (U4)
+            zero = zeros[g];
+    }
+}
+
+template <bool U4>
+inline void mq_fetch_b(thread MqBRegs &rb, device const uint *packed, device const half *scales,
                        device const uchar *zeros, uint k0, uint col0, uint k_end,
                        constant MqParams &p, uint tid)
 {
-    const uint words = uint(TILE_K / 8) * uint(TILE_N);
-    for (uint i = tid; i < words; i += uint(THREADS)) {
-        uint kw = i / uint(TILE_N), c = i % uint(TILE_N);
-        uint k = k0 + kw * 8u, n = col0 + c;
-        half v[8];
-        if (n < p.N && k < k_end) {
-            uint word = packed[(k / 8u) * p.N + n];
-            uint g = (k / p.group) * p.N + n;
-            if (U4)
-                mq_decode_word_u4(word, zeros[g], scales[g], v);
-            else
-                mq_decode_word_fp4(word, scales[g], v);
-        } else {
-            for (uint j = 0; j < 8; j++)
-                v[j] = half(0.0h);
+    if (!MQ_REG_B)
+        return;
+    MQ_UNROLL
+    for (uint j = 0; j < uint(B_REGS); j++)
+        mq_b_word<U4>(packed, scales, zeros, tid + j * uint(THREADS), k0, col0, k_end, p,
+                      rb.word[j], rb.scale[j], rb.zero[j]);
+}
+
+// Word i's 8 values, dequantized, into rows kw*8.. of the B tile (row
+// stride B_LD); rows from k_end on are zero even inside the word.
+template <bool U4>
+inline void mq_put_b_word(threadgroup half *Bs, uint i, uint word, half scale, uchar zero,
+                          uint k0, uint k_end)
+{
+    const uint kw = i / uint(TILE_N), c = i % uint(TILE_N), k = k0 + kw * 8u;
+    half v[8];
+    if (U4)
+        mq_decode_word_u4(word, zero, scale, v);
+    else
+        mq_decode_word_fp4(word, scale, v);
+    MQ_UNROLL
+    for (uint j = 0; j < 8u; j++)
+        Bs[(kw * 8u + j) * uint(B_LD) + c] = (k + j < k_end) ? v[j] : half(0.0h);
+}
+
+// The dequantized B tile [TILE_K][TILE_N] at (k0, col0) into threadgroup
+// memory, from the registers mq_fetch_b filled for the same k0, or from
+// device memory (the staged variants).
+template <bool U4>
+inline void mq_put_b(threadgroup half *Bs, thread const MqBRegs &rb, device const uint *packed,
+                     device const half *scales, device const uchar *zeros, uint k0, uint col0,
+                     uint k_end, constant MqParams &p, uint tid)
+{
+    const uint words = uint(TILE_K / 8 * TILE_N);
+    if (MQ_REG_B) {
+        MQ_UNROLL
+        for (uint j = 0; j < uint(B_REGS); j++) {
+            const uint i = tid + j * uint(THREADS);
+            if (i < words)
+                mq_put_b_word<U4>(Bs, i, rb.word[j], rb.scale[j], rb.zero[j], k0, k_end);
         }
-        for (uint j = 0; j < 8; j++) // rows past k_end inside the word are zero too
-            Bs[(kw * 8u + j) * uint(TILE_N) + c] = (k + j < k_end) ? v[j] : half(0.0h);
+    } else {
+        for (uint i = tid; i < words; i += uint(THREADS)) {
+            uint word;
+            half scale;
+            uchar zero;
+            mq_b_word<U4>(packed, scales, zeros, i, k0, col0, k_end, p, word, scale, zero);
+            mq_put_b_word<U4>(Bs, i, word, scale, zero, k0, k_end);
+        }
     }
 }
 
-// One K tile of multiply-accumulate from staged A and B tiles (fragments
-// past the tile's edge skipped, as in mq_store_acc).
+// One K tile of multiply-accumulate from staged A and B tiles: loops to
+// constant bounds, unrolled, fragments past the tile's edge skipped by a
+// guard (as in mq_store_acc).
 inline void mq_mma_staged(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N],
                           threadgroup const half *As, threadgroup const half *Bs, uint sg_row,
                           uint sg_col)
 {
-    const uint fm = MQ_MIN(uint(FRAG_M), (uint(TILE_M) - sg_row) / 8u);
-    const uint fn = MQ_MIN(uint(FRAG_N), (uint(TILE_N) - sg_col) / 8u);
+    MQ_UNROLL
     for (uint kk = 0; kk < uint(K_STEPS); kk++) {
         simdgroup_half8x8 b[FRAG_N];
-        for (uint ni = 0; ni < fn; ni++)
-            simdgroup_load(b[ni], Bs + (kk * 8u) * uint(TILE_N) + sg_col + ni * 8u, TILE_N);
-        for (uint mi = 0; mi < fm; mi++) {
+        MQ_UNROLL
+        for (uint ni = 0; ni < uint(FRAG_N); ni++)
+            if (MQ_FRAG_IN_N(sg_col, ni))
+                simdgroup_load(b[ni], Bs + (kk * 8u) * uint(B_LD) + sg_col + ni * 8u, B_LD);
+        MQ_UNROLL
+        for (uint mi = 0; mi < uint(FRAG_M); mi++) {
+            if (!MQ_FRAG_IN_M(sg_row, mi))
+                continue;
             simdgroup_half8x8 a;
-            simdgroup_load(a, As + (sg_row + mi * 8u) * uint(TILE_K) + kk * 8u, TILE_K);
-            for (uint ni = 0; ni < fn; ni++)
-                simdgroup_multiply_accumulate(acc[mi][ni], a, b[ni], acc[mi][ni]);
+            simdgroup_load(a, As + (sg_row + mi * 8u) * uint(A_LD) + kk * 8u, A_LD);
+            MQ_UNROLL
+            for (uint ni = 0; ni < uint(FRAG_N); ni++)
+                if (MQ_FRAG_IN_N(sg_col, ni))
+                    simdgroup_multiply_accumulate(acc[mi][ni], a, b[ni], acc[mi][ni]);
         }
     }
 }

@@ -24,6 +24,13 @@
 #                                cold weights: every legal candidate of the GEMV variants and
 #                                the earlier bests, one bench (with its probes) per shape
 #                                -> results/CHIP/decode/decode.csv
+#   scripts/gpu-run.sh mma       the MMA kernels (issue 15): M 512 and 16 of the decode shapes,
+#                                MMA_FORMATS (default fp4 u4), a fixed set of tiles per MMA
+#                                variant (tg=0; split_k 1, and 4 and 8 at M=16), under three
+#                                builds in one run: "before" (the tree in .debs/before.tar:
+#                                the kernels and the FP32-emulated MMA before the rework), the
+#                                reworked kernels on the FP32 units (MQ_CUDA_MMA=fp32) and on
+#                                the tensor cores -> results/CHIP/mma/{before,fp32,tensor}.csv
 #   scripts/gpu-run.sh ncu-decode  Nsight Compute sections of the best M=1 decode candidates
 #                                (NCU_SPECS), when ncu is there and counters are readable
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
@@ -174,6 +181,46 @@ decode)
             rm -f /tmp/specs-part.*
             grep -E "device probes|^best|a cold read|wrong|error" "$D/decode-$f-$sh.log" | head -12 |
                 tee -a "$S"
+        done
+    done
+    ;;
+mma)
+    D=results/$CHIP/mma
+    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log
+    if [ -f .debs/before.tar ]; then
+        rm -rf /tmp/before && mkdir -p /tmp/before && tar xf .debs/before.tar -C /tmp/before
+        (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
+            say "before: the build failed (build-before.log)"
+    fi
+    for sh in ${MMA_SHAPES:-512x4096x14336 512x14336x4096 16x4096x14336 16x14336x4096}; do
+        for f in ${MMA_FORMATS:-fp4 u4}; do
+            m=${sh%%x*}
+            if [ "$m" -ge 128 ]; then
+                tiles="64 64 32|128 128 32|128 64 32|64 128 32|128 128 64"; sks="1"
+            else
+                tiles="16 64 32|16 128 32|32 128 32|16 256 32|32 64 64"; sks="1 4 8"
+            fi
+            build/bench --chip "$CHIP" --shape "$sh" --formats "$f" --space full --explain \
+                > /tmp/explain.txt 2>&1
+            awk -v tiles="$tiles" -v sks="$sks" 'BEGIN { n = split(tiles, t, "|"); for (i = 1; i <= n; i++) ok[t[i]] = 1
+                    n = split(sks, k, " "); for (i = 1; i <= n; i++) sk[k[i]] = 1 }
+                $1 == "legal" && $2 !~ /gemv/ { gsub(/[a-z]+=/, "")
+                    if (($3 " " $4 " " $5) in ok && $6 == 0 && $7 in sk) print $2, $3, $4, $5, $6, $7 }' \
+                /tmp/explain.txt | head -60 > /tmp/mma-specs.txt
+            say "== MMA kernels: $f $sh, $(wc -l < /tmp/mma-specs.txt) candidates"
+            set --
+            while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/mma-specs.txt
+            for cfg in before fp32 tensor; do
+                case $cfg in
+                before) bin=/tmp/before/build/bench; mm=fp32 ;;
+                *) bin=build/bench; mm=$cfg ;;
+                esac
+                [ -x "$bin" ] || continue
+                MQ_CUDA_MMA=$mm timeout "$STAGE_S" "$bin" --backend cuda --shape "$sh" --formats "$f" \
+                    --budget 0.05 --quiet --out "$D/$cfg.csv" "$@" > "$D/$cfg-$f-$sh.log" 2>&1
+                say "$cfg exit $?: $(grep -E "^best" "$D/$cfg-$f-$sh.log")"
+                grep -E "device probes before|wrong|error" "$D/$cfg-$f-$sh.log" | head -4 | tee -a "$S"
+            done
         done
     done
     ;;

@@ -619,6 +619,7 @@ static void test_planted(void)
     mq_candidate fp4_2d = {MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}};
     mq_candidate striped = {MQ_VAR_MARLIN_FP4_STRIPED, {64, 64, 32, 0, 1}};
     mq_candidate fused_u4 = {MQ_VAR_FUSED_U4, {64, 64, 32, 0, 1}};
+    mq_candidate fused_fp4 = {MQ_VAR_FUSED_FP4, {32, 64, 32, 0, 1}};
     mq_candidate gemv = {MQ_VAR_GEMV_DECODE, {4, 32, 128, 0, 1}};
     planted("a decode reduction that skips the lanes along K", "mq_gemv.h",
             "for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)",
@@ -628,12 +629,17 @@ static void test_planted(void)
             MQ_FMT_FP4, 1, gemv, "wrong", NULL);
     planted("a wrong nibble order", "mq_metal.h", "(word >> (4u * i))", "(word >> (4u * (i ^ 1u)))",
             MQ_FMT_FP4, 17, fp4_2d, "wrong", NULL);
-    planted("an off-by-one that drops the last K row of a word (u4, fused)", "mq_metal.h",
-            "out[i] = mq_u4_to_half(", "out[i] = i == 7u ? half(0.0h) : mq_u4_to_half(", MQ_FMT_U4,
-            3, fused_u4, "wrong", NULL);
+    planted("an off-by-one that drops the last K row of a word (u4, fused)", "mq_fused.h",
+            "v1 = mq_u4_to_half(", "v1 = j == 6u ? half(0.0h) : mq_u4_to_half(", MQ_FMT_U4, 3,
+            fused_u4, "wrong", NULL);
+    planted("a fused sub-tile that fetches the next column block's neighbour", "mq_fused.h",
+            "(last_col ? 0u : (ni + 1u) * 8u)", "(last_col ? 0u : ni * 8u)", MQ_FMT_FP4, 17,
+            fused_fp4, "wrong", NULL);
     planted("a missing barrier between staging and multiplying", "marlin_gemm_fp4_striped.metal",
-            "threadgroup_barrier(mem_flags::mem_threadgroup);\n            mq_mma_staged",
-            "mq_mma_staged", MQ_FMT_FP4, 17, striped, "wrong", NULL);
+            "p, tid);\n            threadgroup_barrier(mem_flags::mem_threadgroup);\n", "p, tid);\n",
+            MQ_FMT_FP4, 17, striped, "wrong", NULL);
+    planted("a register-staged tile stored into the buffer being multiplied", "marlin_gemm_fp4.metal",
+            "mq_put_a(As[cur ^ 1u]", "mq_put_a(As[cur]", MQ_FMT_FP4, 17, fp4_2d, "wrong", NULL);
     planted("a store past M on a ragged tile", "mq_metal.h", "if (r < M && c < N) {",
             "if (c < N) {", MQ_FMT_FP4, 17, fp4_2d, "error", "out of bounds");
     planted("threadgroup memory over 32 KB", "mq_metal.h",
