@@ -27,7 +27,7 @@
 #   scripts/gpu-run.sh mma       the MMA kernels (issue 15): M 512 and 16 of the decode shapes,
 #                                MMA_FORMATS (default fp4 u4), a fixed set of tiles per MMA
 #                                variant (tg=0; split_k 1, and 4 and 8 at M=16), under three
-#                                builds in one run: "before" (the tree in .debs/before.tar:
+#                                builds in one run: "before" (the tree in .debs/before.tar.gz:
 #                                the kernels and the FP32-emulated MMA before the rework), the
 #                                reworked kernels on the FP32 units (MQ_CUDA_MMA=fp32) and on
 #                                the tensor cores -> results/CHIP/mma/{before,fp32,tensor}.csv
@@ -187,8 +187,8 @@ decode)
 mma)
     D=results/$CHIP/mma
     mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log
-    if [ -f .debs/before.tar ]; then
-        rm -rf /tmp/before && mkdir -p /tmp/before && tar xf .debs/before.tar -C /tmp/before
+    if [ -f .debs/before.tar.gz ]; then
+        rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf .debs/before.tar.gz -C /tmp/before
         (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
             say "before: the build failed (build-before.log)"
     fi
