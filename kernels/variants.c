@@ -10,20 +10,24 @@
 #define FMT(f) (1u << (f))
 #define TRELLIS_FMTS (FMT(MQ_FMT_TRELLIS2) | FMT(MQ_FMT_TRELLIS3) | FMT(MQ_FMT_TRELLIS4))
 
-/* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles), with
- * every tile row padded by MQ_TILE_PAD halves against bank conflicts (16
- * bytes, as MLX's steel GEMM pads; metal/mq_metal.h): marlin_gemm_fp4
- * 64x64x32 double-buffered = 2 x (64 x 40 + 32 x 72) x 2 = 19456 B (16384
- * unpadded); fused = 5120 + 4*128 = 5632 B (4608); trellis prefill = 10240 +
- * 512 + 512 = 11264 B (9216). Up to MAX_VARIANTS rows: the seeds' below,
- * then any mq_variant_register adds. */
-#define MQ_TILE_PAD 8
+/* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles):
+ * marlin_gemm_fp4 64x64x32 double-buffered = 16384 B; fused = 4096 + 4*128 =
+ * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B. Every A and B tile
+ * row can be padded by MQ_TILE_PAD_HALVES halves against bank conflicts (8
+ * is 16 bytes, as MLX's steel GEMM pads; metal/mq_metal.h takes it as
+ * MQ_TILE_PAD and the planner counts it: 19456 B, 5632 B and 11264 B at
+ * 8): a build knob (make OPT="-O3 -DMQ_TILE_PAD_HALVES=8"), 0 by default so
+ * the seeds' budgets hold until a GPU measurement says the pad pays. Up to
+ * MAX_VARIANTS rows: the seeds' below, then any mq_variant_register adds. */
+#ifndef MQ_TILE_PAD_HALVES
+#define MQ_TILE_PAD_HALVES 0
+#endif
 #define MAX_VARIANTS 32
 static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_MARLIN_FP4] = {
         .name = "marlin_gemm_fp4", .enum_name = "MQ_VAR_MARLIN_FP4",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_STAGED,
-        .a_stages = 2, .b_stages = 2, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .a_stages = 2, .b_stages = 2, .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 32, .sg_n = 32,
         .tile_quantum = 8,
         .scratch_in_tiles_per_sg = 256,
         .defaults = {64, 64, 32, 0, 1},
@@ -32,7 +36,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_MARLIN_FP4_STRIPED] = {
         .name = "marlin_gemm_fp4_striped", .enum_name = "MQ_VAR_MARLIN_FP4_STRIPED",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_STRIPED, .dequant = MQ_DEQ_STAGED,
-        .a_stages = 1, .b_stages = 1, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .a_stages = 1, .b_stages = 1, .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 32, .sg_n = 32,
         .tile_quantum = 8,
         .scratch_in_tiles_per_sg = 256,
         .defaults = {64, 64, 32, 0, 1},
@@ -43,7 +47,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_FUSED_FP4] = {
         .name = "marlin_gemm_fused_fp4", .enum_name = "MQ_VAR_FUSED_FP4",
         .formats = FMT(MQ_FMT_FP4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
-        .a_stages = 1, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .a_stages = 1, .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 32, .sg_n = 32,
         .staging_bytes_per_sg = 128, .tile_quantum = 8,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fused.metal", .msl_function = "marlin_gemm_fused_fp4",
@@ -51,7 +55,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_FUSED_U4] = {
         .name = "marlin_gemm_fused_u4", .enum_name = "MQ_VAR_FUSED_U4",
         .formats = FMT(MQ_FMT_U4), .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
-        .a_stages = 1, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32,
+        .a_stages = 1, .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 32, .sg_n = 32,
         .staging_bytes_per_sg = 128, .tile_quantum = 8,
         .defaults = {64, 64, 32, 0, 1},
         .msl_file = "marlin_gemm_fused.metal", .msl_function = "marlin_gemm_fused_u4",
@@ -60,7 +64,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "gemm_trellis_packed", .enum_name = "MQ_VAR_TRELLIS_PACKED",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
         /* B staging and epilogue blocks of their own (metal/mq_fused.h) */
-        .a_stages = 2, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
+        .a_stages = 2, .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
         .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {64, 64, 32, 0, 1},
         .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed",
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
@@ -69,7 +73,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .name = "gemm_trellis_packed_decode", .enum_name = "MQ_VAR_TRELLIS_DECODE",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_GRID2D, .dequant = MQ_DEQ_FUSED,
         /* B staging and epilogue blocks of their own (metal/mq_fused.h) */
-        .a_stages = 2, .tile_pad = MQ_TILE_PAD, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
+        .a_stages = 2, .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 32, .sg_n = 32, .staging_bytes_per_sg = 128,
         .epilogue_bytes_per_sg = 128, .tile_quantum = 16, .defaults = {32, 128, 32, 0, 1},
         .msl_file = "gemm_trellis.metal", .msl_function = "gemm_trellis_packed_decode",
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
@@ -77,7 +81,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_MLX_SPLITK] = {
         .name = "mlx_qmm_splitk", .enum_name = "MQ_VAR_MLX_SPLITK",
         .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_SPLITK,
-        .dequant = MQ_DEQ_STAGED, .a_stages = 1, .b_stages = 1, .tile_pad = MQ_TILE_PAD,
+        .dequant = MQ_DEQ_STAGED, .a_stages = 1, .b_stages = 1, .tile_pad = MQ_TILE_PAD_HALVES,
         .sg_m = 16, .sg_n = 16,
         .tile_quantum = 8, .scratch_in_tiles_per_sg = 256,
         .defaults = {32, 32, 32, 0, 1},

@@ -117,7 +117,6 @@ inline void mq_fused_gemm(device const half *A, thread const MqWeights &w, devic
         const bool more = kt + 1 < ktiles;
         if (more) // the next A tile's loads, in flight during this tile's work
             mq_fetch_a(ra, A, row0, k1, p.K, p, tid);
-        MQ_UNROLL
         for (uint kk = 0; kk < uint(K_STEPS); kk++) {
             MQ_UNROLL
             for (uint ni = 0; ni < uint(FRAG_N); ni++) {

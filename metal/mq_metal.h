@@ -46,7 +46,9 @@ using namespace metal;
 
 // Full unrolling of a loop with a constant trip count, so that fragment
 // and register arrays are indexed by constants (no dynamic indexing, no
-// spills): clang's loop pragma for the Metal compiler and clang, NVRTC's
+// spills). Only the fragment and register loops: unrolling the K steps
+// too multiplies the code (a 256-deep K tile took NVRTC 100 s) for nothing
+// the indexing needs. clang's loop pragma for the Metal compiler and clang, NVRTC's
 // unroll, GCC's for the CPU executor built by g++.
 #if defined(__CUDACC_RTC__) || defined(__CUDA__)
 #define MQ_UNROLL _Pragma("unroll")
@@ -372,14 +374,13 @@ inline void mq_put_b(threadgroup half *Bs, thread const MqBRegs &rb, device cons
     }
 }
 
-// One K tile of multiply-accumulate from staged A and B tiles: loops to
-// constant bounds, unrolled, fragments past the tile's edge skipped by a
-// guard (as in mq_store_acc).
+// One K tile of multiply-accumulate from staged A and B tiles: fragment
+// loops to constant bounds, unrolled, fragments past the tile's edge
+// skipped by a guard (as in mq_store_acc).
 inline void mq_mma_staged(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N],
                           threadgroup const half *As, threadgroup const half *Bs, uint sg_row,
                           uint sg_col)
 {
-    MQ_UNROLL
     for (uint kk = 0; kk < uint(K_STEPS); kk++) {
         simdgroup_half8x8 b[FRAG_N];
         MQ_UNROLL

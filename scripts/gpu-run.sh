@@ -30,7 +30,9 @@
 #                                builds in one run: "before" (the tree in .debs/before.tar.gz:
 #                                the kernels and the FP32-emulated MMA before the rework), the
 #                                reworked kernels on the FP32 units (MQ_CUDA_MMA=fp32) and on
-#                                the tensor cores -> results/CHIP/mma/{before,fp32,tensor}.csv
+#                                the tensor cores, and on the tensor cores with tile rows padded
+#                                by 8 halves (a build with -DMQ_TILE_PAD_HALVES=8)
+#                                -> results/CHIP/mma/{before,fp32,tensor,pad8}.csv
 #   scripts/gpu-run.sh ncu-decode  Nsight Compute sections of the best M=1 decode candidates
 #                                (NCU_SPECS), when ncu is there and counters are readable
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
@@ -210,9 +212,10 @@ mma)
             say "== MMA kernels: $f $sh, $(wc -l < /tmp/mma-specs.txt) candidates"
             set --
             while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/mma-specs.txt
-            for cfg in before fp32 tensor; do
+            for cfg in ${MMA_CONFIGS:-before fp32 tensor pad8}; do
                 case $cfg in
                 before) bin=/tmp/before/build/bench; mm=fp32 ;;
+                pad8) bin=build-pad/bench; mm=tensor ;;
                 *) bin=build/bench; mm=$cfg ;;
                 esac
                 [ -x "$bin" ] || continue

@@ -114,9 +114,14 @@ int main(int argc, char **argv)
         }
         int v = (int)js[i].c.variant < 64 ? (int)js[i].c.variant : 63;
         int time_it = !timed_v[v] && js[i].p.N == 4096;
-        mq_measure(b, &bp, &js[i].c, &lim, time_it ? &timed : &verify, &m);
         char name[128];
         mq_candidate_str(&js[i].c, name, sizeof name);
+        if (getenv("MQ_TEST_VERBOSE")) { /* which launch a hang or a slow compile is in */
+            fprintf(stderr, "gpu_cuda: %d/%d %s M=%d N=%d K=%d %s (%.1f s)\n", i + 1, n,
+                    mq_format_name(js[i].p.format), js[i].p.M, js[i].p.N, js[i].p.K, name,
+                    mq_now() - t0);
+        }
+        mq_measure(b, &bp, &js[i].c, &lim, time_it ? &timed : &verify, &m);
         const char *want = time_it ? "ok" : "verified";
         CHECK(!strcmp(m.status, want),
               "expected %s M=%d N=%d K=%d g=%d %s on the GPU to match the reference: %s %s",
