@@ -194,6 +194,8 @@ mma)
         (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
             say "before: the build failed (build-before.log)"
     fi
+    make -j"$(nproc)" BUILD=build-pad OPT="-O3 -DMQ_TILE_PAD_HALVES=8" build-pad/bench \
+        > "$OUT/build-pad.log" 2>&1 || say "pad8: the build failed (build-pad.log)"
     for sh in ${MMA_SHAPES:-512x4096x14336 512x14336x4096 16x4096x14336 16x14336x4096}; do
         for f in ${MMA_FORMATS:-fp4 u4}; do
             m=${sh%%x*}
