@@ -213,9 +213,9 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
                    "of the FMA probe%s\n",
                    b->st.median * 1e3, b->weight_gbs, 100 * b->weight_gbs / probe->read_gbs,
                    b->gflops, 100 * b->gflops / probe->fma_gflops, mma);
-        }
-        else
+        } else {
             printf("%.4f ms\n", b->st.median * 1e3);
+        }
         if (b && t->be->probe_read_at)
             same_size_read(t, &p, b);
     }

@@ -47,7 +47,7 @@ using namespace metal;
 // Full unrolling of a loop with a constant trip count, so that fragment
 // and register arrays are indexed by constants (no dynamic indexing, no
 // spills). Only the fragment and register loops: unrolling the K steps
-// too multiplies the code (a 256-deep K tile took NVRTC 100 s) for nothing
+// too multiplies the code (a 256-deep trellis K tile took NVRTC 97 s) for nothing
 // the indexing needs. clang's loop pragma for the Metal compiler and clang, NVRTC's
 // unroll, GCC's for the CPU executor built by g++.
 #if defined(__CUDACC_RTC__) || defined(__CUDA__)

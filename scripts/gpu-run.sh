@@ -26,8 +26,9 @@
 #                                -> results/CHIP/decode/decode.csv
 #   scripts/gpu-run.sh mma       the MMA kernels (issue 15): M 512 and 16 of the decode shapes,
 #                                MMA_FORMATS (default fp4 u4), a fixed set of tiles per MMA
-#                                variant (tg=0; split_k 1, and 4 and 8 at M=16), under three
-#                                builds in one run: "before" (the tree in .debs/before.tar.gz:
+#                                variant (tg=0; split_k 1, and 4 and 8 at M=16), under four
+#                                configurations in one run: "before" (the tree in .debs/before.tar.gz,
+#                                made by git archive REV minus results/, carried with .debs:
 #                                the kernels and the FP32-emulated MMA before the rework), the
 #                                reworked kernels on the FP32 units (MQ_CUDA_MMA=fp32) and on
 #                                the tensor cores, and on the tensor cores with tile rows padded

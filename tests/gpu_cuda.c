@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         /* the simdgroup MMA as mapped: on the tensor cores (the default on
          * sm_80+) it must beat the FP32 units; emulated on them, come near */
         const char *mm = getenv("MQ_CUDA_MMA");
-        int fp32 = (mm && !strcmp(mm, "fp32")) || b->arch[3] < '8';
+        int fp32 = (mm && !strcmp(mm, "fp32")) || atoi(b->arch + 3) < 80; /* sm_NN */
         double lo = fp32 ? 0.3 * pr.fma_gflops : pr.fma_gflops;
         double hi = fmax(chip.v[MQ_CHIP_FP16_TFLOPS], chip.v[MQ_CHIP_TENSOR_FP16_TFLOPS]);
         CHECK(pr.mma_gflops > lo && pr.mma_gflops < 1.5e3 * hi,
