@@ -17,4 +17,4 @@ fi
 cp "$OUT/summary.txt" "$OUT/summary-test.txt" 2>/dev/null
 scripts/gpu-run.sh mma > /dev/null 2>&1
 grep -vE "^== (20|host)" "$OUT/summary.txt"
-tar czf "$OUT/mma.tar.gz" results/*/mma
+tar czf "$OUT/mma.tar.gz" results/*/"${MMA_DIR:-mma}"

@@ -32,8 +32,13 @@
 #                                the kernels and the FP32-emulated MMA before the rework), the
 #                                reworked kernels on the FP32 units (MQ_CUDA_MMA=fp32) and on
 #                                the tensor cores, and on the tensor cores with tile rows padded
-#                                by 8 halves (a build with -DMQ_TILE_PAD_HALVES=8)
-#                                -> results/CHIP/mma/{before,fp32,tensor,pad8}.csv
+#                                by 8 halves (a build with -DMQ_TILE_PAD_HALVES=8); MMA_CONFIGS
+#                                picks some, and "prev" runs this build with the prelude in
+#                                the directory PREV_PRELUDE (MQ_CUDA_INCLUDE: an earlier
+#                                backends/cuda/metal_stdlib) -> results/CHIP/mma/CONFIG.csv,
+#                                and each configuration's SASS instruction mix
+#                                (scripts/sass-stats.sh) -> results/CHIP/mma/sass-stats.txt
+#                                (MMA_DIR=NAME: results/CHIP/NAME instead)
 #   scripts/gpu-run.sh ncu-decode  Nsight Compute sections of the best M=1 decode candidates
 #                                (NCU_SPECS), when ncu is there and counters are readable
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
@@ -188,15 +193,17 @@ decode)
     done
     ;;
 mma)
-    D=results/$CHIP/mma
+    D=results/$CHIP/${MMA_DIR:-mma}
     mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log
-    if [ -f .debs/before.tar.gz ]; then
+    if [ -f .debs/before.tar.gz ] && case " ${MMA_CONFIGS:-before} " in *" before "*) true ;; *) false ;; esac; then
         rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf .debs/before.tar.gz -C /tmp/before
         (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
             say "before: the build failed (build-before.log)"
     fi
-    make -j"$(nproc)" BUILD=build-pad OPT="-O3 -DMQ_TILE_PAD_HALVES=8" build-pad/bench \
-        > "$OUT/build-pad.log" 2>&1 || say "pad8: the build failed (build-pad.log)"
+    case " ${MMA_CONFIGS:-pad8} " in *" pad8 "*)
+        make -j"$(nproc)" BUILD=build-pad OPT="-O3 -DMQ_TILE_PAD_HALVES=8" build-pad/bench \
+            > "$OUT/build-pad.log" 2>&1 || say "pad8: the build failed (build-pad.log)" ;;
+    esac
     for sh in ${MMA_SHAPES:-512x4096x14336 512x14336x4096 16x4096x14336 16x14336x4096}; do
         for f in ${MMA_FORMATS:-fp4 u4}; do
             m=${sh%%x*}
@@ -216,19 +223,28 @@ mma)
             set --
             while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/mma-specs.txt
             for cfg in ${MMA_CONFIGS:-before fp32 tensor pad8}; do
+                inc=
                 case $cfg in
                 before) bin=/tmp/before/build/bench; mm=fp32 ;;
                 pad8) bin=build-pad/bench; mm=tensor ;;
+                prev) bin=build/bench; mm=tensor; inc=${PREV_PRELUDE:-} ;;
                 *) bin=build/bench; mm=$cfg ;;
                 esac
                 [ -x "$bin" ] || continue
-                MQ_CUDA_MMA=$mm timeout "$STAGE_S" "$bin" --backend cuda --shape "$sh" --formats "$f" \
+                [ "$cfg" = prev ] && [ ! -f "$inc/metal_stdlib" ] && continue
+                MQ_CUDA_CACHE=/tmp/mq-cache/$cfg MQ_CUDA_INCLUDE=$inc MQ_CUDA_MMA=$mm \
+                    timeout "$STAGE_S" "$bin" --backend cuda --shape "$sh" --formats "$f" \
                     --budget 0.05 --quiet --out "$D/$cfg.csv" "$@" > "$D/$cfg-$f-$sh.log" 2>&1
                 say "$cfg exit $?: $(grep -E "^best" "$D/$cfg-$f-$sh.log")"
                 grep -E "device probes before|wrong|error" "$D/$cfg-$f-$sh.log" | head -4 | tee -a "$S"
             done
         done
     done
+    # each configuration's compiled kernels: their SASS instruction mix
+    # (MMA_SASS=DIR: every cubin's SASS text too)
+    [ -n "${MMA_SASS:-}" ] && mkdir -p "$MMA_SASS"
+    SASS_DIR=${MMA_SASS:-} scripts/sass-stats.sh /tmp/mq-cache/* > "$D/sass-stats.txt" 2>&1
+    say "sass-stats: $(wc -l < "$D/sass-stats.txt") kernels (mma/sass-stats.txt)"
     ;;
 ncu-decode)
     # Nsight Compute on the best M=1 decode candidates, when the machine has it
