@@ -12,15 +12,17 @@
 
 /* Threadgroup memory recipes follow the seeds' budgets (FP16 tiles):
  * marlin_gemm_fp4 64x64x32 double-buffered = 16384 B; fused = 4096 + 4*128 =
- * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B. Every A and B tile
- * row can be padded by MQ_TILE_PAD_HALVES halves against bank conflicts (8
- * is 16 bytes, as MLX's steel GEMM pads; metal/mq_metal.h takes it as
- * MQ_TILE_PAD and the planner counts it: 19456 B, 5632 B and 11264 B at
- * 8): a build knob (make OPT="-O3 -DMQ_TILE_PAD_HALVES=8"), 0 by default so
- * the seeds' budgets hold until a GPU measurement says the pad pays. Up to
- * MAX_VARIANTS rows: the seeds' below, then any mq_variant_register adds. */
+ * 4608 B; trellis prefill = 8192 + 512 + 512 = 9216 B; plus, by default, 8
+ * halves (16 bytes, as MLX's steel GEMM pads its tiles) at the end of every
+ * A and B tile row against bank conflicts: 19456 B, 5632 B and 11264 B.
+ * metal/mq_metal.h takes the pad as MQ_TILE_PAD and the planner counts it.
+ * Measured on the H100 (cuda backend, M=512 N=4096 K=14336, BENCHMARKS
+ * "Issue 15"): the staged kernels 1.04-1.64x faster with the pad than
+ * without, the fused ones 0.94-1.11x; a build with -DMQ_TILE_PAD_HALVES=0
+ * keeps the seeds' unpadded tiles. Up to MAX_VARIANTS rows: the seeds' below, then any
+ * mq_variant_register adds. */
 #ifndef MQ_TILE_PAD_HALVES
-#define MQ_TILE_PAD_HALVES 0
+#define MQ_TILE_PAD_HALVES 8
 #endif
 #define MAX_VARIANTS 32
 static mq_variant_info variants[MAX_VARIANTS] = {

@@ -38,9 +38,13 @@
 #                                backends/cuda/metal_stdlib) -> results/CHIP/mma/CONFIG.csv,
 #                                and each configuration's SASS instruction mix
 #                                (scripts/sass-stats.sh) -> results/CHIP/mma/sass-stats.txt
-#                                (MMA_DIR=NAME: results/CHIP/NAME instead)
-#   scripts/gpu-run.sh ncu-decode  Nsight Compute sections of the best M=1 decode candidates
-#                                (NCU_SPECS), when ncu is there and counters are readable
+#                                (MMA_DIR=NAME: results/CHIP/NAME instead; MMA_EXTRA: more
+#                                "variant tm tn tk tg sk" lines timed with them, e.g. the
+#                                decode path's best)
+#   scripts/gpu-run.sh ncu       Nsight Compute sections (NCU_SECTIONS) of given candidates
+#                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
+#                                and counters are readable, with each one's SASS (ncu-decode:
+#                                the same stage's earlier name)
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
 #                                M=1 of the two decode shapes, fp4 u4 trellis3, a few GEMV
 #                                candidates, 1 2 4 8 and all threads, cold and warm weights
@@ -219,6 +223,7 @@ mma)
                 $1 == "legal" && $2 !~ /gemv/ { gsub(/[a-z]+=/, "")
                     if (($3 " " $4 " " $5) in ok && $6 == 0 && $7 in sk) print $2, $3, $4, $5, $6, $7 }' \
                 /tmp/explain.txt | head -60 > /tmp/mma-specs.txt
+            [ -n "${MMA_EXTRA:-}" ] && printf '%s\n' "$MMA_EXTRA" >> /tmp/mma-specs.txt
             say "== MMA kernels: $f $sh, $(wc -l < /tmp/mma-specs.txt) candidates"
             set --
             while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/mma-specs.txt
@@ -246,22 +251,35 @@ mma)
     SASS_DIR=${MMA_SASS:-} scripts/sass-stats.sh /tmp/mq-cache/* > "$D/sass-stats.txt" 2>&1
     say "sass-stats: $(wc -l < "$D/sass-stats.txt") kernels (mma/sass-stats.txt)"
     ;;
-ncu-decode)
-    # Nsight Compute on the best M=1 decode candidates, when the machine has it
-    # and lets us read the counters (NCU_SPECS: "shape format variant tm tn tk tg sk" lines)
+ncu-decode|ncu)
+    # Nsight Compute on given candidates (default: the best M=1 decode one),
+    # when the machine has it and lets us read the counters. NCU_SPECS: "shape
+    # format variant tm tn tk tg sk" lines; NCU_SECTIONS: the sections (default
+    # below); each candidate's cubin SASS goes to $OUT/ncu-N.sass when cuobjdump
+    # is there.
     NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
     if [ -z "$NCU" ]; then say "ncu: not on this machine"; else
+        i=0
         printf '%s\n' "${NCU_SPECS:-1x4096x14336 fp4 marlin_gemv_decode 1 32 1024 0 1}" |
         while read -r sh f spec; do
-            say "== ncu: $sh $f $spec"
-            timeout 240 "$NCU" --kernel-name regex:mq_cuda_entry --launch-skip 3 --launch-count 1 \
-                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-                --section LaunchStats --section WarpStateStats \
+            i=$((i + 1))
+            say "== ncu $i: $sh $f $spec"
+            set --
+            for sec in ${NCU_SECTIONS:-SpeedOfLight MemoryWorkloadAnalysis Occupancy LaunchStats WarpStateStats}; do
+                set -- "$@" --section "$sec"
+            done
+            rm -rf "/tmp/ncu-cache-$i"
+            # the candidate's own kernel (bench's probes are mq_cuda_entry_* kernels too)
+            MQ_CUDA_CACHE=/tmp/ncu-cache-$i timeout 240 "$NCU" \
+                --kernel-name "regex:mq_cuda_entry_${spec%% *}" --launch-skip 2 --launch-count 1 "$@" \
                 build/bench --backend cuda --shape "$sh" --formats "$f" --candidate "$spec" \
-                --budget 0.01 --max-reps 5 --out /tmp/ncu.csv > "$OUT/ncu-$f-$sh.log" 2>&1
+                --budget 0.01 --max-reps 5 --out /tmp/ncu.csv > "$OUT/ncu-$i.log" 2>&1
             say "ncu exit $?"
-            grep -E "Duration|Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles|ERR" \
-                "$OUT/ncu-$f-$sh.log" | head -30 | tee -a "$S"
+            grep -E "Duration|Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles|Issue|Executed Ipc|ERR" \
+                "$OUT/ncu-$i.log" | head -40 | tee -a "$S"
+            [ -n "$CUOBJDUMP" ] && for c in /tmp/ncu-cache-$i/*.cubin; do "$CUOBJDUMP" -sass "$c"; done \
+                > "$OUT/ncu-$i.sass" 2>&1
         done
     fi
     ;;

@@ -133,8 +133,13 @@ static void test_space(void)
           "enumerate");
     CHECK(a.legal == 19 && b.legal == 18, "19 legal on m4max and 18 on toy5, got %d, %d",
           a.legal, b.legal);
-    CHECK(count_reason(&b, MQ_VAR_MARLIN_FP4, "threadgroup memory 10240 B") == 1,
-          "toy5's one extra refusal is marlin 8x32x64's 10240 B");
+    /* rows padded by 8 halves (the default): 2*2*(8*72 + 64*40) = 12544 B */
+    const int pad8 = mq_variant_get(MQ_VAR_MARLIN_FP4)->tile_pad;
+    char want8[64];
+    snprintf(want8, sizeof want8, "threadgroup memory %d B",
+             2 * 2 * (8 * (64 + pad8) + 64 * (32 + pad8)));
+    CHECK(count_reason(&b, MQ_VAR_MARLIN_FP4, want8) == 1,
+          "toy5's one extra refusal is marlin 8x32x64's %s", want8 + 19);
     /* every grid point is listed: marlin/fused 5*6*5 = 150 each, mlx 150*5,
      * striped 150*5 splits*(1 + 4 core multiples, minus those equal to the
      * work units: none here, units <= 8 < 10), the decode path 5*4*7 */
@@ -161,19 +166,22 @@ static void test_space(void)
         tg_mem += !b.e[i].legal && strstr(b.e[i].reason, "exceeds the budget 8192 B") != NULL;
         threads += !b.e[i].legal && strstr(b.e[i].reason, "exceed the limit 256") != NULL;
     }
-    /* 64x64x32 double-buffered: 16384 B, legal on m4max, over toy5's 8 KiB */
+    /* 64x64x32 double-buffered: 16384 B (19456 B with rows padded by 8
+     * halves), legal on m4max, over toy5's 8 KiB */
+    const int pad = mq_variant_get(MQ_VAR_MARLIN_FP4)->tile_pad;
+    char want[64];
+    snprintf(want, sizeof want, "threadgroup memory %d B", 16384 + 2 * 2 * (64 + 32) * pad);
     for (int i = 0; i < a.n; i++) {
         const mq_candidate *c = &a.e[i].c;
         if (c->variant == MQ_VAR_MARLIN_FP4 && c->p.tile_m == 64 && c->p.tile_n == 64 &&
             c->p.tile_k == 32) {
-            found_m4 = a.e[i].legal && !b.e[i].legal &&
-                       strstr(b.e[i].reason, "threadgroup memory 16384 B");
+            found_m4 = a.e[i].legal && !b.e[i].legal && strstr(b.e[i].reason, want);
         }
     }
     CHECK(tg_mem > 0 && threads > 0,
           "toy5 rejects for threadgroup memory (%d) and threads (%d) with reasons", tg_mem,
           threads);
-    CHECK(found_m4, "marlin 64x64x32: legal on m4max, refused on toy5 for its 16384 B");
+    CHECK(found_m4, "marlin 64x64x32: legal on m4max, refused on toy5 for its %s", want + 19);
     /* striped: thread-group counts are multiples of the chip's cores */
     int m4_40 = 0, toy_5 = 0;
     for (int i = 0; i < a.n; i++)

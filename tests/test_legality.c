@@ -27,16 +27,21 @@ static void test_refusals(void)
 {
     mq_problem fp4 = {MQ_FMT_FP4, 16, 4096, 4096, 128};
     mq_limits lim = mq_limits_default();
-    expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {128, 128, 64, 0, 1}}, NULL,
-                   "threadgroup memory 65536 B");
+    /* double-buffered FP16 A (tm x tk) and B (tk x tn) tiles, rows padded */
+    const int pad = mq_variant_get(MQ_VAR_MARLIN_FP4)->tile_pad;
+#define MARLIN_BYTES(tm, tn, tk) (2 * 2 * ((tm) * ((tk) + pad) + (tk) * ((tn) + pad)))
+    char want[96];
+    snprintf(want, sizeof want, "threadgroup memory %d B", MARLIN_BYTES(128, 128, 64));
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {128, 128, 64, 0, 1}}, NULL, want);
     mq_limits small = lim;
-    small.tg_mem_bytes = 16384;
+    small.tg_mem_bytes = MARLIN_BYTES(64, 64, 32); /* 16384 B unpadded, 19456 B at pad 8 */
     mq_plan plan;
     CHECK(mq_plan_candidate(&fp4, &(mq_candidate){MQ_VAR_MARLIN_FP4, {64, 64, 32, 0, 1}},
                             &small, &plan, NULL) == MQ_OK,
-          "64x64x32 double-buffered fits 16 KiB exactly");
-    expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {64, 64, 64, 0, 1}}, &small,
-                   "exceeds the budget 16384");
+          "64x64x32 double-buffered fits %d B exactly", small.tg_mem_bytes);
+    snprintf(want, sizeof want, "exceeds the budget %d", small.tg_mem_bytes);
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {64, 64, 64, 0, 1}}, &small, want);
+#undef MARLIN_BYTES
     expect_refused(&fp4, (mq_candidate){MQ_VAR_MLX_SPLITK, {128, 128, 8, 0, 1}}, NULL,
                    "2048 threads per threadgroup");
     expect_refused(&fp4, (mq_candidate){MQ_VAR_MARLIN_FP4, {64, 64, 48, 0, 1}}, NULL,
@@ -85,26 +90,30 @@ static void test_refusals(void)
 
 static void test_budgets(void)
 {
-    /* the seeds' own budgets: 16384 B, 4608 B, 9216 B; 128 threads */
+    /* the seeds' own budgets: 16384 B, 4608 B, 9216 B; 128 threads; with
+     * tile rows padded by 8 halves (the default) 19456 B, 5632 B, 11264 B */
     static const struct {
         mq_variant v;
         mq_format f;
-        int bytes;
+        int bytes, padded8;
     } seeds[] = {
-        {MQ_VAR_MARLIN_FP4, MQ_FMT_FP4, 16384},
-        {MQ_VAR_FUSED_FP4, MQ_FMT_FP4, 4608},
-        {MQ_VAR_FUSED_U4, MQ_FMT_U4, 4608},
-        {MQ_VAR_TRELLIS_PACKED, MQ_FMT_TRELLIS4, 9216},
+        {MQ_VAR_MARLIN_FP4, MQ_FMT_FP4, 16384, 19456},
+        {MQ_VAR_FUSED_FP4, MQ_FMT_FP4, 4608, 5632},
+        {MQ_VAR_FUSED_U4, MQ_FMT_U4, 4608, 5632},
+        {MQ_VAR_TRELLIS_PACKED, MQ_FMT_TRELLIS4, 9216, 11264},
     };
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         mq_problem p = {seeds[i].f, 64, 4096, 4096, 128};
-        mq_candidate c = {seeds[i].v, mq_variant_get(seeds[i].v)->defaults};
+        const mq_variant_info *vi = mq_variant_get(seeds[i].v);
+        mq_candidate c = {seeds[i].v, vi->defaults};
         mq_plan plan;
+        CHECK(vi->tile_pad == 0 || vi->tile_pad == 8, "%s: tile pad 0 or 8, got %d", vi->name,
+              vi->tile_pad);
+        const int want = vi->tile_pad ? seeds[i].padded8 : seeds[i].bytes;
         CHECK(mq_plan_candidate(&p, &c, NULL, &plan, NULL) == MQ_OK, "seed default is legal");
-        CHECK(plan.tg_mem_bytes == seeds[i].bytes && plan.threads_per_tg == 128,
-              "%s: %d B and 128 threads as in the seed, got %d B, %d threads",
-              mq_variant_get(seeds[i].v)->name, seeds[i].bytes, plan.tg_mem_bytes,
-              plan.threads_per_tg);
+        CHECK(plan.tg_mem_bytes == want && plan.threads_per_tg == 128,
+              "%s: %d B (pad %d) and 128 threads as in the seed, got %d B, %d threads",
+              vi->name, want, vi->tile_pad, plan.tg_mem_bytes, plan.threads_per_tg);
     }
     mq_problem dec = {MQ_FMT_TRELLIS2, 8, 4096, 4096, 128}, pre = dec;
     pre.M = 17;

@@ -60,7 +60,7 @@ static void test_round_trip(void)
 {
     mq_candidate small = {MQ_VAR_FUSED_FP4, {8, 1024, 128, 0, 1}};
     mq_candidate mid = {MQ_VAR_FUSED_FP4, {16, 256, 128, 0, 1}};
-    mq_candidate big = {MQ_VAR_MARLIN_FP4, {128, 128, 32, 0, 1}};
+    mq_candidate big = {MQ_VAR_MARLIN_FP4, {64, 128, 32, 0, 1}};
     mq_candidate u4c = {MQ_VAR_FUSED_U4, {16, 512, 128, 0, 1}};
     mq_choice ch[] = {
         choice(MQ_FMT_FP4, 1, 4096, 4096, small),  choice(MQ_FMT_FP4, 4, 4096, 4096, small),

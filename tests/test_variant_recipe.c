@@ -39,16 +39,19 @@ int main(void)
     mq_error e;
     mq_variant id;
     int before = mq_variant_count();
-    CHECK(mq_variant_register(&copy_row, &id, &e) == MQ_OK, "the row registers: %s", e.msg);
+    /* the original's tile-row pad too (a build knob, 8 halves by default) */
+    mq_variant_info row = copy_row;
+    row.tile_pad = mq_variant_get(MQ_VAR_FUSED_FP4)->tile_pad;
+    CHECK(mq_variant_register(&row, &id, &e) == MQ_OK, "the row registers: %s", e.msg);
     CHECK(mq_variant_count() == before + 1 && (int)id == before,
           "it is variant %d of %d (got id %d, count %d)", before, before + 1, (int)id,
           mq_variant_count());
     mq_variant found;
     CHECK(mq_variant_from_name("marlin_gemm_fused_fp4_copy", &found, &e) == MQ_OK && found == id,
           "its name finds it");
-    CHECK(mq_variant_register(&copy_row, &found, &e) != MQ_OK && strstr(e.msg, "exists already"),
+    CHECK(mq_variant_register(&row, &found, &e) != MQ_OK && strstr(e.msg, "exists already"),
           "a second row of the same name is refused: '%s'", e.msg);
-    mq_variant_info bad = copy_row;
+    mq_variant_info bad = row;
     bad.name = "bad_region";
     bad.sg_m = 12;
     CHECK(mq_variant_register(&bad, &found, &e) != MQ_OK && strstr(e.msg, "multiples of 8"),
