@@ -32,7 +32,8 @@
 #                                the kernels and the FP32-emulated MMA before the rework), the
 #                                reworked kernels on the FP32 units (MQ_CUDA_MMA=fp32) and on
 #                                the tensor cores, and on the tensor cores with tile rows padded
-#                                by 8 halves (a build with -DMQ_TILE_PAD_HALVES=8); MMA_CONFIGS
+#                                by 8 halves (a build with -DMQ_TILE_PAD_HALVES=8; BEFORE_MMA=tensor
+#                                runs "before" on the tensor cores too); MMA_CONFIGS
 #                                picks some, and "prev" runs this build with the prelude in
 #                                the directory PREV_PRELUDE (MQ_CUDA_INCLUDE: an earlier
 #                                backends/cuda/metal_stdlib) -> results/CHIP/mma/CONFIG.csv,
@@ -230,7 +231,7 @@ mma)
             for cfg in ${MMA_CONFIGS:-before fp32 tensor pad8}; do
                 inc=
                 case $cfg in
-                before) bin=/tmp/before/build/bench; mm=fp32 ;;
+                before) bin=/tmp/before/build/bench; mm=${BEFORE_MMA:-fp32} ;;
                 pad8) bin=build-pad/bench; mm=tensor ;;
                 prev) bin=build/bench; mm=tensor; inc=${PREV_PRELUDE:-} ;;
                 *) bin=build/bench; mm=$cfg ;;
