@@ -50,12 +50,12 @@ inline MqPairRaw mq_fetch_pair(thread const MqWeights &w, constant MqParams &p, 
         const uint tiles_n = MQ_CDIV(p.N, 16u), kk = k + j;
         r.i0 = mq_trellis_index(w.indices, tiles_n, kk, n);
         r.i1 = mq_trellis_index(w.indices, tiles_n, kk + 1u, n);
-        r.ts = w.tscales[(kk / p.group) * p.N + n]; // 16 | group: one scale for the pair
+        r.ts = w.tscales[mq_group_of(kk, p) * p.N + n]; // 16 | group: one scale for the pair
         r.su0 = w.su[kk];
         r.su1 = w.su[kk + 1u];
         r.sv = w.sv[n];
     } else {
-        const uint g = (k / p.group) * p.N + n; // 8 | group: one scale for the word
+        const uint g = mq_group_of(k, p) * p.N + n; // 8 | group: one scale for the word
         r.bits = w.packed[(k / 8u) * p.N + n] >> (4u * j);
         r.scale = w.scales[g];
         if (DEQ == MQ_DEQ_U4)

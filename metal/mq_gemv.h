@@ -128,7 +128,7 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
             ok[u] = cols && k < K;
             if (!ok[u])
                 continue;
-            const uint g = (k / p.group) * N + n0;
+            const uint g = mq_group_of(k, p) * N + n0;
             if (DEQ == GEMV_TRELLIS) {
                 for (uint r = 0; r < 8u; r++)
                     tr[u][r] = gemv_trellis_row<BITS>(w.indices, tiles_n, k + r, n0);

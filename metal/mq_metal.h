@@ -128,6 +128,19 @@ struct MqWeights {
     device const float *tscales, *grid, *su, *sv;
 };
 
+// The scale group of K index k: k / group for the group sizes the formats
+// allow (32, 64, 128), as a shift. A division by a run-time value is a long
+// instruction sequence on a GPU and ran once per packed word (per lane per K
+// step in the decode path); the shift's amount is loop-invariant.
+inline uint mq_group_shift(uint group)
+{
+    return group == 128u ? 7u : group == 64u ? 6u : 5u;
+}
+inline uint mq_group_of(uint k, constant MqParams &p)
+{
+    return k >> mq_group_shift(p.group);
+}
+
 // ---- weight decoders -------------------------------------------------------
 
 // FP4 E2M1 -> half bits (seed 001): normal S<<15 | (E+14)<<10 | M<<9; E=0,
@@ -309,7 +322,7 @@ inline void mq_b_word(device const uint *packed, device const half *scales,
     scale = half(0.0h);
     zero = 0;
     if (i < uint(TILE_K / 8 * TILE_N) && n < p.N && k < k_end) {
-        const uint g = (k / p.group) * p.N + n; // 8 | group: one scale per word
+        const uint g = mq_group_of(k, p) * p.N + n; // 8 | group: one scale per word
         word = packed[(k / 8u) * p.N + n];
         scale = scales[g];
         if (U4)
