@@ -78,6 +78,8 @@ export MQ_CUDA_CACHE=/tmp/mq-cuda-cache
 say "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1)"
 say "== host: $(lscpu | grep 'Model name' | sed 's/ *Model name: *//'), $(nproc) cores; $(nvcc --version 2>/dev/null | tail -1)"
 STAGE_S=${STAGE_S:-540}
+# the toolkit's cubin reader, where the machine has one (the check and ncu stages)
+CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
 if ! make -j"$(nproc)" build/tune build/bench build/model build/tests/gpu_cuda > "$OUT/build.log" 2>&1; then
     say "build failed:"; tail -20 "$OUT/build.log" | tee -a "$S"; exit 1
 fi
@@ -104,8 +106,8 @@ check)
     say "test-gpu exit $r in $(( $(date +%s) - t0 )) s"; [ $r -eq 0 ] || rc=1
     say "== resource usage of the compiled kernels (cuobjdump -res-usage; LDL/STL: local memory)"
     for c in $(ls -S "$MQ_CUDA_CACHE"/*.cubin | head -400); do
-        cuobjdump -res-usage "$c" 2>/dev/null | grep -A1 "Function mq_cuda_entry" | paste - - |
-            sed 's/Resource usage://' | awk -v n="$(cuobjdump -sass "$c" | grep -cE 'LDL|STL')" '{print $0, "LDL/STL", n}'
+        "${CUOBJDUMP:-cuobjdump}" -res-usage "$c" 2>/dev/null | grep -A1 "Function mq_cuda_entry" | paste - - |
+            sed 's/Resource usage://' | awk -v n="$("${CUOBJDUMP:-cuobjdump}" -sass "$c" | grep -cE 'LDL|STL')" '{print $0, "LDL/STL", n}'
     done | sort | uniq | tee "$OUT/res-usage.txt" | head -12 | tee -a "$S"
     say "== bench --backend cuda --suite smoke"
     build/bench --backend cuda --suite smoke --quiet --out "results/$CHIP/smoke.csv" \
@@ -198,17 +200,19 @@ decode)
     done
     ;;
 mma)
+    configs=${MMA_CONFIGS:-before fp32 tensor pad8}
+    wants() { case " $configs " in *" $1 "*) return 0 ;; esac; return 1; }
     D=results/$CHIP/${MMA_DIR:-mma}
     mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log
-    if [ -f .debs/before.tar.gz ] && case " ${MMA_CONFIGS:-before} " in *" before "*) true ;; *) false ;; esac; then
+    if [ -f .debs/before.tar.gz ] && wants before; then
         rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf .debs/before.tar.gz -C /tmp/before
         (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
             say "before: the build failed (build-before.log)"
     fi
-    case " ${MMA_CONFIGS:-pad8} " in *" pad8 "*)
+    if wants pad8; then
         make -j"$(nproc)" BUILD=build-pad OPT="-O3 -DMQ_TILE_PAD_HALVES=8" build-pad/bench \
-            > "$OUT/build-pad.log" 2>&1 || say "pad8: the build failed (build-pad.log)" ;;
-    esac
+            > "$OUT/build-pad.log" 2>&1 || say "pad8: the build failed (build-pad.log)"
+    fi
     for sh in ${MMA_SHAPES:-512x4096x14336 512x14336x4096 16x4096x14336 16x14336x4096}; do
         for f in ${MMA_FORMATS:-fp4 u4}; do
             m=${sh%%x*}
@@ -228,7 +232,7 @@ mma)
             say "== MMA kernels: $f $sh, $(wc -l < /tmp/mma-specs.txt) candidates"
             set --
             while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/mma-specs.txt
-            for cfg in ${MMA_CONFIGS:-before fp32 tensor pad8}; do
+            for cfg in $configs; do
                 inc=
                 case $cfg in
                 before) bin=/tmp/before/build/bench; mm=${BEFORE_MMA:-fp32} ;;
@@ -237,7 +241,9 @@ mma)
                 *) bin=build/bench; mm=$cfg ;;
                 esac
                 [ -x "$bin" ] || continue
-                [ "$cfg" = prev ] && [ ! -f "$inc/metal_stdlib" ] && continue
+                if [ "$cfg" = prev ] && [ ! -f "$inc/metal_stdlib" ]; then
+                    say "prev: no metal_stdlib in PREV_PRELUDE ('$inc'), skipped"; continue
+                fi
                 MQ_CUDA_CACHE=/tmp/mq-cache/$cfg MQ_CUDA_INCLUDE=$inc MQ_CUDA_MMA=$mm \
                     timeout "$STAGE_S" "$bin" --backend cuda --shape "$sh" --formats "$f" \
                     --budget 0.05 --quiet --out "$D/$cfg.csv" "$@" > "$D/$cfg-$f-$sh.log" 2>&1
@@ -259,7 +265,6 @@ ncu-decode|ncu)
     # below); each candidate's cubin SASS goes to $OUT/ncu-N.sass when cuobjdump
     # is there.
     NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-    CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
     if [ -z "$NCU" ]; then say "ncu: not on this machine"; else
         i=0
         printf '%s\n' "${NCU_SPECS:-1x4096x14336 fp4 marlin_gemv_decode 1 32 1024 0 1}" |
