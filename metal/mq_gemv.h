@@ -5,7 +5,8 @@
 //
 //   - Each lane owns 4 adjacent columns and 8 K values of a step: one
 //     16-byte load of 4 packed words (fp4/u4, [K/8][N] as the other kernels
-//     read it), or 8 rows of 4 indices (trellis). Lanes along N come first
+//     read it), or 8 rows of 4 indices (trellis: the tile's 8 rows, BITS
+//     16-byte loads, shared by the 4 lanes of its columns). Lanes along N come first
 //     (TILE_N / 4 of them, so a simdgroup reads TILE_N * 4 contiguous bytes
 //     per packed row), the rest of the 32 lanes and the threadgroup's
 //     simdgroups split the K step (TILE_K = 8 K x 32 lanes x simdgroups /
@@ -16,8 +17,8 @@
 //   - Decoding stays in registers and in float: fp4 codes become FP16 bit
 //     patterns two at a time ((c & 7) << 9 | (c & 8) << 12 is the code's
 //     value times 2^-14, exact, subnormals included; the 2^14 goes into the
-//     scale), u4 codes become q - z exactly through the 0x4B000000 float
-//     magic (2^23 + q, minus 2^23 + z), trellis indices look up a 16-entry
+//     scale), u4 codes become q - z exactly two at a time through the
+//     0x6400 half2 magic (1024 + q, minus 1024 + z), trellis indices look up a 16-entry
 //     codebook copied to threadgroup memory once (a register table indexed
 //     at run time would live in memory on either compiler anyway).
 //   - Scales leave the inner loop: each column's 8-term dot product is
@@ -70,26 +71,33 @@ inline void gemv_fp4_word(uint w, thread float *q)
     }
 }
 
-// u4 codes of one packed word as q - z, exactly: the float 2^23 + q minus
-// zb = 2^23 + z.
-inline void gemv_u4_word(uint w, float zb, thread float *q)
+// u4 codes of one packed word as q - z, exactly, two at a time: nibbles j
+// and j + 4 sit 16 bits apart, 0x6400 | q is the half 1024 + q, and one
+// half2 subtraction of zh = (1024 + z, 1024 + z) leaves q - z (integers
+// below 2048: exact in FP16).
+inline void gemv_u4_word(uint w, half2 zh, thread float *q)
 {
-    for (uint j = 0; j < 8u; j++)
-        q[j] = as_type<float>(((w >> (4u * j)) & 0xfu) | 0x4B000000u) - zb;
+    for (uint j = 0; j < 4u; j++) {
+        const half2 d = as_type<half2>(((w >> (4u * j)) & 0x000F000Fu) | 0x64006400u) - zh;
+        q[j] = float(d.x);
+        q[j + 4u] = float(d.y);
+    }
 }
 
-// The 4 indices (columns n..n+3, n % 4 == 0) of row k of a trellis tile
-// set, BITS each, in the low bits: 16 rows x 16 columns per tile, LSB-first.
+// A trellis tile set is 16 rows x 16 columns of BITS-bit indices, LSB-first
+// (seed 004's packing): 8 rows of a tile are 16 x BITS contiguous bytes,
+// 16-byte aligned, loaded as BITS uint4 (the 4 lanes of a tile's columns
+// load the same bytes). The 4 indices of row r (0..7) at columns
+// 4j..4j+3 start at bit 16 BITS r + 4 BITS j; d = 4 BITS j is the lane's
+// part, the rest is known when unrolled, and the 4 BITS bits never reach
+// past the word after the first: a 64-bit window.
 template <int BITS>
-inline uint gemv_trellis_row(device const uchar *indices, uint tiles_n, uint k, uint n)
+inline uint gemv_trellis_row(thread const uint4 *tv, uint r, uint d)
 {
-    device const uchar *tile = indices + ((k / 16u) * tiles_n + n / 16u) * (32u * BITS);
-    const uint off = ((k % 16u) * 16u + n % 16u) * uint(BITS);
-    const uint byte = off >> 3;
-    uint v = tile[byte];
-    if (BITS != 2) // 12 bits from a half-byte offset (3) or 16 (4): two bytes
-        v |= uint(tile[byte + 1u]) << 8;
-    return v >> (off & 7u);
+    const uint sb = r * 16u * uint(BITS);
+    const uint w0 = sb / 32u, w1 = min(w0 + 1u, 4u * uint(BITS) - 1u);
+    const ulong x = ulong(tv[w0 / 4u][int(w0 % 4u)]) | (ulong(tv[w1 / 4u][int(w1 % 4u)]) << 32);
+    return uint(x >> ((sb % 32u) + d));
 }
 
 template <int DEQ, int BITS>
@@ -119,9 +127,9 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
     for (uint s0 = 0; s0 < steps; s0 += uint(GEMV_UNROLL)) {
         // every load of GEMV_UNROLL steps first
         uint4 wv[GEMV_UNROLL];
-        uint tr[GEMV_UNROLL][8];
+        uint4 tv[GEMV_UNROLL][BITS];
         float sc[GEMV_UNROLL][4];
-        float zb[GEMV_UNROLL][4];
+        half2 zh[GEMV_UNROLL][4];
         bool ok[GEMV_UNROLL];
         for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
             const uint k = (s0 + u) * uint(TILE_K) + kl;
@@ -130,8 +138,11 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
                 continue;
             const uint g = mq_group_of(k, p) * N + n0;
             if (DEQ == GEMV_TRELLIS) {
-                for (uint r = 0; r < 8u; r++)
-                    tr[u][r] = gemv_trellis_row<BITS>(w.indices, tiles_n, k + r, n0);
+                device const uint4 *blk = (device const uint4 *)(
+                    w.indices + ((k / 16u) * tiles_n + n0 / 16u) * (32u * uint(BITS)) +
+                    (k % 16u) * (2u * uint(BITS)));
+                for (uint i = 0; i < uint(BITS); i++)
+                    tv[u][i] = blk[i];
                 const float4 ts = *(device const float4 *)(w.tscales + g);
                 for (uint c = 0; c < 4u; c++)
                     sc[u][c] = ts[int(c)] * colf[c];
@@ -145,7 +156,8 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
                 if (DEQ == GEMV_U4) {
                     const uint z4 = *(device const uint *)(w.zeros + g);
                     for (uint c = 0; c < 4u; c++)
-                        zb[u][c] = 8388608.0f + float((z4 >> (8u * c)) & 0xffu);
+                        zh[u][c] = as_type<half2>((((z4 >> (8u * c)) & 0xffu) * 0x00010001u) |
+                                                  0x64006400u);
                 }
             }
         }
@@ -154,19 +166,28 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
                 continue;
             const uint k = (s0 + u) * uint(TILE_K) + kl;
             float q[4][8];
+            uint tr[8];
+            if (DEQ == GEMV_TRELLIS)
+                for (uint r = 0; r < 8u; r++)
+                    tr[r] = gemv_trellis_row<BITS>(tv[u], r, uint(BITS) * (n0 % 16u));
             for (uint c = 0; c < 4u; c++) {
                 if (DEQ == GEMV_FP4)
                     gemv_fp4_word(wv[u][int(c)], q[c]);
                 else if (DEQ == GEMV_U4)
-                    gemv_u4_word(wv[u][int(c)], zb[u][c], q[c]);
+                    gemv_u4_word(wv[u][int(c)], zh[u][c], q[c]);
                 else
                     for (uint r = 0; r < 8u; r++)
-                        q[c][r] = cb[(tr[u][r] >> (uint(BITS) * c)) & ((1u << BITS) - 1u)];
+                        q[c][r] = cb[(tr[r] >> (uint(BITS) * c)) & ((1u << BITS) - 1u)];
             }
             float sgn[8];
-            if (DEQ == GEMV_TRELLIS)
-                for (uint r = 0; r < 8u; r++)
-                    sgn[r] = w.su[k + r];
+            if (DEQ == GEMV_TRELLIS) {
+                const float4 s0 = *(device const float4 *)(w.su + k);
+                const float4 s1 = *(device const float4 *)(w.su + k + 4u);
+                for (uint r = 0; r < 4u; r++) {
+                    sgn[r] = s0[int(r)];
+                    sgn[r + 4u] = s1[int(r)];
+                }
+            }
             for (uint m = 0; m < uint(TILE_M); m++) {
                 if (m >= rows)
                     break;

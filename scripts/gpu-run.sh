@@ -4,6 +4,7 @@
 # installed: libgsl/libcsv are unpacked from .debs/*.deb (dpkg -x; see
 # README "Backends"), the CUDA driver and NVRTC are the machine's own.
 #   scripts/gpu-run.sh check     build, device facts, make test-gpu, bench --suite smoke
+#   scripts/gpu-run.sh test-gpu  build, make test-gpu only
 #   scripts/gpu-run.sh tune      tune --chip CHIP, guided, measured on the GPU: the shapes of
 #                                results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512
 #   scripts/gpu-run.sh exhaustive  tune --search exhaustive, N=4096 K=14336 fp4, M 1,16
@@ -42,6 +43,9 @@
 #                                (MMA_DIR=NAME: results/CHIP/NAME instead; MMA_EXTRA: more
 #                                "variant tm tn tk tg sk" lines timed with them, e.g. the
 #                                decode path's best)
+#   scripts/gpu-run.sh ab        the same candidates (AB_SPECS) under the tree in .debs/before.tar.gz
+#                                and this one, alternating for AB_ROUNDS rounds -> results/CHIP/ab/
+#                                (AB_DIR), ab.txt: the after/before speed-up per candidate
 #   scripts/gpu-run.sh ncu       Nsight Compute sections (NCU_SECTIONS) of given candidates
 #                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
 #                                and counters are readable, with each one's SASS (ncu-decode:
@@ -95,15 +99,25 @@ measure() {
     tail -30 "$OUT/$log.log" | tee -a "$S"
     say "$log exit $r; $(($(wc -l < "$rows") - 2)) rows"
 }
+# build_before: the tree in .debs/before.tar.gz (git archive REV minus
+# results/) built in /tmp/before, once per call
+build_before() {
+    [ -x /tmp/before/build/bench ] && return 0
+    [ -f .debs/before.tar.gz ] || { say "before: no .debs/before.tar.gz"; return 1; }
+    rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf .debs/before.tar.gz -C /tmp/before
+    (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
+        { say "before: the build failed (build-before.log)"; return 1; }
+}
 rc=0
 for stage in "$@"; do
 case "$stage" in
-check)
+test-gpu|check)
     say "== make test-gpu"
     t0=$(date +%s)
     make test-gpu > "$OUT/test-gpu.log" 2>&1; r=$?
     grep -E "^gpu_cuda|FAIL|passed" "$OUT/test-gpu.log" | head -40 | tee -a "$S"
     say "test-gpu exit $r in $(( $(date +%s) - t0 )) s"; [ $r -eq 0 ] || rc=1
+    [ "$stage" = check ] || continue
     say "== resource usage of the compiled kernels (cuobjdump -res-usage; LDL/STL: local memory)"
     for c in $(ls -S "$MQ_CUDA_CACHE"/*.cubin | head -400); do
         "${CUOBJDUMP:-cuobjdump}" -res-usage "$c" 2>/dev/null | grep -A1 "Function mq_cuda_entry" | paste - - |
@@ -204,11 +218,7 @@ mma)
     wants() { case " $configs " in *" $1 "*) return 0 ;; esac; return 1; }
     D=results/$CHIP/${MMA_DIR:-mma}
     mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log
-    if [ -f .debs/before.tar.gz ] && wants before; then
-        rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf .debs/before.tar.gz -C /tmp/before
-        (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
-            say "before: the build failed (build-before.log)"
-    fi
+    wants before && build_before
     if wants pad8; then
         make -j"$(nproc)" BUILD=build-pad OPT="-O3 -DMQ_TILE_PAD_HALVES=8" build-pad/bench \
             > "$OUT/build-pad.log" 2>&1 || say "pad8: the build failed (build-pad.log)"
@@ -288,6 +298,62 @@ ncu-decode|ncu)
                 > "$OUT/ncu-$i.sass" 2>&1
         done
     fi
+    ;;
+ab)
+    # the same candidates under two trees in one run, alternating (before,
+    # after, before, after, ...: AB_ROUNDS rounds, default 3), so a change is
+    # read against this run's own noise: "before" is .debs/before.tar.gz,
+    # "after" this tree. AB_SPECS: "shape format variant tm tn tk tg sk" lines
+    # (default: the decode path's M=1 bests of issue 15). Each round of a
+    # tree is one bench call per shape and format (its rows verified, then
+    # timed; its probes, and for the best row a cold read of the same size)
+    # -> results/CHIP/AB_DIR (default ab)/{before,after}.csv and their logs;
+    # ab.txt: per candidate the median of each round and after/before as
+    # the ratio of the rounds' medians of medians (> 1: after is faster)
+    D=results/$CHIP/${AB_DIR:-ab}
+    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/ab.txt"
+    build_before || { rc=2; continue; }
+    printf '%s\n' "${AB_SPECS:-1x4096x14336 fp4 marlin_gemv_decode 1 32 1024 0 1
+1x14336x4096 fp4 marlin_gemv_decode 1 16 1024 0 1
+1x4096x14336 u4 marlin_gemv_decode 1 32 1024 0 1
+1x14336x4096 u4 marlin_gemv_decode 1 16 1024 0 1
+1x4096x14336 trellis3 gemv_trellis_decode 1 32 1024 0 1
+1x14336x4096 trellis3 gemv_trellis_decode 1 64 256 0 1}" > /tmp/ab-specs.txt
+    r=1
+    while [ "$r" -le "${AB_ROUNDS:-3}" ]; do
+        for cfg in before after; do
+            bin=build/bench; [ "$cfg" = before ] && bin=/tmp/before/build/bench
+            awk '{print $1, $2}' /tmp/ab-specs.txt | sort -u | while read -r sh f; do
+                set --
+                while read -r s2 f2 spec; do
+                    [ "$s2 $f2" = "$sh $f" ] && set -- "$@" --candidate "$spec"
+                done < /tmp/ab-specs.txt
+                MQ_CUDA_CACHE=/tmp/mq-cache/ab-$cfg timeout "$STAGE_S" "$bin" --backend cuda \
+                    --shape "$sh" --formats "$f" --budget 0.05 --quiet --out "$D/$cfg.csv" "$@" < /dev/null \
+                    > /tmp/ab.log 2>&1
+                e=$?
+                { echo "== round $r $cfg $f $sh exit $e"; cat /tmp/ab.log; } >> "$D/$cfg.log"
+                grep -E "wrong|error" /tmp/ab.log | head -3 | tee -a "$S"
+            done
+        done
+        r=$((r + 1))
+    done
+    # rows in file order: the k-th row of a candidate is its k-th round
+    for cfg in before after; do
+        tr -d '"' < "$D/$cfg.csv" | awk -F, -v cfg="$cfg" '$19 == "ok" {
+            print cfg, $8 " " $9 "x" $10 "x" $11 " " $13 " " $14 "x" $15 "x" $16 " tg=" $17 " sk=" $18, $21 }'
+    done | awk '{ key = $2 " " $3 " " $4 " " $5 " " $6 " " $7; t[key, $1, ++n[key, $1]] = $8; keys[key] = 1 }
+        function med(k, c,   i, m, v, j, x) { m = n[k, c]; for (i = 1; i <= m; i++) v[i] = t[k, c, i]
+            for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+        function list(k, c,   i, s) { s = ""; for (i = 1; i <= n[k, c]; i++) s = s sprintf(" %.4f", t[k, c, i] * 1e3); return s }
+        END { for (k in keys) if (n[k, "before"] && n[k, "after"])
+            printf "%s | before ms%s | after ms%s | after/before speed-up %.3fx\n", k,
+                list(k, "before"), list(k, "after"), med(k, "before") / med(k, "after") }' |
+        sort > "$D/ab.txt"
+    say "== A/B, $(wc -l < "$D/ab.txt") candidates, ${AB_ROUNDS:-3} rounds (ab.txt):"
+    tee -a "$S" < "$D/ab.txt"
+    grep -hE "a cold read" "$D/after.log" | head -20 | tee -a "$S"
     ;;
 cpu-decode)
     # the CPU model's decode path on this machine's cores: M=1, thread counts
