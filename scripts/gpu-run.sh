@@ -24,7 +24,7 @@
 #                                N=14336 K=4096) x DECODE_FORMATS (default fp4 u4 trellis3),
 #                                cold weights: every legal candidate of the GEMV variants and
 #                                the earlier bests, one bench (with its probes) per shape
-#                                -> results/CHIP/decode/decode.csv
+#                                -> results/CHIP/decode/decode.csv (DECODE_DIR: another directory)
 #   scripts/gpu-run.sh mma       the MMA kernels (issue 15): M 512 and 16 of the decode shapes,
 #                                MMA_FORMATS (default fp4 u4), a fixed set of tiles per MMA
 #                                variant (tg=0; split_k 1, and 4 and 8 at M=16), under four
@@ -179,7 +179,7 @@ check-unseen)
     done
     ;;
 decode)
-    D=results/$CHIP/decode
+    D=results/$CHIP/${DECODE_DIR:-decode}
     mkdir -p "$D"
     [ -n "${RESUME:-}" ] || rm -f "$D/decode.csv" "$D"/decode-*.log
     for f in ${DECODE_FORMATS:-fp4 u4 trellis3}; do
@@ -309,9 +309,10 @@ ab)
     # timed; its probes, and for the best row a cold read of the same size)
     # -> results/CHIP/AB_DIR (default ab)/{before,after}.csv and their logs;
     # ab.txt: per candidate the median of each round and after/before as
-    # the ratio of the rounds' medians of medians (> 1: after is faster)
+    # the ratio of the rounds' medians of medians (> 1: after is faster);
+    # cold.txt: each call's best row against a cold read of its size
     D=results/$CHIP/${AB_DIR:-ab}
-    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/ab.txt"
+    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/ab.txt" "$D/cold.txt"
     build_before || { rc=2; continue; }
     printf '%s\n' "${AB_SPECS:-1x4096x14336 fp4 marlin_gemv_decode 1 32 1024 0 1
 1x14336x4096 fp4 marlin_gemv_decode 1 16 1024 0 1
@@ -334,6 +335,7 @@ ab)
                 e=$?
                 { echo "== round $r $cfg $f $sh exit $e"; cat /tmp/ab.log; } >> "$D/$cfg.log"
                 grep -E "wrong|error" /tmp/ab.log | head -3 | tee -a "$S"
+                grep -E "a cold read" /tmp/ab.log | sed "s/^ */$f $sh $cfg round $r: /" >> "$D/cold.txt"
             done
         done
         r=$((r + 1))
@@ -353,7 +355,7 @@ ab)
         sort > "$D/ab.txt"
     say "== A/B, $(wc -l < "$D/ab.txt") candidates, ${AB_ROUNDS:-3} rounds (ab.txt):"
     tee -a "$S" < "$D/ab.txt"
-    grep -hE "a cold read" "$D/after.log" | head -20 | tee -a "$S"
+    sort "$D/cold.txt" | tee -a "$S"
     ;;
 cpu-decode)
     # the CPU model's decode path on this machine's cores: M=1, thread counts
