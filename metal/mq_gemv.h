@@ -17,9 +17,8 @@
 //   - Decoding stays in registers and in float: fp4 codes become FP16 bit
 //     patterns two at a time ((c & 7) << 9 | (c & 8) << 12 is the code's
 //     value times 2^-14, exact, subnormals included; the 2^14 goes into the
-//     scale), u4 codes become q - z exactly (one row: two at a time
-//     through the 0x6400 half2 magic; more: the 0x4B000000 float magic),
-//     trellis indices look up a 16-entry
+//     scale), u4 codes become q - z exactly through the 0x4B000000 float
+//     magic (2^23 + q, minus 2^23 + z), trellis indices look up a 16-entry
 //     codebook copied to threadgroup memory once (a register table indexed
 //     at run time would live in memory on either compiler anyway).
 //   - Scales leave the inner loop: each column's 8-term dot product is
@@ -72,27 +71,15 @@ inline void gemv_fp4_word(uint w, thread float *q)
     }
 }
 
-// u4 codes of one packed word as q - z, exactly. One row per threadgroup
-// (TILE_M = 1): two at a time, nibbles j and j + 4 sit 16 bits apart,
-// 0x6400 | q is the half 1024 + q, and one half2 subtraction of
-// zh = (1024 + z, 1024 + z) leaves q - z (integers below 2048: exact in
-// FP16). More rows: one at a time through the float 2^23 + q minus 2^23 + z
-// (zf), the decode then amortized over the rows; the pairs there went to
-// each row's products (the compiler converts them where used) and spilled
-// (H100, 8 rows of 1024 threads: 0.14 -> 0.50 ms).
-#define GEMV_U4_PAIRS (TILE_M == 1)
-inline void gemv_u4_word(uint w, half2 zh, float zf, thread float *q)
+// u4 codes of one packed word as q - z, exactly: the float 2^23 + q minus
+// zb = 2^23 + z. (Two at a time through the 0x6400 half2 magic and one
+// packed subtraction measured no better on the H100: 1.10x at N=14336
+// K=4096, 0.90-1.00x at N=4096 K=14336, M=1; and with more rows the
+// compiler converted the pairs at every row's products and spilled.)
+inline void gemv_u4_word(uint w, float zb, thread float *q)
 {
-    for (uint j = 0; j < 4u; j++) {
-        if (GEMV_U4_PAIRS) {
-            const half2 d = as_type<half2>(((w >> (4u * j)) & 0x000F000Fu) | 0x64006400u) - zh;
-            q[j] = float(d.x);
-            q[j + 4u] = float(d.y);
-        } else {
-            q[j] = as_type<float>(((w >> (4u * j)) & 0xfu) | 0x4B000000u) - zf;
-            q[j + 4u] = as_type<float>(((w >> (4u * j + 16u)) & 0xfu) | 0x4B000000u) - zf;
-        }
-    }
+    for (uint j = 0; j < 8u; j++)
+        q[j] = as_type<float>(((w >> (4u * j)) & 0xfu) | 0x4B000000u) - zb;
 }
 
 // A trellis tile set is 16 rows x 16 columns of BITS-bit indices, LSB-first
@@ -140,8 +127,7 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
         uint4 wv[GEMV_UNROLL];
         uint4 tv[GEMV_UNROLL][BITS];
         float sc[GEMV_UNROLL][4];
-        half2 zh[GEMV_UNROLL][4];
-        float zf[GEMV_UNROLL][4];
+        float zb[GEMV_UNROLL][4];
         bool ok[GEMV_UNROLL];
         for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
             const uint k = (s0 + u) * uint(TILE_K) + kl;
@@ -167,13 +153,8 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
                 }
                 if (DEQ == GEMV_U4) {
                     const uint z4 = *(device const uint *)(w.zeros + g);
-                    for (uint c = 0; c < 4u; c++) {
-                        const uint z = (z4 >> (8u * c)) & 0xffu;
-                        if (GEMV_U4_PAIRS)
-                            zh[u][c] = as_type<half2>((z * 0x00010001u) | 0x64006400u);
-                        else
-                            zf[u][c] = 8388608.0f + float(z);
-                    }
+                    for (uint c = 0; c < 4u; c++)
+                        zb[u][c] = 8388608.0f + float((z4 >> (8u * c)) & 0xffu);
                 }
             }
         }
@@ -190,7 +171,7 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
                 if (DEQ == GEMV_FP4)
                     gemv_fp4_word(wv[u][int(c)], q[c]);
                 else if (DEQ == GEMV_U4)
-                    gemv_u4_word(wv[u][int(c)], zh[u][c], zf[u][c], q[c]);
+                    gemv_u4_word(wv[u][int(c)], zb[u][c], q[c]);
                 else
                     for (uint r = 0; r < 8u; r++)
                         q[c][r] = cb[(tr[r] >> (uint(BITS) * c)) & ((1u << BITS) - 1u)];
