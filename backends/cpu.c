@@ -1,7 +1,11 @@
 /* cpu.c - the CPU model as a backend: mq_gemm of the runtime library on a
  * context of worker threads (one per core unless told otherwise). Its times
  * are this machine's (the chip 'host'), never an Apple GPU's. */
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "backend.h"
 
@@ -10,6 +14,55 @@ static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w
                          mq_error *err)
 {
     return mq_gemm((mq_ctx *)b->state, p, w, A, C, c, lim, err);
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A read of the weights' own size, cold, timed as a candidate is (the wall
+ * clock around one dispatch on the same workers): copies that make a set
+ * twice the last-level cache (b->cache_bytes, the harness's figure), each
+ * first written by this thread as the harness's weight copies are, read in
+ * rotation; and the same dispatch reading nothing. Medians of 15 after one
+ * pass of warm-ups. */
+static mq_status cpu_probe_read_at(mq_backend *b, size_t bytes, double *gbs, double *empty_s,
+                                   mq_error *err)
+{
+    mq_ctx *ctx = b->state;
+    size_t stride = (bytes + 4095) & ~(size_t)4095;
+    size_t copies = mq_cold_copies(stride, b->cache_bytes ? b->cache_bytes : (size_t)32 << 20);
+    if (stride == 0 || copies * stride > ((size_t)4 << 30))
+        return mq_fail(err, MQ_E_ARG, "cpu: a %zu-byte read probe does not fit in 4 GiB of copies",
+                       bytes);
+    unsigned char *buf = aligned_alloc(4096, copies * stride);
+    if (!buf)
+        return mq_fail(err, MQ_E_NOMEM, "cpu: out of memory for the sized read probe");
+    memset(buf, 0x3c, copies * stride);
+    enum { REPS = 15 };
+    double t_read[REPS], t_empty[REPS];
+    volatile float sink = 0;
+    for (size_t i = 0; i < copies + REPS; i++) {
+        double t0 = seconds_now();
+        sink += mq_ctx_read(ctx, buf + (i % copies) * stride, bytes);
+        double t1 = seconds_now();
+        sink += mq_ctx_read(ctx, NULL, 0);
+        double t2 = seconds_now();
+        if (i >= copies) {
+            t_read[i - copies] = t1 - t0;
+            t_empty[i - copies] = t2 - t1;
+        }
+    }
+    (void)sink;
+    free(buf);
+    gsl_sort(t_read, 1, REPS);
+    gsl_sort(t_empty, 1, REPS);
+    *gbs = (double)bytes / gsl_stats_median_from_sorted_data(t_read, 1, REPS) / 1e9;
+    *empty_s = gsl_stats_median_from_sorted_data(t_empty, 1, REPS);
+    return MQ_OK;
 }
 
 static void cpu_close(mq_backend *b)
@@ -33,6 +86,7 @@ mq_backend *mq_backend_cpu_open(const mq_backend_opts *o, mq_error *err)
     b->name = "cpu";
     b->threads = mq_ctx_threads(ctx);
     b->run = cpu_run;
+    b->probe_read_at = cpu_probe_read_at;
     b->close = cpu_close;
     b->state = ctx;
     return b;

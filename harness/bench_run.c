@@ -216,7 +216,7 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
         } else {
             printf("%.4f ms\n", b->st.median * 1e3);
         }
-        if (b && t->be->probe_read_at)
+        if (b && t->be->probe_read_at && !j->warm) /* the sized read is cold */
             same_size_read(t, &p, b);
     }
     mq_results_free(&now);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "measure.h"
+#include "probes.h"
 #include "target.h"
 
 static void note(mq_target *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -172,6 +173,10 @@ int mq_target_open(const mq_target_opts *o, mq_target *t, char *err, size_t errl
         return -1;
     }
     t->lim = mq_chip_limits(&t->chip);
+    /* the CPU model's device is this host: its last-level cache, which its
+     * sized read probe rotates copies past as the harness rotates weights */
+    if (t->be && !t->be->cache_bytes && !mq_backend_is_device(t->be) && mq_cache_bytes(3) > 0)
+        t->be->cache_bytes = (size_t)mq_cache_bytes(3);
     mq_bench_set_device_cache(t->be ? t->be->cache_bytes : 0);
     return 0;
 }

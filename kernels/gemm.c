@@ -12,6 +12,8 @@
 #include "simd.h"
 #include "mq_internal.h"
 
+#define MQ_MAX_WORKERS 1024
+
 struct mq_ctx {
     mq_pool *pool;
     int threads;
@@ -52,8 +54,9 @@ mq_status mq_ctx_create(int threads, mq_ctx **out, mq_error *err)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
-    if (threads > 1024)
-        return mq_fail(err, MQ_E_ARG, "%d worker threads is more than 1024", threads);
+    if (threads > MQ_MAX_WORKERS)
+        return mq_fail(err, MQ_E_ARG, "%d worker threads is more than %d", threads,
+                       MQ_MAX_WORKERS);
     mq_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return mq_fail(err, MQ_E_NOMEM, "out of memory for the context");
@@ -94,6 +97,53 @@ void mq_ctx_destroy(mq_ctx *ctx)
 }
 
 int mq_ctx_threads(const mq_ctx *ctx) { return ctx ? ctx->threads : 0; }
+
+typedef struct {
+    const float *base;
+    size_t floats, chunk; /* chunk: floats per threadgroup, a multiple of 64 */
+    float *sums;          /* one per worker */
+} read_job;
+
+static void read_chunk(void *argp, int tg, int worker)
+{
+    read_job *j = argp;
+    size_t lo = (size_t)tg * j->chunk, hi = lo + j->chunk < j->floats ? lo + j->chunk : j->floats;
+    if (!j->base || lo >= hi)
+        return;
+    const float *p = j->base;
+    v16f s0 = v16f_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = lo;
+    for (; i + 64 <= hi; i += 64) {
+        s0 += v16f_load(p + i);
+        s1 += v16f_load(p + i + 16);
+        s2 += v16f_load(p + i + 32);
+        s3 += v16f_load(p + i + 48);
+    }
+    v16f s = (s0 + s1) + (s2 + s3);
+    float t = 0;
+    for (int k = 0; k < 16; k++)
+        t += s[k];
+    for (; i < hi; i++)
+        t += p[i];
+    j->sums[worker] += t;
+}
+
+float mq_ctx_read(mq_ctx *ctx, const void *buf, size_t bytes)
+{
+    if (!ctx)
+        return 0;
+    float sums[MQ_MAX_WORKERS] = {0};
+    int count = 4 * ctx->threads;
+    read_job j = {buf, buf ? bytes / sizeof(float) : 0, 0, sums};
+    j.chunk = ((j.floats + (size_t)count - 1) / (size_t)count + 63) & ~(size_t)63;
+    if (j.chunk == 0)
+        j.chunk = 64;
+    mq_pool_run(ctx->pool, count, read_chunk, &j);
+    float t = 0;
+    for (int w = 0; w < ctx->threads; w++)
+        t += sums[w];
+    return t;
+}
 
 void mq_ctx_set_table(mq_ctx *ctx, const mq_table *t)
 {

@@ -275,6 +275,13 @@ mq_status mq_ctx_create(int threads, mq_ctx **out, mq_error *err);
 void mq_ctx_destroy(mq_ctx *ctx);
 int mq_ctx_threads(const mq_ctx *ctx);
 
+/* Stream `bytes` at buf through the context's workers in one dispatch
+ * (threads x 4 chunks, handed out as mq_gemm hands out threadgroups); buf
+ * NULL or bytes 0: the same dispatch reading nothing. Returns a sum of the
+ * words read (so the reads stay). What a kernel reading that many bytes on
+ * these workers could reach: the CPU backend's sized read probe. */
+float mq_ctx_read(mq_ctx *ctx, const void *buf, size_t bytes);
+
 /* One processed work unit, recorded when a trace is set (tests, explain). */
 typedef struct {
     int tg, tile_row, tile_col, k_slice;

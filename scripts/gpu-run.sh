@@ -54,6 +54,8 @@
 #                                M=1 of the two decode shapes, fp4 u4 trellis3, a few GEMV
 #                                candidates, 1 2 4 8 and all threads, cold and warm weights
 #                                -> results/devcpu/decode/cpu-decode-THREADS[-warm].csv
+#                                (CPU_DECODE_DIR: another directory; cold rows: each best
+#                                against a cold read of its own size on the same workers)
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
 #   scripts/gpu-run.sh cpu-grid  the machine's CPU as chip host: tune --suite grid (fp4,
@@ -360,7 +362,7 @@ ab)
 cpu-decode)
     # the CPU model's decode path on this machine's cores: M=1, thread counts
     # 1..all, cold and warm weights, a few GEMV candidates each
-    D=results/devcpu/decode
+    D=${CPU_DECODE_DIR:-results/devcpu/decode}
     mkdir -p "$D" && rm -f "$D"/cpu-decode-*
     say "== CPU: $(grep -o 'avx512[a-z_0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
     say "== $(lscpu | grep -E '^Thread|^Core|^Socket|^Model name' | tr -s ' ' | tr '\n' ';')"
@@ -385,7 +387,7 @@ gemv_trellis_decode 1 128 128 0 1"}
                 --formats "${CPU_DECODE_FORMATS:-fp4,u4,trellis3}" "$@" --budget 0.2 --quiet \
                 --out "$log.csv" > "$log.log" 2>&1
             say "exit $?"
-            grep -E "probes|^best" "$log.log" | tee -a "$S"
+            grep -E "probes|^best|a cold read" "$log.log" | tee -a "$S"
         done
     done
     tar czf "$OUT/cpu-decode.tar.gz" "$D"

@@ -407,6 +407,41 @@ static void test_wrong_kernel(void)
     CHECK(best == &rows[2], "the best is the fastest ok row, never the wrong one");
 }
 
+/* The CPU backend's sized read: every byte read once (the sum of a buffer
+ * of ones is its length, for lengths short of, equal to and past the
+ * dispatch's chunks), and a cold read timed with its empty dispatch. */
+static void test_sized_read(void)
+{
+    mq_error e;
+    mq_ctx *ctx = NULL;
+    CHECK(mq_ctx_create(3, &ctx, &e) == MQ_OK, "a 3-worker context: %s", e.msg);
+    static const size_t ns[] = {0, 1, 63, 64, 65, 1000, 100003};
+    float *buf = malloc(100003 * sizeof *buf);
+    for (size_t i = 0; buf && i < 100003; i++)
+        buf[i] = 1.0f;
+    for (size_t i = 0; ctx && buf && i < sizeof ns / sizeof ns[0]; i++) {
+        float got = mq_ctx_read(ctx, buf, ns[i] * sizeof *buf);
+        CHECK(got == (float)ns[i], "expected the read of %zu floats of 1 to sum to %zu, got %.1f",
+              ns[i], ns[i], got);
+    }
+    CHECK(ctx && mq_ctx_read(ctx, NULL, 4096) == 0.0f, "expected a dispatch reading nothing");
+    free(buf);
+    mq_ctx_destroy(ctx);
+    mq_backend_opts bo = {2};
+    mq_backend *cpu = mq_backend_cpu_open(&bo, &e);
+    double gbs = 0, empty = -1;
+    CHECK(cpu && cpu->probe_read_at, "expected the CPU backend to have a sized read probe");
+    if (cpu && cpu->probe_read_at) {
+        cpu->cache_bytes = 4 << 20; /* a few copies, not a whole host's L3 */
+        mq_status st = cpu->probe_read_at(cpu, 1 << 20, &gbs, &empty, &e);
+        CHECK(st == MQ_OK && gbs > 0 && isfinite(gbs) && empty >= 0 && empty < 1,
+              "expected a positive rate and an empty dispatch under a second, got %s %.3g GB/s "
+              "%.3g s",
+              st ? e.msg : "ok", gbs, empty);
+    }
+    mq_backend_close(cpu);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -419,6 +454,7 @@ int main(void)
     test_results_store();
     test_wrong_kernel();
     test_half_output_bound();
+    test_sized_read();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0)
