@@ -29,7 +29,7 @@ kernel void marlin_gemm_fp4(device const half *A [[buffer(0)]],
     simdgroup_float8x8 acc[FRAG_M][FRAG_N];
     mq_zero_acc(acc);
     const uint ktiles = MQ_CDIV(p.K, uint(TILE_K));
-    half ra[A_REGS];
+    MqARegs ra;
     MqBRegs rb;
     // prologue: the first K tile into buffer 0
     mq_fetch_a(ra, A, row0, 0, p.K, p, tid);

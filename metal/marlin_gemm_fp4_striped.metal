@@ -25,7 +25,7 @@ kernel void marlin_gemm_fp4_striped(device const half *A [[buffer(0)]],
     threadgroup half smem[MQ_STAGED_SMEM(TILE_M * A_LD + TILE_K * B_LD)];
     MQ_CHECK_PLAN(sizeof(smem));
     threadgroup half *As = smem, *Bs = smem + TILE_M * A_LD;
-    half ra[A_REGS];
+    MqARegs ra;
     MqBRegs rb;
     threadgroup float *scratch = (threadgroup float *)smem + sg * 64u;
     const uint sg_row = (sg / uint(SG_COLS)) * uint(SG_M), sg_col = (sg % uint(SG_COLS)) * uint(SG_N);

@@ -23,7 +23,7 @@ inline void mlx_qmm_body(device const half *A, device const uint *packed,
     const uint2 kr = mq_k_range(p, tg.z);
     simdgroup_float8x8 acc[FRAG_M][FRAG_N];
     mq_zero_acc(acc);
-    half ra[A_REGS];
+    MqARegs ra;
     MqBRegs rb;
     mq_fetch_a(ra, A, row0, kr.x, kr.y, p, tid);
     mq_fetch_b<U4>(rb, packed, scales, zeros, kr.x, col0, kr.y, p, tid);

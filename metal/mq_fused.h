@@ -106,7 +106,7 @@ inline void mq_fused_gemm(device const half *A, thread const MqWeights &w, devic
     simdgroup_float8x8 acc[FRAG_M][FRAG_N];
     mq_zero_acc(acc);
     const uint ktiles = MQ_CDIV(p.K, uint(TILE_K));
-    half ra[A_REGS];
+    MqARegs ra;
     mq_fetch_a(ra, A, row0, 0, p.K, p, tid);
     mq_put_a(As[0], ra, A, row0, 0, p.K, p, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);

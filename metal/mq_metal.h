@@ -165,17 +165,33 @@ inline half mq_u4_to_half(uint q, uint zero)
     return biased - half(1024.0h) - half(float(zero));
 }
 
-// Eight FP4 or u4 weights of one packed word (k0..k0+7 of column n), scaled.
+// Eight FP4 or u4 weights of one packed word (k0..k0+7 of column n), scaled:
+// the same halves as mq_fp4_to_half(code) * scale and mq_u4_to_half(q, z) *
+// scale (the exact product rounded to half once), in fewer instructions.
+// FP4: codes i and i + 4 sit 16 bits apart, so one shift makes an FP16 pair
+// of bit patterns, (c & 7) << 9 | (c & 8) << 12, each the code's value x
+// 2^-14 exactly (subnormals included); times scale x 2^14 in float the
+// product is exact (a 2-bit significand times an 11-bit one) and is
+// rounded to half once.
 inline void mq_decode_word_fp4(uint word, half scale, thread half *out)
 {
-    for (uint i = 0; i < 8; i++)
-        out[i] = mq_fp4_to_half((word >> (4u * i)) & 0xfu) * scale;
+    const float s = float(scale) * 16384.0f;
+    for (uint i = 0; i < 4u; i++) {
+        const uint t = (word >> (4u * i));
+        const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
+        out[i] = half(float(as_type<half>(ushort(hb & 0xffffu))) * s);
+        out[i + 4u] = half(float(as_type<half>(ushort(hb >> 16))) * s);
+    }
 }
 
+// u4: q - z exactly as the float (2^23 + q) - (2^23 + z), times the scale
+// in float (an 8-bit integer times an 11-bit significand: exact), rounded
+// to half once.
 inline void mq_decode_word_u4(uint word, uint zero, half scale, thread half *out)
 {
+    const float zb = as_type<float>(zero | 0x4B000000u), s = float(scale);
     for (uint i = 0; i < 8; i++)
-        out[i] = mq_u4_to_half((word >> (4u * i)) & 0xfu, zero) * scale;
+        out[i] = half((as_type<float>(((word >> (4u * i)) & 0xfu) | 0x4B000000u) - zb) * s);
 }
 
 // The trellis index of element (k, n): tile (k/16, n/16), element
@@ -256,48 +272,64 @@ inline uint2 mq_k_range(constant MqParams &p, uint s)
 // Shares: A_REGS halves of A, B_REGS packed words of B per thread. Where a
 // share would be too large for registers (few threads over a deep tile),
 // the fetch does nothing and the put loads from device memory directly.
-#define A_PER_THREAD MQ_CDIV(TILE_M * TILE_K, THREADS)
+#define A_CHUNKS (TILE_M * TILE_K / 8) // 16-byte pieces of the A tile: 8 halves of a row
+#define A_PER_THREAD MQ_CDIV(A_CHUNKS, THREADS)
 #define B_PER_THREAD MQ_CDIV(TILE_K / 8 * TILE_N, THREADS)
-#define MQ_REG_A (A_PER_THREAD <= 16)
+#define MQ_REG_A (A_PER_THREAD <= 2)
 #define MQ_REG_B (B_PER_THREAD <= 8)
 #define A_REGS (MQ_REG_A ? A_PER_THREAD : 1)
 #define B_REGS (MQ_REG_B ? B_PER_THREAD : 1)
 
-// element i of the A tile [TILE_M][TILE_K] at (row0, k0): zero outside M
-// and from k_end on
-inline half mq_a_elem(device const half *A, uint i, uint row0, uint k0, uint k_end,
-                      constant MqParams &p)
+static_assert(TILE_K % 8 == 0 && A_LD % 8 == 0, "A tile rows are whole 16-byte chunks");
+
+// What a thread holds of the A tile between fetch and put.
+struct MqARegs {
+    uint4 chunk[A_REGS];
+};
+
+// chunk i of the A tile [TILE_M][TILE_K] at (row0, k0): the 8 halves of row
+// i / (TILE_K / 8) from k0 + 8 (i % (TILE_K / 8)), one 16-byte load (K,
+// k0 and k_end are multiples of 8, so a chunk is wholly inside or outside);
+// zero outside M and from k_end on
+inline uint4 mq_a_chunk(device const half *A, uint i, uint row0, uint k0, uint k_end,
+                        constant MqParams &p)
 {
-    const uint r = row0 + i / uint(TILE_K), k = k0 + i % uint(TILE_K);
-    return (i < uint(TILE_M * TILE_K) && r < p.M && k < k_end) ? A[r * p.K + k] : half(0.0h);
+    const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
+    return (i < uint(A_CHUNKS) && r < p.M && k < k_end) ? *(device const uint4 *)(A + r * p.K + k)
+                                                        : uint4(0u);
 }
 
-inline void mq_fetch_a(thread half (&ra)[A_REGS], device const half *A, uint row0, uint k0,
-                       uint k_end, constant MqParams &p, uint tid)
+inline void mq_fetch_a(thread MqARegs &ra, device const half *A, uint row0, uint k0, uint k_end,
+                       constant MqParams &p, uint tid)
 {
     if (!MQ_REG_A)
         return;
     MQ_UNROLL
     for (uint j = 0; j < uint(A_REGS); j++)
-        ra[j] = mq_a_elem(A, tid + j * uint(THREADS), row0, k0, k_end, p);
+        ra.chunk[j] = mq_a_chunk(A, tid + j * uint(THREADS), row0, k0, k_end, p);
 }
 
-// The A tile into threadgroup memory (row stride A_LD), from the registers
-// mq_fetch_a filled for the same k0, or from device memory.
-inline void mq_put_a(threadgroup half *As, thread const half (&ra)[A_REGS], device const half *A,
+// The A tile into threadgroup memory (row stride A_LD halves, a multiple of
+// 8: each chunk one 16-byte store), from the registers mq_fetch_a filled
+// for the same k0, or from device memory.
+inline void mq_put_a_chunk(threadgroup half *As, uint i, uint4 v)
+{
+    *(threadgroup uint4 *)(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u) = v;
+}
+
+inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, device const half *A,
                      uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
 {
     if (MQ_REG_A) {
         MQ_UNROLL
         for (uint j = 0; j < uint(A_REGS); j++) {
             const uint i = tid + j * uint(THREADS);
-            if (i < uint(TILE_M * TILE_K))
-                As[(i / uint(TILE_K)) * uint(A_LD) + i % uint(TILE_K)] = ra[j];
+            if (i < uint(A_CHUNKS))
+                mq_put_a_chunk(As, i, ra.chunk[j]);
         }
     } else {
-        for (uint i = tid; i < uint(TILE_M * TILE_K); i += uint(THREADS))
-            As[(i / uint(TILE_K)) * uint(A_LD) + i % uint(TILE_K)] =
-                mq_a_elem(A, i, row0, k0, k_end, p);
+        for (uint i = tid; i < uint(A_CHUNKS); i += uint(THREADS))
+            mq_put_a_chunk(As, i, mq_a_chunk(A, i, row0, k0, k_end, p));
     }
 }
 
