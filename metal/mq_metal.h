@@ -165,33 +165,30 @@ inline half mq_u4_to_half(uint q, uint zero)
     return biased - half(1024.0h) - half(float(zero));
 }
 
-// Eight FP4 or u4 weights of one packed word (k0..k0+7 of column n), scaled:
-// the same halves as mq_fp4_to_half(code) * scale and mq_u4_to_half(q, z) *
-// scale (the exact product rounded to half once), in fewer instructions.
-// FP4: codes i and i + 4 sit 16 bits apart, so one shift makes an FP16 pair
-// of bit patterns, (c & 7) << 9 | (c & 8) << 12, each the code's value x
-// 2^-14 exactly (subnormals included); times scale x 2^14 in float the
-// product is exact (a 2-bit significand times an 11-bit one) and is
-// rounded to half once.
-inline void mq_decode_word_fp4(uint word, half scale, thread half *out)
+// Two weights of one packed word (column n), rows i and i + 4 of its 8 K
+// values, scaled: the same halves as mq_fp4_to_half(code) * scale and
+// mq_u4_to_half(q, z) * scale (the exact product rounded to half once), in
+// fewer instructions. FP4: codes i and i + 4 sit 16 bits apart, so one
+// shift makes an FP16 pair of bit patterns, (c & 7) << 9 | (c & 8) << 12,
+// each the code's value x 2^-14 exactly (subnormals included); times
+// s = scale x 2^14 in float the product is exact (a 2-bit significand times
+// an 11-bit one) and is rounded to half once.
+inline half2 mq_fp4_rows(uint word, uint i, float s)
 {
-    const float s = float(scale) * 16384.0f;
-    for (uint i = 0; i < 4u; i++) {
-        const uint t = (word >> (4u * i));
-        const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
-        out[i] = half(float(as_type<half>(ushort(hb & 0xffffu))) * s);
-        out[i + 4u] = half(float(as_type<half>(ushort(hb >> 16))) * s);
-    }
+    const uint t = (word >> (4u * i));
+    const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
+    return half2(half(float(as_type<half>(ushort(hb & 0xffffu))) * s),
+                 half(float(as_type<half>(ushort(hb >> 16))) * s));
 }
 
-// u4: q - z exactly as the float (2^23 + q) - (2^23 + z), times the scale
-// in float (an 8-bit integer times an 11-bit significand: exact), rounded
-// to half once.
-inline void mq_decode_word_u4(uint word, uint zero, half scale, thread half *out)
+// u4: q - z exactly as the float (2^23 + q) - zb, zb = 2^23 + z, times the
+// scale s in float (an 8-bit integer times an 11-bit significand: exact),
+// rounded to half once.
+inline half2 mq_u4_rows(uint word, uint i, float zb, float s)
 {
-    const float zb = as_type<float>(zero | 0x4B000000u), s = float(scale);
-    for (uint i = 0; i < 8; i++)
-        out[i] = half((as_type<float>(((word >> (4u * i)) & 0xfu) | 0x4B000000u) - zb) * s);
+    const uint t = word >> (4u * i);
+    return half2(half((as_type<float>((t & 0xfu) | 0x4B000000u) - zb) * s),
+                 half((as_type<float>(((t >> 16) & 0xfu) | 0x4B000000u) - zb) * s));
 }
 
 // The trellis index of element (k, n): tile (k/16, n/16), element
@@ -274,13 +271,15 @@ inline uint2 mq_k_range(constant MqParams &p, uint s)
 // the fetch does nothing and the put loads from device memory directly.
 #define A_CHUNKS (TILE_M * TILE_K / 8) // 16-byte pieces of the A tile: 8 halves of a row
 #define A_PER_THREAD MQ_CDIV(A_CHUNKS, THREADS)
-#define B_PER_THREAD MQ_CDIV(TILE_K / 8 * TILE_N, THREADS)
+#define B_PAIRS (TILE_K / 8 * TILE_N / 2) // two adjacent columns' words at the same K
+#define B_PER_THREAD MQ_CDIV(B_PAIRS, THREADS)
 #define MQ_REG_A (A_PER_THREAD <= 2)
-#define MQ_REG_B (B_PER_THREAD <= 8)
+#define MQ_REG_B (B_PER_THREAD <= 4)
 #define A_REGS (MQ_REG_A ? A_PER_THREAD : 1)
 #define B_REGS (MQ_REG_B ? B_PER_THREAD : 1)
 
 static_assert(TILE_K % 8 == 0 && A_LD % 8 == 0, "A tile rows are whole 16-byte chunks");
+static_assert(TILE_N % 2 == 0 && B_LD % 2 == 0, "B tile rows hold whole column pairs");
 
 // What a thread holds of the A tile between fetch and put.
 struct MqARegs {
@@ -333,12 +332,13 @@ inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, device cons
     }
 }
 
-// What a thread holds of the B tile between fetch and put: packed words
-// (8 K values of one column each) with their scale and zero point.
+// What a thread holds of the B tile between fetch and put: pairs of packed
+// words of adjacent columns (8 K values each) with their scales and zero
+// points.
 struct MqBRegs {
-    uint word[B_REGS];
-    half scale[B_REGS];
-    uchar zero[B_REGS];
+    uint word[B_REGS][2];
+    half scale[B_REGS][2];
+    uchar zero[B_REGS][2];
 };
 
 // word i of the B tile at (k0, col0): kw = i / TILE_N, column i % TILE_N;
@@ -371,25 +371,34 @@ inline void mq_fetch_b(thread MqBRegs &rb, device const uint *packed, device con
         return;
     MQ_UNROLL
     for (uint j = 0; j < uint(B_REGS); j++)
-        mq_b_word<U4>(packed, scales, zeros, tid + j * uint(THREADS), k0, col0, k_end, p,
-                      rb.word[j], rb.scale[j], rb.zero[j]);
+        for (uint h = 0; h < 2u; h++)
+            mq_b_word<U4>(packed, scales, zeros, 2u * (tid + j * uint(THREADS)) + h, k0, col0,
+                          k_end, p, rb.word[j][h], rb.scale[j][h], rb.zero[j][h]);
 }
 
-// Word i's 8 values, dequantized, into rows kw*8.. of the B tile (row
-// stride B_LD); rows from k_end on are zero even inside the word.
+// Pair q's 16 values, dequantized, into rows kw*8..kw*8+7 of the B tile
+// (row stride B_LD, even), columns c and c + 1 (c even): one 4-byte store
+// per row, two rows at a time (four values live, not sixteen: registers
+// cost resident threadgroups). K, k0 and k_end are multiples of 8 (K of the
+// group, slices of the tile or group), so a word is wholly before k_end or
+// zero.
 template <bool U4>
-inline void mq_put_b_word(threadgroup half *Bs, uint i, uint word, half scale, uchar zero,
-                          uint k0, uint k_end)
+inline void mq_put_b_pair(threadgroup half *Bs, uint q, uint w0, uint w1, half s0, half s1,
+                          uchar z0, uchar z1)
 {
-    const uint kw = i / uint(TILE_N), c = i % uint(TILE_N), k = k0 + kw * 8u;
-    half v[8];
-    if (U4)
-        mq_decode_word_u4(word, zero, scale, v);
-    else
-        mq_decode_word_fp4(word, scale, v);
+    const uint kw = (2u * q) / uint(TILE_N), c = (2u * q) % uint(TILE_N);
+    threadgroup half *row = Bs + (kw * 8u) * uint(B_LD) + c;
+    const float f0 = U4 ? float(s0) : float(s0) * 16384.0f;
+    const float f1 = U4 ? float(s1) : float(s1) * 16384.0f;
+    const float zb0 = as_type<float>(uint(z0) | 0x4B000000u);
+    const float zb1 = as_type<float>(uint(z1) | 0x4B000000u);
     MQ_UNROLL
-    for (uint j = 0; j < 8u; j++)
-        Bs[(kw * 8u + j) * uint(B_LD) + c] = (k + j < k_end) ? v[j] : half(0.0h);
+    for (uint i = 0; i < 4u; i++) {
+        const half2 a = U4 ? mq_u4_rows(w0, i, zb0, f0) : mq_fp4_rows(w0, i, f0);
+        const half2 b = U4 ? mq_u4_rows(w1, i, zb1, f1) : mq_fp4_rows(w1, i, f1);
+        *(threadgroup half2 *)(row + i * uint(B_LD)) = half2(a.x, b.x);
+        *(threadgroup half2 *)(row + (i + 4u) * uint(B_LD)) = half2(a.y, b.y);
+    }
 }
 
 // The dequantized B tile [TILE_K][TILE_N] at (k0, col0) into threadgroup
@@ -400,21 +409,23 @@ inline void mq_put_b(threadgroup half *Bs, thread const MqBRegs &rb, device cons
                      device const half *scales, device const uchar *zeros, uint k0, uint col0,
                      uint k_end, constant MqParams &p, uint tid)
 {
-    const uint words = uint(TILE_K / 8 * TILE_N);
     if (MQ_REG_B) {
         MQ_UNROLL
         for (uint j = 0; j < uint(B_REGS); j++) {
-            const uint i = tid + j * uint(THREADS);
-            if (i < words)
-                mq_put_b_word<U4>(Bs, i, rb.word[j], rb.scale[j], rb.zero[j], k0, k_end);
+            const uint q = tid + j * uint(THREADS);
+            if (q < uint(B_PAIRS))
+                mq_put_b_pair<U4>(Bs, q, rb.word[j][0], rb.word[j][1], rb.scale[j][0],
+                                  rb.scale[j][1], rb.zero[j][0], rb.zero[j][1]);
         }
     } else {
-        for (uint i = tid; i < words; i += uint(THREADS)) {
-            uint word;
-            half scale;
-            uchar zero;
-            mq_b_word<U4>(packed, scales, zeros, i, k0, col0, k_end, p, word, scale, zero);
-            mq_put_b_word<U4>(Bs, i, word, scale, zero, k0, k_end);
+        for (uint q = tid; q < uint(B_PAIRS); q += uint(THREADS)) {
+            uint w[2];
+            half sc[2];
+            uchar z[2];
+            for (uint h = 0; h < 2u; h++)
+                mq_b_word<U4>(packed, scales, zeros, 2u * q + h, k0, col0, k_end, p, w[h], sc[h],
+                              z[h]);
+            mq_put_b_pair<U4>(Bs, q, w[0], w[1], sc[0], sc[1], z[0], z[1]);
         }
     }
 }
