@@ -266,9 +266,11 @@ inline uint2 mq_k_range(constant MqParams &p, uint s)
 // kernels overlap loads with math by hand: each thread loads its share of
 // the next K tile into registers (mq_fetch_*) before the MMAs of this one
 // are issued, and stores it into threadgroup memory (mq_put_*) after them.
-// Shares: A_REGS halves of A, B_REGS packed words of B per thread. Where a
-// share would be too large for registers (few threads over a deep tile),
-// the fetch does nothing and the put loads from device memory directly.
+// Shares: A_REGS 16-byte chunks of A (8 halves each) and B_REGS pairs of
+// adjacent columns' packed words of B per thread (wide accesses: one
+// instruction moves 8 halves of A, one store 2 values of B). Where a share
+// would be too large for registers (few threads over a deep tile), the
+// fetch does nothing and the put loads from device memory directly.
 #define A_CHUNKS (TILE_M * TILE_K / 8) // 16-byte pieces of the A tile: 8 halves of a row
 #define A_PER_THREAD MQ_CDIV(A_CHUNKS, THREADS)
 #define B_PAIRS (TILE_K / 8 * TILE_N / 2) // two adjacent columns' words at the same K
