@@ -177,8 +177,10 @@ inline half2 mq_fp4_rows(uint word, uint i, float s)
 {
     const uint t = (word >> (4u * i));
     const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
-    return half2(half(float(as_type<half>(ushort(hb & 0xffffu))) * s),
-                 half(float(as_type<half>(ushort(hb >> 16))) * s));
+    half2 r; // set lane by lane: Metal's half2(x, y) is no constructor of clang's vectors
+    r.x = half(float(as_type<half>(ushort(hb & 0xffffu))) * s);
+    r.y = half(float(as_type<half>(ushort(hb >> 16))) * s);
+    return r;
 }
 
 // u4: q - z exactly as the float (2^23 + q) - zb, zb = 2^23 + z, times the
@@ -187,8 +189,10 @@ inline half2 mq_fp4_rows(uint word, uint i, float s)
 inline half2 mq_u4_rows(uint word, uint i, float zb, float s)
 {
     const uint t = word >> (4u * i);
-    return half2(half((as_type<float>((t & 0xfu) | 0x4B000000u) - zb) * s),
-                 half((as_type<float>(((t >> 16) & 0xfu) | 0x4B000000u) - zb) * s));
+    half2 r;
+    r.x = half((as_type<float>((t & 0xfu) | 0x4B000000u) - zb) * s);
+    r.y = half((as_type<float>(((t >> 16) & 0xfu) | 0x4B000000u) - zb) * s);
+    return r;
 }
 
 // The trellis index of element (k, n): tile (k/16, n/16), element
@@ -296,8 +300,10 @@ inline uint4 mq_a_chunk(device const half *A, uint i, uint row0, uint k0, uint k
                         constant MqParams &p)
 {
     const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
-    return (i < uint(A_CHUNKS) && r < p.M && k < k_end) ? *(device const uint4 *)(A + r * p.K + k)
-                                                        : uint4(0u);
+    uint4 v = uint4(0u);
+    if (i < uint(A_CHUNKS) && r < p.M && k < k_end)
+        v = *(device const uint4 *)(A + r * p.K + k);
+    return v;
 }
 
 inline void mq_fetch_a(thread MqARegs &ra, device const half *A, uint row0, uint k0, uint k_end,
@@ -313,9 +319,12 @@ inline void mq_fetch_a(thread MqARegs &ra, device const half *A, uint row0, uint
 // The A tile into threadgroup memory (row stride A_LD halves, a multiple of
 // 8: each chunk one 16-byte store), from the registers mq_fetch_a filled
 // for the same k0, or from device memory.
+// (stored as a float4's bits: a vector type every compiler of this source
+// stores into threadgroup memory whole)
 inline void mq_put_a_chunk(threadgroup half *As, uint i, uint4 v)
 {
-    *(threadgroup uint4 *)(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u) = v;
+    *(threadgroup float4 *)(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u) =
+        as_type<float4>(v);
 }
 
 inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, device const half *A,
@@ -398,8 +407,13 @@ inline void mq_put_b_pair(threadgroup half *Bs, uint q, uint w0, uint w1, half s
     for (uint i = 0; i < 4u; i++) {
         const half2 a = U4 ? mq_u4_rows(w0, i, zb0, f0) : mq_fp4_rows(w0, i, f0);
         const half2 b = U4 ? mq_u4_rows(w1, i, zb1, f1) : mq_fp4_rows(w1, i, f1);
-        *(threadgroup half2 *)(row + i * uint(B_LD)) = half2(a.x, b.x);
-        *(threadgroup half2 *)(row + (i + 4u) * uint(B_LD)) = half2(a.y, b.y);
+        half2 lo, hi; // rows i and i + 4, columns c and c + 1
+        lo.x = a.x;
+        lo.y = b.x;
+        hi.x = a.y;
+        hi.y = b.y;
+        *(threadgroup half2 *)(row + i * uint(B_LD)) = lo;
+        *(threadgroup half2 *)(row + (i + 4u) * uint(B_LD)) = hi;
     }
 }
 
