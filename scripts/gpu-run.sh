@@ -40,7 +40,11 @@
 #                                backends/cuda/metal_stdlib) -> results/CHIP/mma/CONFIG.csv,
 #                                and each configuration's SASS instruction mix
 #                                (scripts/sass-stats.sh) -> results/CHIP/mma/sass-stats.txt
-#                                (MMA_DIR=NAME: results/CHIP/NAME instead; MMA_EXTRA: more
+#                                (MMA_TILES / MMA_TILES_SMALL: "tm tn tk|..." for M >= 128 / below,
+#                                MMA_SKS / MMA_SKS_SMALL: split_k values, MMA_TGS: threadgroup
+#                                counts (default 0), MMA_VARIANTS: a regex of variant names,
+#                                MMA_MAX: at most this many candidates per shape, default 60;
+#                                MMA_DIR=NAME: results/CHIP/NAME instead; MMA_EXTRA: more
 #                                "variant tm tn tk tg sk" lines timed with them, e.g. the
 #                                decode path's best)
 #   scripts/gpu-run.sh ab        the same candidates (AB_SPECS) under the tree in .debs/before.tar.gz
@@ -229,21 +233,26 @@ mma)
         for f in ${MMA_FORMATS:-fp4 u4}; do
             m=${sh%%x*}
             if [ "$m" -ge 128 ]; then
-                tiles="64 64 32|128 128 32|128 64 32|64 128 32|128 128 64"; sks="1"
+                tiles=${MMA_TILES:-"64 64 32|128 128 32|128 64 32|64 128 32|128 128 64"}; sks=${MMA_SKS:-1}
             else
-                tiles="16 64 32|16 128 32|32 128 32|16 256 32|32 64 64"; sks="1 4 8"
+                tiles=${MMA_TILES_SMALL:-"16 64 32|16 128 32|32 128 32|16 256 32|32 64 64"}; sks=${MMA_SKS_SMALL:-"1 4 8"}
             fi
             build/bench --chip "$CHIP" --shape "$sh" --formats "$f" --space full --explain \
                 > /tmp/explain.txt 2>&1
-            awk -v tiles="$tiles" -v sks="$sks" 'BEGIN { n = split(tiles, t, "|"); for (i = 1; i <= n; i++) ok[t[i]] = 1
-                    n = split(sks, k, " "); for (i = 1; i <= n; i++) sk[k[i]] = 1 }
-                $1 == "legal" && $2 !~ /gemv/ { gsub(/[a-z]+=/, "")
-                    if (($3 " " $4 " " $5) in ok && $6 == 0 && $7 in sk) print $2, $3, $4, $5, $6, $7 }' \
-                /tmp/explain.txt | head -60 > /tmp/mma-specs.txt
+            awk -v tiles="$tiles" -v sks="$sks" -v tgs="${MMA_TGS:-0}" -v vars="${MMA_VARIANTS:-.}" \
+                'BEGIN { n = split(tiles, t, "|"); for (i = 1; i <= n; i++) ok[t[i]] = 1
+                    n = split(sks, k, " "); for (i = 1; i <= n; i++) sk[k[i]] = 1
+                    n = split(tgs, g, " "); for (i = 1; i <= n; i++) tg[g[i]] = 1 }
+                $1 == "legal" && $2 !~ /gemv/ && $2 ~ vars { gsub(/[a-z]+=/, "")
+                    if (($3 " " $4 " " $5) in ok && $6 in tg && $7 in sk) print $2, $3, $4, $5, $6, $7 }' \
+                /tmp/explain.txt | head -"${MMA_MAX:-60}" > /tmp/mma-specs.txt
             [ -n "${MMA_EXTRA:-}" ] && printf '%s\n' "$MMA_EXTRA" >> /tmp/mma-specs.txt
             say "== MMA kernels: $f $sh, $(wc -l < /tmp/mma-specs.txt) candidates"
+            # bench takes at most 64 candidates a call: 60 per chunk
+            rm -f /tmp/mma-chunk.*; split -l 60 /tmp/mma-specs.txt /tmp/mma-chunk.
+            for chunk in /tmp/mma-chunk.*; do
             set --
-            while read -r spec; do set -- "$@" --candidate "$spec"; done < /tmp/mma-specs.txt
+            while read -r spec; do set -- "$@" --candidate "$spec"; done < "$chunk"
             for cfg in $configs; do
                 inc=
                 case $cfg in
@@ -259,8 +268,11 @@ mma)
                 MQ_CUDA_CACHE=/tmp/mq-cache/$cfg MQ_CUDA_INCLUDE=$inc MQ_CUDA_MMA=$mm \
                     timeout "$STAGE_S" "$bin" --backend cuda --shape "$sh" --formats "$f" \
                     --budget 0.05 --quiet --out "$D/$cfg.csv" "$@" > "$D/$cfg-$f-$sh.log" 2>&1
-                say "$cfg exit $?: $(grep -E "^best" "$D/$cfg-$f-$sh.log")"
-                grep -E "device probes before|wrong|error" "$D/$cfg-$f-$sh.log" | head -4 | tee -a "$S"
+                r=$?
+                cat "$D/$cfg-$f-$sh.log" >> "$D/$cfg-$f-$sh.all.log"
+                say "$cfg exit $r: $(grep -E "^best" "$D/$cfg-$f-$sh.log")"
+                grep -E "device probes before|wrong|error|too many" "$D/$cfg-$f-$sh.log" | head -4 | tee -a "$S"
+            done
             done
         done
     done
