@@ -30,6 +30,8 @@ struct mq_ctx {
         mq_candidate c;
     } answers[16];
     int nanswers, next_answer;
+    void *bufs[MQ_CTX_BUFFERS]; /* mq_ctx_buffer's, kept between calls */
+    size_t buf_cap[MQ_CTX_BUFFERS];
     mq_trace_entry *trace;
     int trace_cap;
     int *trace_count;
@@ -93,10 +95,32 @@ void mq_ctx_destroy(mq_ctx *ctx)
     mq_pool_destroy(ctx->pool);
     free_scratch(ctx);
     free(ctx->workspace);
+    for (int i = 0; i < MQ_CTX_BUFFERS; i++)
+        free(ctx->bufs[i]);
     free(ctx);
 }
 
 int mq_ctx_threads(const mq_ctx *ctx) { return ctx ? ctx->threads : 0; }
+
+mq_pool *mq_ctx_pool(mq_ctx *ctx) { return ctx->pool; }
+mq_scratch *mq_ctx_scratch(mq_ctx *ctx, int worker) { return &ctx->scratch[worker]; }
+const mq_table *mq_ctx_table(const mq_ctx *ctx) { return ctx->table; }
+
+void *mq_ctx_buffer(mq_ctx *ctx, int slot, size_t bytes)
+{
+    if (slot < 0 || slot >= MQ_CTX_BUFFERS)
+        return NULL;
+    if (bytes <= ctx->buf_cap[slot] && ctx->bufs[slot])
+        return ctx->bufs[slot];
+    size_t cap = (bytes + 63) & ~(size_t)63;
+    void *b = aligned_alloc(64, cap ? cap : 64);
+    if (!b)
+        return NULL;
+    free(ctx->bufs[slot]);
+    ctx->bufs[slot] = b;
+    ctx->buf_cap[slot] = cap;
+    return b;
+}
 
 typedef struct {
     const float *base;

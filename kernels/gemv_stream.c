@@ -48,11 +48,16 @@
 #define PREFETCH_AHEAD(p, bytes) \
     __builtin_prefetch((const void *)((uintptr_t)(const void *)(p) + (bytes)), 0, 3)
 
+int mq_gemv_max_cols(int rows)
+{
+    return mq_max(16, (PART_FLOATS / mq_max(1, rows)) & ~15);
+}
+
 void mq_gemv_schedule(mq_gemv_job *j, int threads)
 {
     const mq_problem *p = j->p;
     int rows = mq_max(1, mq_min(j->rows, p->M));
-    int wmax = mq_max(16, (PART_FLOATS / rows) & ~15);
+    int wmax = mq_gemv_max_cols(rows);
     j->col_ranges = mq_cdiv(p->N, wmax);
     j->width = (mq_cdiv(p->N, j->col_ranges) + 15) & ~15;
     j->col_ranges = mq_cdiv(p->N, j->width);
@@ -256,11 +261,19 @@ static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols
 void mq_gemv_unit(const mq_gemv_job *j, mq_scratch *s, int unit)
 {
     const mq_problem *p = j->p;
-    const mq_weights *w = j->w;
     int slice = unit / j->col_ranges, range = unit % j->col_ranges;
     int g0 = slice * j->groups_per_slice;
     int g1 = mq_min(g0 + j->groups_per_slice, mq_group_count(p->K, p->group));
     int c0 = range * j->width, ncols = mq_min(j->width, p->N - c0);
+    float *out = j->slices > 1 ? j->out + (size_t)slice * p->M * p->N : j->out;
+    mq_gemv_part(j, s, g0, g1, c0, ncols, out);
+}
+
+void mq_gemv_part(const mq_gemv_job *j, mq_scratch *s, int g0, int g1, int c0, int ncols,
+                  float *out)
+{
+    const mq_problem *p = j->p;
+    const mq_weights *w = j->w;
     int ld = (ncols + 15) & ~15, rows = mq_max(1, j->rows);
     int trellis = mq_format_is_trellis(w->format), u4 = w->format == MQ_FMT_U4;
     v16f lut = mq_format_lut(w);
@@ -270,7 +283,6 @@ void mq_gemv_unit(const mq_gemv_job *j, mq_scratch *s, int unit)
             lut[i] = lut[i % period];
     }
     row_decoder rd = row_decoder_for(trellis ? mq_format_bits(w->format) : 4);
-    float *out = j->slices > 1 ? j->out + (size_t)slice * p->M * p->N : j->out;
     for (int m0 = 0; m0 < p->M; m0 += rows) {
         int mr = mq_min(rows, p->M - m0);
         float *part = s->b_tile, *acc = s->acc, *a = s->a_tile, *zf = s->b_tile + (size_t)mr * ld;

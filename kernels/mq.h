@@ -299,6 +299,136 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
                   const uint16_t *A, float *C, const mq_candidate *c,
                   const mq_limits *lim, mq_error *err);
 
+/* ---- mixture of experts: gemm_trellis_moe (seed 004, section 7) ------- */
+
+/* One MoE block: `tokens` rows of x [tokens][hidden] (FP16), each routed to
+ * top_k of `experts` experts; expert e computes
+ *   down_e(silu(gate_e(x)) * up_e(x))
+ * with gate/up [hidden -> inter] and down [inter -> hidden] in one trellis
+ * format, and a token's output is the sum over its experts of that times
+ * the routing probability. */
+typedef struct {
+    mq_format format; /* trellis2, trellis3 or trellis4 */
+    int tokens, hidden, inter, experts, top_k, group;
+} mq_moe_problem;
+
+mq_status mq_moe_problem_check(const mq_moe_problem *p, mq_error *err);
+
+typedef enum { MQ_MOE_GATE = 0, MQ_MOE_UP, MQ_MOE_DOWN, MQ_MOE_PROJS } mq_moe_proj;
+const char *mq_moe_proj_name(mq_moe_proj j);
+
+/* Per-expert weights in the seed's contiguous layout: for each projection,
+ * every array holds the experts back to back (indices [E][tiles_k][tiles_n]
+ * [tile_bytes], tscales [E][groups][N], su [E][K], sv [E][N]) and one
+ * codebook serves all experts of the projection; w[j][e] is expert e of
+ * projection j as an mq_weights view into them (not owned). */
+typedef struct {
+    mq_format format;
+    int experts, hidden, inter, group;
+    uint8_t *indices[MQ_MOE_PROJS];
+    float *tscales[MQ_MOE_PROJS], *su[MQ_MOE_PROJS], *sv[MQ_MOE_PROJS];
+    float *grid[MQ_MOE_PROJS];
+    mq_weights *w[MQ_MOE_PROJS]; /* [experts] views */
+} mq_moe_weights;
+
+/* Allocate zeroed weights (signs +1, the default codebook) for p's format,
+ * sizes and experts (tokens and top_k are not used). */
+mq_status mq_moe_weights_alloc(mq_moe_weights *mw, const mq_moe_problem *p, mq_error *err);
+void mq_moe_weights_free(mq_moe_weights *mw);
+/* Copy one expert's projection into place from weights of the same format,
+ * shape and group (e.g. mq_quantize's), whose codebook must equal the
+ * projection's (set it first with mq_moe_weights_set_grid). */
+mq_status mq_moe_weights_set(mq_moe_weights *mw, mq_moe_proj j, int expert,
+                             const mq_weights *src, mq_error *err);
+mq_status mq_moe_weights_set_grid(mq_moe_weights *mw, mq_moe_proj j, const float *grid,
+                                  int n_levels, mq_error *err);
+/* Synthetic weights for benchmarks: uniform indices, scales so that a
+ * projection of unit-variance inputs keeps unit variance, random signs;
+ * the same seed gives the same weights. */
+void mq_moe_weights_fill_random(mq_moe_weights *mw, uint64_t seed);
+/* Validate every expert of every projection (mq_weights_check's rules),
+ * naming the projection and expert at fault. */
+mq_status mq_moe_weights_check(const mq_moe_weights *mw, mq_error *err);
+/* Bytes of the experts `routing` touches (what a decode step must read). */
+size_t mq_moe_weights_bytes_touched(const mq_moe_weights *mw, const int32_t *expert_ids,
+                                    int tokens, int top_k);
+
+/* Routing: expert_ids and probs, [tokens][top_k] each. Valid when every id
+ * is in [0, experts), a token's ids are distinct, every probability is
+ * finite and not negative; MQ_E_ARG names the token and slot otherwise. */
+mq_status mq_moe_routing_check(const mq_moe_problem *p, const int32_t *expert_ids,
+                               const float *probs, mq_error *err);
+
+typedef enum {
+    MQ_ROUTE_UNIFORM = 0, /* top_k distinct experts, each equally likely */
+    MQ_ROUTE_ZIPF,        /* expert r drawn with weight 1/(r+1)^s (s = zipf_s) */
+    MQ_ROUTE_ONE,         /* every token to experts 0..top_k-1: one expert holds all tokens */
+    MQ_ROUTE_KINDS
+} mq_route_kind;
+
+const char *mq_route_kind_name(mq_route_kind k);
+mq_status mq_route_kind_from_name(const char *name, mq_route_kind *out, mq_error *err);
+/* A reproducible routing (the same seed, the same routing): experts as the
+ * kind says, probabilities a softmax of random logits over the chosen. */
+mq_status mq_moe_routing_generate(const mq_moe_problem *p, mq_route_kind kind, double zipf_s,
+                                  uint64_t seed, int32_t *expert_ids, float *probs,
+                                  mq_error *err);
+
+/* Tokens per expert: the most any expert gets, the mean over experts and
+ * how many experts get at least one. */
+typedef struct {
+    int max_tokens, touched;
+    double mean_tokens;
+} mq_moe_routing_summary;
+
+mq_moe_routing_summary mq_moe_routing_summarize(const mq_moe_problem *p,
+                                                const int32_t *expert_ids);
+
+/* The block in float64 over exactly dequantized weights: out [tokens]
+ * [hidden]. bound (may be NULL) gets, per output, how far a kernel that
+ * computes gate and up in FP32 (hidden products), SwiGLU in FP32, rounds h
+ * to FP16, computes down in FP32 (inter products) and sums the experts in
+ * FP32 may be from it. */
+mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
+                           const uint16_t *x, const int32_t *expert_ids, const float *probs,
+                           double *out, double *bound, mq_error *err);
+
+/* How the CPU model runs the block. inner: the dense kernel each expert's
+ * rows run through (gemv_trellis_decode: tile_m rows per pass over the
+ * weights, streaming; gemm_trellis_packed / _decode: output tiles); i_split:
+ * the intermediate dimension cut into this many chunks of whole groups,
+ * one work unit per touched expert and chunk, each giving the down
+ * projection a partial sum; fuse_gate_up: 1, one unit computes gate, up,
+ * SwiGLU and its chunk of down (one dispatch); 0, gate and up are separate
+ * units of a first dispatch and SwiGLU + down a second. */
+typedef struct {
+    mq_candidate inner;
+    int i_split;
+    int fuse_gate_up;
+} mq_moe_candidate;
+
+/* Check a candidate; MQ_E_ILLEGAL with the reason. */
+mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate *c,
+                                 mq_error *err);
+int mq_moe_candidate_str(const mq_moe_candidate *c, char *buf, size_t n);
+/* A sensible candidate for p (decode: the streaming kernel, the
+ * intermediate split to fill the workers; prefill: tiles). */
+mq_moe_candidate mq_moe_default_candidate(const mq_moe_problem *p, int threads);
+
+/* out [tokens][hidden] FP32 = the block, fused (gemm_trellis_moe). Routing
+ * and weights are trusted: check them once when they are made. */
+mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights *mw,
+                     const uint16_t *x, const int32_t *expert_ids, const float *probs,
+                     float *out, const mq_moe_candidate *c, mq_error *err);
+/* The unfused baseline: per touched expert, its tokens gathered into a
+ * dense FP16 block, gate and up through mq_gemm (dense: `dense` for every
+ * call, or NULL: the context's table, else the decode kernel up to 16 rows
+ * and the prefill kernel above), SwiGLU as its own pass to FP16, down
+ * through mq_gemm, and the probability-weighted sum as its own pass. */
+mq_status mq_moe_run_unfused(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights *mw,
+                             const uint16_t *x, const int32_t *expert_ids, const float *probs,
+                             float *out, const mq_candidate *dense, mq_error *err);
+
 /* ---- dispatch tables and the runtime lookup --------------------------- */
 
 #define MQ_TABLE_SCHEMA 1

@@ -21,6 +21,15 @@ void mq_pool_destroy(mq_pool *pool);
 /* Run a dispatch and wait for it: the caller is worker 0. */
 void mq_pool_run(mq_pool *pool, int count, mq_pool_fn fn, void *arg);
 
+/* ---- what other runners (moe_run.c) use of a context ---- */
+#define MQ_CTX_BUFFERS 6
+mq_pool *mq_ctx_pool(mq_ctx *ctx);
+const mq_table *mq_ctx_table(const mq_ctx *ctx);
+/* A buffer of at least `bytes` in slot `slot` (< MQ_CTX_BUFFERS), 64-byte
+ * aligned, kept and reused by later calls (its contents are not); NULL when
+ * out of memory. */
+void *mq_ctx_buffer(mq_ctx *ctx, int slot, size_t bytes);
+
 /* ---- per-worker scratch: the CPU model's threadgroup memory ---- */
 #define MQ_MAX_TILE 1024
 /* Each per-worker buffer holds a tile_m x tile_k, tile_k x tile_n or
@@ -32,6 +41,7 @@ typedef struct {
     float *b_tile;   /* dequantized B tile, or A as bf16 pairs (fused) */
     float *acc;      /* accumulators */
 } mq_scratch;
+mq_scratch *mq_ctx_scratch(mq_ctx *ctx, int worker);
 
 /* One output tile over a K range: out[r][c] (row stride ldo) =
  * sum_{k0<=k<k1} A[row0+r][k] * W[k][col0+c] for the valid rows and columns. */
@@ -64,10 +74,17 @@ typedef struct {
 
 /* Fill slices, groups_per_slice, col_ranges and width for `threads` workers. */
 void mq_gemv_schedule(mq_gemv_job *j, int threads);
+/* The widest column range whose per-row partial sums stay in L1. */
+int mq_gemv_max_cols(int rows);
 /* Floats of the slices' planes (0 with one slice). */
 size_t mq_gemv_workspace_floats(const mq_gemv_job *j);
 /* Run unit `unit` (< slices * col_ranges) with a worker's scratch. */
 void mq_gemv_unit(const mq_gemv_job *j, mq_scratch *s, int unit);
+/* The same over groups [g0, g1) of K and columns [c0, c0+ncols) (ncols at
+ * most mq_gemv_max_cols(rows)), into the M x N plane out (row stride N): a
+ * unit of any K and column split. */
+void mq_gemv_part(const mq_gemv_job *j, mq_scratch *s, int g0, int g1, int c0, int ncols,
+                  float *out);
 /* C[i] = sum over slices of out[s][i], for chunk `chunk` of M*N. */
 void mq_gemv_reduce(const mq_gemv_job *j, int chunk, float *C);
 
