@@ -155,5 +155,34 @@ got=$(grep '"ok"' "$dir/t/tune-results.csv" 2>/dev/null | cut -d, -f13 | tr -d '
 check "tune --evals 12 times every variant serving fp4 at least once: expected '$want', got '$got'" \
     [ -n "$want" -a "$want" = "$got" ]
 rm -rf "$dir"
+# moe-bench: bad input named in one line with exit 2; a tiny run verifies, times, writes
+bench="$B/moe-bench"
+dir=$(mktemp -d)
+expect_usage_error "unknown MoE suite 'llama'" --suite llama
+expect_usage_error "bad --format 'fp4'" --format fp4
+expect_usage_error "bad --tokens" --tokens 1,x
+expect_usage_error "none.csv: cannot open" --routing "$dir/none.csv"
+printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,200,0.4\n' > "$dir/bad.csv"
+expect_usage_error "bad.csv:3: expert '200' is not in 0..7" --suite mixtral-8x7b --routing "$dir/bad.csv"
+printf 'token,slot,expert,prob\n0,0,3,0.6\n0,0,4,0.4\n' > "$dir/dup.csv"
+expect_usage_error "rows for 1 tokens x 1 slots" --suite mixtral-8x7b --routing "$dir/dup.csv"
+printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,3,0.4\n' > "$dir/twice.csv"
+expect_usage_error "routes to expert 3 twice" --suite mixtral-8x7b --routing "$dir/twice.csv"
+printf 'token,slot,expert,prob\n0,0,1,0.7\n0,1,2,0.3\n' > "$dir/k2.csv"
+expect_usage_error "2 experts per token, but qwen3-30b-a3b routes 8" --routing "$dir/k2.csv"
+out=$("$bench" --suite qwen3-30b-a3b --tokens 1,3 --max-candidates 2 --budget 0.005 \
+      --rotations 2 --threads 2 --out "$dir/m.csv" 2>&1); rc=$?
+check "a tiny moe-bench run exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+case "$out" in *"3 tokens"*"speed-up"*) ok=1 ;; *) ok=0 ;; esac
+check "moe-bench prints fused against unfused per token count" [ "$ok" -eq 1 ]
+check "moe-bench wrote 2 x (2 fused + 1 unfused) ok rows" [ "$(grep -c ',ok,' "$dir/m.csv")" -eq 6 ]
+check "and no temporary file" [ "$(ls "$dir" | grep -c tmp)" -eq 0 ]
+{ echo token,slot,expert,prob; for t in 0 1; do for k in 0 1 2 3 4 5 6 7; do
+    echo "$t,$k,$((k * 3 + t)),0.125"; done; done; } > "$dir/rec.csv"
+out=$("$bench" --routing "$dir/rec.csv" --max-candidates 1 --budget 0.005 \
+      --rotations 1 --threads 2 --out "$dir/r.csv" 2>&1); rc=$?
+check "a recorded routing runs (exit $rc: $out)" [ "$rc" -eq 0 ]
+check "its rows name the file and its 2 tokens" grep -q "qwen3-30b-a3b,trellis3,2,128,8,.*rec.csv,1,0.125,16," "$dir/r.csv"
+rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

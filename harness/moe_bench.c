@@ -1,0 +1,472 @@
+/* moe_bench.c - see moe_bench.h. The models' MoE layers come from their
+ * published configurations (hidden_size, the expert MLP's intermediate
+ * size, routed experts, experts per token):
+ *   Qwen3-30B-A3B    huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json
+ *   Mixtral-8x7B     huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json
+ *   DeepSeek-V2-Lite huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json
+ *                    (64 routed experts; its 2 shared experts are a dense MLP, not here)
+ *   gpt-oss-20b      huggingface.co/openai/gpt-oss-20b/blob/main/config.json
+ *                    (its SwiGLU is clamped; the block here is the plain one) */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "atomic_file.h"
+#include "csvfile.h"
+#include "moe_bench.h"
+#include "numparse.h"
+#include "probes.h"
+#include "stats.h"
+#include "version.h"
+
+static const mq_moe_model models[] = {
+    {"qwen3-30b-a3b", "huggingface.co/Qwen/Qwen3-30B-A3B config.json", 2048, 768, 128, 8},
+    {"mixtral-8x7b", "huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json", 4096, 14336, 8,
+     2},
+    {"deepseek-v2-lite", "huggingface.co/deepseek-ai/DeepSeek-V2-Lite config.json", 2048, 1408,
+     64, 6},
+    {"gpt-oss-20b", "huggingface.co/openai/gpt-oss-20b config.json", 2880, 2880, 32, 4},
+};
+#define NMODELS (int)(sizeof models / sizeof models[0])
+
+const char *mq_moe_suite_names(void)
+{
+    return "qwen3-30b-a3b, mixtral-8x7b, deepseek-v2-lite, gpt-oss-20b, all";
+}
+
+int mq_moe_suite(const char *name, const mq_moe_model **out, int cap, char *err, size_t errlen)
+{
+    int n = 0;
+    for (int i = 0; i < NMODELS; i++)
+        if ((!strcmp(name, "all") || !strcmp(name, models[i].name)) && n < cap)
+            out[n++] = &models[i];
+    if (!n)
+        snprintf(err, errlen, "unknown MoE suite '%s' (known: %s)", name, mq_moe_suite_names());
+    return n ? n : -1;
+}
+
+void mq_moe_routing_file_free(mq_moe_routing_file *r)
+{
+    free(r->ids);
+    free(r->probs);
+    memset(r, 0, sizeof *r);
+}
+
+int mq_moe_routing_read(const char *path, int experts, mq_moe_routing_file *out, char *err,
+                        size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    mq_csv_table t;
+    if (mq_csv_read(path, &t, err, errlen))
+        return -1;
+    int col[4], rc = -1;
+    static const char *const names[4] = {"token", "slot", "expert", "prob"};
+    int *seen = NULL;
+    for (int i = 0; i < 4; i++)
+        if ((col[i] = mq_csv_column(&t, names[i])) < 0) {
+            snprintf(err, errlen, "%s: no '%s' column (a routing CSV has token,slot,expert,prob)",
+                     path, names[i]);
+            goto done;
+        }
+    if (t.nrows < 2) {
+        snprintf(err, errlen, "%s: no routing rows", path);
+        goto done;
+    }
+    int tokens = 0, top_k = 0;
+    for (int r = 1; r < t.nrows; r++) { /* the sizes first */
+        int tok, slot;
+        const mq_csv_row *row = &t.rows[r];
+        if (row->nfields <= col[0] || row->nfields <= col[1] ||
+            mq_parse_int(row->fields[col[0]], 0, 1 << 16, &tok, NULL, 0) ||
+            mq_parse_int(row->fields[col[1]], 0, 4095, &slot, NULL, 0)) {
+            snprintf(err, errlen, "%s:%d: bad token or slot (integers from 0)", path, row->line);
+            goto done;
+        }
+        tokens = tokens > tok + 1 ? tokens : tok + 1;
+        top_k = top_k > slot + 1 ? top_k : slot + 1;
+    }
+    if ((size_t)tokens * top_k != (size_t)(t.nrows - 1)) {
+        snprintf(err, errlen, "%s: %d rows for %d tokens x %d slots (each pair exactly once)",
+                 path, t.nrows - 1, tokens, top_k);
+        goto done;
+    }
+    out->ids = malloc((size_t)tokens * top_k * sizeof *out->ids);
+    out->probs = malloc((size_t)tokens * top_k * sizeof *out->probs);
+    seen = calloc((size_t)tokens * top_k, sizeof *seen);
+    if (!out->ids || !out->probs || !seen) {
+        snprintf(err, errlen, "%s: out of memory for %d tokens", path, tokens);
+        goto done;
+    }
+    for (int r = 1; r < t.nrows; r++) {
+        const mq_csv_row *row = &t.rows[r];
+        int tok, slot, e;
+        double pr;
+        mq_parse_int(row->fields[col[0]], 0, 1 << 16, &tok, NULL, 0);
+        mq_parse_int(row->fields[col[1]], 0, 4095, &slot, NULL, 0);
+        if (row->nfields <= col[2] || row->nfields <= col[3] ||
+            mq_parse_int(row->fields[col[2]], 0, experts - 1, &e, NULL, 0)) {
+            snprintf(err, errlen, "%s:%d: expert '%s' is not in 0..%d", path, row->line,
+                     row->nfields > col[2] ? row->fields[col[2]] : "", experts - 1);
+            goto done;
+        }
+        if (mq_parse_double(row->fields[col[3]], 0, 1e30, &pr, NULL, 0)) {
+            snprintf(err, errlen, "%s:%d: prob '%s' is not a finite non-negative number", path,
+                     row->line, row->fields[col[3]]);
+            goto done;
+        }
+        size_t i = (size_t)tok * top_k + slot;
+        if (seen[i]) {
+            snprintf(err, errlen, "%s:%d: token %d slot %d given twice (first at line %d)",
+                     path, row->line, tok, slot, seen[i]);
+            goto done;
+        }
+        seen[i] = row->line;
+        out->ids[i] = e;
+        out->probs[i] = (float)pr;
+    }
+    out->tokens = tokens;
+    out->top_k = top_k;
+    rc = 0;
+done:
+    free(seen);
+    mq_csv_free(&t);
+    if (rc)
+        mq_moe_routing_file_free(out);
+    return rc;
+}
+
+/* ---- measuring ---- */
+
+/* splitmix64 for activations */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The fused space measured: inner kernels (the streaming path at 1..16 rows
+ * a pass up to the most rows an expert gets; output tiles when an expert
+ * gets more than 16), intermediate splits, gate/up fused or not; legal ones
+ * only. */
+static int fused_space(const mq_moe_problem *p, int max_rows, mq_moe_candidate *cs, int cap)
+{
+    static const int splits[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+    static const int tiles[][3] = {{32, 64, 32}, {64, 64, 32}, {64, 128, 32}, {128, 64, 64}};
+    mq_candidate inner[16];
+    int ni = 0;
+    for (int tm = 1; tm <= 16 && ni < 16; tm *= 2) {
+        inner[ni].variant = MQ_VAR_GEMV_TRELLIS;
+        inner[ni++].p = (mq_params){tm, 64, 128, 0, 1};
+        if (tm >= max_rows)
+            break;
+    }
+    for (int i = 0; max_rows > 16 && i < 4; i++) {
+        inner[ni].variant = MQ_VAR_TRELLIS_PACKED;
+        inner[ni++].p = (mq_params){tiles[i][0], tiles[i][1], tiles[i][2], 0, 1};
+    }
+    int n = 0;
+    for (int i = 0; i < ni; i++)
+        for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++)
+            for (int f = 1; f >= 0; f--) {
+                mq_moe_candidate c = {inner[i], splits[s], f};
+                if (n < cap && mq_moe_candidate_check(p, &c, NULL) == MQ_OK)
+                    cs[n++] = c;
+            }
+    return n;
+}
+
+typedef struct {
+    const mq_moe_problem *p;
+    const mq_moe_weights *mw;
+    const uint16_t *x;
+    int32_t **ids;   /* [rotations] */
+    float **probs;
+    int rotations;
+    int sample[3], nsample;  /* tokens whose reference is kept */
+    double *ref, *bound;     /* [nsample][hidden] */
+    float *out;
+} moe_case;
+
+/* The float64 reference of the sampled tokens of routing 0 (a sub-problem of
+ * those tokens alone: a token's output depends on its row and routing only). */
+static int case_reference(moe_case *mc, char *err, size_t errlen)
+{
+    const mq_moe_problem *p = mc->p;
+    int H = p->hidden, K = p->top_k;
+    int cand[3] = {0, p->tokens / 2, p->tokens - 1};
+    mc->nsample = 0;
+    for (int i = 0; i < 3; i++) {
+        int dup = 0;
+        for (int j = 0; j < mc->nsample; j++)
+            dup |= mc->sample[j] == cand[i];
+        if (!dup)
+            mc->sample[mc->nsample++] = cand[i];
+    }
+    mq_moe_problem sp = *p;
+    sp.tokens = mc->nsample;
+    uint16_t *xs = malloc((size_t)mc->nsample * H * sizeof *xs);
+    int32_t *ids = malloc((size_t)3 * K * sizeof *ids);
+    float *pr = malloc((size_t)3 * K * sizeof *pr);
+    mc->ref = malloc((size_t)mc->nsample * H * sizeof *mc->ref);
+    mc->bound = malloc((size_t)mc->nsample * H * sizeof *mc->bound);
+    if (!xs || !ids || !pr || !mc->ref || !mc->bound) {
+        free(xs);
+        free(ids);
+        free(pr);
+        snprintf(err, errlen, "out of memory for the reference");
+        return -1;
+    }
+    for (int i = 0; i < mc->nsample; i++) {
+        int t = mc->sample[i];
+        memcpy(xs + (size_t)i * H, mc->x + (size_t)t * H, (size_t)H * sizeof *xs);
+        memcpy(ids + i * K, mc->ids[0] + (size_t)t * K, (size_t)K * sizeof *ids);
+        memcpy(pr + i * K, mc->probs[0] + (size_t)t * K, (size_t)K * sizeof *pr);
+    }
+    mq_error e;
+    int rc = mq_moe_reference(&sp, mc->mw, xs, ids, pr, mc->ref, mc->bound, &e) ? -1 : 0;
+    if (rc)
+        snprintf(err, errlen, "the reference: %s", e.msg);
+    free(xs);
+    free(ids);
+    free(pr);
+    return rc;
+}
+
+/* Outputs of the sampled tokens outside the bound; the worst ratio */
+static long case_verify(const moe_case *mc, double *worst)
+{
+    long bad = 0;
+    int H = mc->p->hidden;
+    *worst = 0;
+    for (int i = 0; i < mc->nsample; i++)
+        for (int n = 0; n < H; n++) {
+            double got = mc->out[(size_t)mc->sample[i] * H + n];
+            double r = fabs(got - mc->ref[(size_t)i * H + n]) / mc->bound[(size_t)i * H + n];
+            if (!(r <= 1))
+                bad++;
+            if (!(r <= *worst))
+                *worst = r;
+        }
+    return bad;
+}
+
+typedef struct {
+    char status[16], error[256], cand[192];
+    mq_stats st;
+    double worst;
+} moe_meas;
+
+/* Run once on routing 0 and verify; then time over the rotated routings
+ * until the budget is spent (5 repetitions at least, 200 at most). c NULL:
+ * the unfused baseline. */
+static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double budget,
+                    moe_meas *m)
+{
+    mq_error e;
+    memset(m, 0, sizeof *m);
+    if (c)
+        mq_moe_candidate_str(c, m->cand, sizeof m->cand);
+    else
+        snprintf(m->cand, sizeof m->cand, "unfused[per expert: mq_gemm x3, SwiGLU, sum]");
+    const mq_moe_problem *p = mc->p;
+#define RUN(r)                                                                                 \
+    (c ? mq_moe_run(ctx, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, &e)          \
+       : mq_moe_run_unfused(ctx, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, NULL, &e))
+    if (RUN(0)) {
+        snprintf(m->status, sizeof m->status, "error");
+        snprintf(m->error, sizeof m->error, "%s", e.msg);
+        return;
+    }
+    long bad = case_verify(mc, &m->worst);
+    if (bad) {
+        snprintf(m->status, sizeof m->status, "wrong");
+        snprintf(m->error, sizeof m->error,
+                 "%ld outputs of the sampled tokens outside the bound (worst %.3g x)", bad,
+                 m->worst);
+        return;
+    }
+    double samples[200], t_end = mq_now() + budget;
+    int n = 0;
+    while (n < 200 && (n < 5 || mq_now() < t_end)) {
+        int r = (n + 1) % mc->rotations;
+        double t0 = mq_now();
+        RUN(r);
+        samples[n++] = mq_now() - t0;
+    }
+#undef RUN
+    mq_stats_compute(samples, n, &m->st);
+    snprintf(m->status, sizeof m->status, "ok");
+}
+
+static void write_row(FILE *f, const mq_moe_model *md, const mq_moe_problem *p,
+                      const char *routing, const mq_moe_routing_summary *rs, int threads,
+                      const char *path, const moe_meas *m, size_t touched_bytes)
+{
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    double gbs = !strcmp(m->status, "ok") ? touched_bytes / m->st.median / 1e9 : 0;
+    fprintf(f,
+            "1,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%s,%d,%.3f,%d,%d,%s,\"%s\",%s,\"%s\",%.9g,"
+            "%.9g,%.9g,%d,%.4g,%.3g\n",
+            MQ_TOOL_VERSION, mq_git_rev(), mq_host_name(), date, md->name, mq_format_name(p->format),
+            p->tokens, p->experts, p->top_k, p->hidden, p->inter, p->group, routing,
+            rs->max_tokens, rs->mean_tokens, rs->touched, threads, path, m->cand, m->status,
+            m->error, m->st.median, m->st.p10, m->st.p90, m->st.n, gbs, m->worst);
+}
+
+int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *tokens, int ntokens,
+                 const mq_moe_bench_opts *o, const char *out_path)
+{
+    const mq_moe_model *mods = const_models;
+    char err[512], tmp[4096];
+    mq_error e;
+    mq_ctx *ctx = NULL;
+    mq_route_kind kind = MQ_ROUTE_UNIFORM;
+    int from_file = mq_route_kind_from_name(o->routing, &kind, NULL) != MQ_OK;
+    FILE *f = mq_atomic_open(out_path, tmp, sizeof tmp, err, sizeof err);
+    if (!f) {
+        fprintf(stderr, "moe-bench: %s\n", err);
+        return 2;
+    }
+    fprintf(f, "# mq MoE results, schema 1\n"
+               "schema,tool_version,git_rev,host,date,model,format,tokens,experts,top_k,hidden,"
+               "inter,group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,"
+               "path,candidate,status,error,median_s,p10_s,p90_s,reps,touched_gbs,"
+               "worst_of_bound\n");
+    if (mq_ctx_create(o->threads, &ctx, &e)) {
+        fprintf(stderr, "moe-bench: %s\n", e.msg);
+        mq_atomic_abort(f, tmp);
+        return 2;
+    }
+    int rc = 0, threads = mq_ctx_threads(ctx);
+    for (int mi = 0; mi < nmodels && rc != 2; mi++) {
+        const mq_moe_model *md = &mods[mi];
+        mq_moe_problem base = {o->format, 1, md->hidden, md->inter, md->experts, md->top_k,
+                               o->group};
+        mq_moe_routing_file rf = {0, 0, NULL, NULL};
+        if (from_file && mq_moe_routing_read(o->routing, md->experts, &rf, err, sizeof err)) {
+            fprintf(stderr, "moe-bench: %s\n", err);
+            rc = 2;
+            break;
+        }
+        if (from_file && rf.top_k != md->top_k) {
+            fprintf(stderr, "moe-bench: %s: %d experts per token, but %s routes %d\n",
+                    o->routing, rf.top_k, md->name, md->top_k);
+            mq_moe_routing_file_free(&rf);
+            rc = 2;
+            break;
+        }
+        mq_moe_weights mw;
+        if (mq_moe_weights_alloc(&mw, &base, &e)) {
+            fprintf(stderr, "moe-bench: %s: %s\n", md->name, e.msg);
+            mq_moe_routing_file_free(&rf);
+            rc = 2;
+            break;
+        }
+        mq_moe_weights_fill_random(&mw, o->seed + (uint64_t)mi);
+        int nt = from_file ? 1 : ntokens;
+        for (int ti = 0; ti < nt && rc != 2; ti++) {
+            mq_moe_problem p = base;
+            p.tokens = from_file ? rf.tokens : tokens[ti];
+            int R = from_file || o->rotations < 1 ? 1 : o->rotations;
+            moe_case mc;
+            memset(&mc, 0, sizeof mc);
+            mc.p = &p;
+            mc.mw = &mw;
+            mc.rotations = R;
+            mc.ids = calloc((size_t)R, sizeof *mc.ids);
+            mc.probs = calloc((size_t)R, sizeof *mc.probs);
+            uint16_t *x = malloc((size_t)p.tokens * p.hidden * sizeof *x);
+            mc.out = malloc((size_t)p.tokens * p.hidden * sizeof *mc.out);
+            int ok = mc.ids && mc.probs && x && mc.out;
+            for (int r = 0; ok && r < R; r++) {
+                mc.ids[r] = malloc((size_t)p.tokens * p.top_k * sizeof **mc.ids);
+                mc.probs[r] = malloc((size_t)p.tokens * p.top_k * sizeof **mc.probs);
+                ok = mc.ids[r] && mc.probs[r];
+                if (ok && from_file) {
+                    memcpy(mc.ids[r], rf.ids, (size_t)p.tokens * p.top_k * sizeof **mc.ids);
+                    memcpy(mc.probs[r], rf.probs, (size_t)p.tokens * p.top_k * sizeof **mc.probs);
+                    ok = mq_moe_routing_check(&p, mc.ids[r], mc.probs[r], &e) == MQ_OK;
+                } else if (ok) {
+                    ok = mq_moe_routing_generate(&p, kind, o->zipf_s, o->seed + 1000u * r,
+                                                 mc.ids[r], mc.probs[r], &e) == MQ_OK;
+                }
+            }
+            uint64_t s = o->seed ^ 0x78ull;
+            for (size_t i = 0; ok && i < (size_t)p.tokens * p.hidden; i++) /* N(0,1)-ish */
+                x[i] = mq_float_to_half((float)(((double)(mix(&s) >> 11) * 0x1.0p-53 - 0.5) *
+                                                3.4641016));
+            mc.x = x;
+            if (!ok || case_reference(&mc, err, sizeof err)) {
+                fprintf(stderr, "moe-bench: %s, %d tokens: %s\n", md->name, p.tokens,
+                        ok ? err : e.msg);
+                rc = 2;
+                goto next_case;
+            }
+            const char *routing = from_file ? o->routing : mq_route_kind_name(kind);
+            mq_moe_routing_summary rs = mq_moe_routing_summarize(&p, mc.ids[0]);
+            size_t touched = mq_moe_weights_bytes_touched(&mw, mc.ids[0], p.tokens, p.top_k);
+            mq_moe_candidate cs[512];
+            int nc = fused_space(&p, rs.max_tokens, cs, 512);
+            if (o->max_candidates > 0 && nc > o->max_candidates)
+                nc = o->max_candidates;
+            moe_meas best, m;
+            memset(&best, 0, sizeof best);
+            int have_best = 0;
+            for (int ci = 0; ci < nc; ci++) {
+                measure(ctx, &mc, &cs[ci], o->budget_s, &m);
+                write_row(f, md, &p, routing, &rs, threads, "fused", &m, touched);
+                if (!strcmp(m.status, "wrong")) {
+                    fprintf(stderr, "moe-bench: %s, %d tokens: %s WRONG: %s\n", md->name,
+                            p.tokens, m.cand, m.error);
+                    rc = rc ? rc : 1;
+                } else if (!strcmp(m.status, "ok") && (!have_best || m.st.median < best.st.median)) {
+                    best = m;
+                    have_best = 1;
+                }
+            }
+            {
+                measure(ctx, &mc, NULL, o->budget_s * 4, &m);
+                write_row(f, md, &p, routing, &rs, threads, "unfused", &m, touched);
+                if (!strcmp(m.status, "wrong"))
+                    rc = rc ? rc : 1;
+                if (have_best && !strcmp(m.status, "ok"))
+                    printf("%-17s %-8s %5d tokens  %s max %d/expert, %d touched: fused %.4f ms "
+                           "(%s, %.1f GB/s)  unfused %.4f ms  speed-up %.2fx\n",
+                           md->name, mq_format_name(p.format), p.tokens, routing, rs.max_tokens,
+                           rs.touched, best.st.median * 1e3, best.cand,
+                           touched / best.st.median / 1e9, m.st.median * 1e3,
+                           m.st.median / best.st.median);
+                else
+                    printf("%-17s %5d tokens: unfused %s %s\n", md->name, p.tokens, m.status,
+                           m.error);
+                fflush(stdout);
+            }
+        next_case:
+            for (int r = 0; mc.ids && mc.probs && r < R; r++) {
+                free(mc.ids[r]);
+                free(mc.probs[r]);
+            }
+            free(mc.ids);
+            free(mc.probs);
+            free(x);
+            free(mc.out);
+            free(mc.ref);
+            free(mc.bound);
+        }
+        mq_moe_routing_file_free(&rf);
+        mq_moe_weights_free(&mw);
+    }
+    mq_ctx_destroy(ctx);
+    if (mq_atomic_commit(f, tmp, out_path, err, sizeof err)) {
+        fprintf(stderr, "moe-bench: %s\n", err);
+        return 2;
+    }
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* moe_bench.h - the MoE block measured: real models' MoE layers (suites,
+ * with their sources), routings generated or read from a CSV, the fused
+ * gemm_trellis_moe over a candidate space against the unfused baseline,
+ * every candidate verified against the float64 reference of sampled tokens
+ * before it is timed, results rows written atomically. */
+#ifndef MQ_MOE_BENCH_H
+#define MQ_MOE_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mq.h"
+
+/* One model's MoE layer, from its published configuration. */
+typedef struct {
+    const char *name, *source;
+    int hidden, inter, experts, top_k;
+} mq_moe_model;
+
+/* The models of a suite: one model's name, or "all"; -1 and a message
+ * listing the known names otherwise. */
+int mq_moe_suite(const char *name, const mq_moe_model **out, int cap, char *err, size_t errlen);
+const char *mq_moe_suite_names(void);
+
+/* A routing read from a CSV with columns token, slot, expert, prob (every
+ * token 0..T-1 and slot 0..top_k-1 exactly once, any order): tokens and
+ * top_k come from the file; expert ids and probabilities are checked
+ * against `experts`. -1 and "PATH:LINE: problem" otherwise. */
+typedef struct {
+    int tokens, top_k;
+    int32_t *ids;
+    float *probs;
+} mq_moe_routing_file;
+
+int mq_moe_routing_read(const char *path, int experts, mq_moe_routing_file *out, char *err,
+                        size_t errlen);
+void mq_moe_routing_file_free(mq_moe_routing_file *r);
+
+typedef struct {
+    const char *routing;      /* uniform, zipf, one, or a CSV path */
+    double zipf_s;
+    mq_format format;
+    int group, threads;
+    double budget_s;          /* timing per candidate */
+    int max_candidates;       /* of the fused space, per problem (0: all) */
+    int rotations;            /* routings cycled through while timing (cold-ish weights) */
+    uint64_t seed;
+    int quiet;
+} mq_moe_bench_opts;
+
+/* Measure each model x token count; rows appended to out_path (written
+ * whole, atomically, at the end); a summary on stdout. Returns 0, 1 when a
+ * candidate's output was wrong, 2 on bad input or an environment error
+ * (message on stderr). */
+int mq_moe_bench(const mq_moe_model *models, int nmodels, const int *tokens, int ntokens,
+                 const mq_moe_bench_opts *o, const char *out_path);
+
+#endif
