@@ -150,24 +150,25 @@ static uint64_t mix(uint64_t *s)
 }
 
 /* The fused space measured: inner kernels (the streaming path at 1..16 rows
- * a pass up to the most rows an expert gets; output tiles when an expert
- * gets more than 16), intermediate splits, gate/up fused or not; legal ones
- * only. */
+ * a pass up to the most rows an expert gets; when an expert gets more than
+ * 16, output tiles first and the streaming path at 16 rows), intermediate
+ * splits, gate/up fused or not; legal ones only, in that order (so
+ * --max-candidates keeps the likeliest). */
 static int fused_space(const mq_moe_problem *p, int max_rows, mq_moe_candidate *cs, int cap)
 {
     static const int splits[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
     static const int tiles[][3] = {{32, 64, 32}, {64, 64, 32}, {64, 128, 32}, {128, 64, 64}};
     mq_candidate inner[16];
     int ni = 0;
-    for (int tm = 1; tm <= 16 && ni < 16; tm *= 2) {
+    for (int i = 0; max_rows > 16 && i < 4; i++) { /* an expert gets more than 16: tiles first */
+        inner[ni].variant = MQ_VAR_TRELLIS_PACKED;
+        inner[ni++].p = (mq_params){tiles[i][0], tiles[i][1], tiles[i][2], 0, 1};
+    }
+    for (int tm = max_rows > 16 ? 16 : 1; tm <= 16 && ni < 16; tm *= 2) {
         inner[ni].variant = MQ_VAR_GEMV_TRELLIS;
         inner[ni++].p = (mq_params){tm, 64, 128, 0, 1};
         if (tm >= max_rows)
             break;
-    }
-    for (int i = 0; max_rows > 16 && i < 4; i++) {
-        inner[ni].variant = MQ_VAR_TRELLIS_PACKED;
-        inner[ni++].p = (mq_params){tiles[i][0], tiles[i][1], tiles[i][2], 0, 1};
     }
     int n = 0;
     for (int i = 0; i < ni; i++)

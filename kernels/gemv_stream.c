@@ -215,6 +215,30 @@ MQ_INLINE void trellis_tile_row1(const row_decoder *rd, const uint8_t *tile, int
     v16f_store(pp, v16f_load(pp) + ((s0 + s1) + (s2 + s3)));
 }
 
+/* One 16x16 index tile times 16 activations of MR rows (stride lda) into
+ * part (stride ld): each decoded row of 16 goes at once into MR FMA chains
+ * (MR known at compile time at every call: the sums stay in registers;
+ * below 4 rows two chains a row, so the FMA latency does not bind). */
+MQ_INLINE void trellis_tile_rows(const row_decoder *rd, const uint8_t *tile, int bits,
+                                 const float *a, int lda, v16f lut, float *part, int ld,
+                                 const int MR, int full)
+{
+    v16f s[8][2];
+    const int chains = MR < 4 ? 2 : 1;
+    for (int m = 0; m < MR; m++)
+        s[m][0] = s[m][1] = v16f_splat(0);
+    for (int r = 0; r < 16; r++) {
+        v16f d = v16f_lut16(lut, full || r < 15 ? index_row(rd, tile + 2 * bits * r, bits, 1)
+                                                : index_row(rd, tile + 2 * bits * r, bits, 0));
+        for (int m = 0; m < MR; m++)
+            s[m][r % chains] += a[(size_t)m * lda + r] * d;
+    }
+    for (int m = 0; m < MR; m++) {
+        float *pp = part + (size_t)m * ld;
+        v16f_store(pp, v16f_load(pp) + (chains > 1 ? s[m][0] + s[m][1] : s[m][0]));
+    }
+}
+
 /* trellis: the 16-row bands of group g, column tiles from c0 / 16, into part. */
 static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols, int mr,
                           const float *a, float *part, int ld, v16f lut, const row_decoder *rd)
@@ -239,20 +263,29 @@ static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols
             continue;
         }
         for (int t = 0; t < ntiles; t++, tile += tb) {
-            v16f d[16];
+            PREFETCH_AHEAD(tile, 4 * MQ_GEMV_PREFETCH_WORDS);
+            PREFETCH_AHEAD(tile, 4 * MQ_GEMV_PREFETCH_WORDS + 64);
             int full = (size_t)(tile - w->indices) / tb < full_tiles;
-            for (int r = 0; r < 16; r++)
-                d[r] = v16f_lut16(lut, full || r < 15 ? index_row(rd, tile + 2 * bits * r, bits, 1)
-                                                      : index_row(rd, tile + 2 * bits * r, bits, 0));
-            for (int m = 0; m < mr; m++) {
-                const float *am = a + (size_t)m * kk + 16 * band;
-                float *pp = part + (size_t)m * ld + 16 * t;
-                v16f s[4]; /* four chains: a 16-FMA chain would wait on latency */
-                for (int r = 0; r < 4; r++)
-                    s[r] = am[r] * d[r];
-                for (int r = 4; r < 16; r++)
-                    s[r % 4] += am[r] * d[r];
-                v16f_store(pp, v16f_load(pp) + ((s[0] + s[1]) + (s[2] + s[3])));
+            const float *at = a + 16 * band;
+            float *pt = part + 16 * t;
+            /* rows in blocks of 8, 4, 2, 1 with their count fixed at compile time */
+            for (int m = 0; m < mr;) {
+                int left = mr - m;
+                const float *am = at + (size_t)m * kk;
+                float *pm = pt + (size_t)m * ld;
+                if (left >= 8) {
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 8, full);
+                    m += 8;
+                } else if (left >= 4) {
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 4, full);
+                    m += 4;
+                } else if (left >= 2) {
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 2, full);
+                    m += 2;
+                } else {
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 1, full);
+                    m += 1;
+                }
             }
         }
     }
