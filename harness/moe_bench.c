@@ -8,11 +8,14 @@
  *   gpt-oss-20b      huggingface.co/openai/gpt-oss-20b/blob/main/config.json
  *                    (its SwiGLU is clamped; the block here is the plain one) */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "csvfile.h"
@@ -304,45 +307,92 @@ static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double
     snprintf(m->status, sizeof m->status, "ok");
 }
 
-static void write_row(FILE *f, const mq_moe_model *md, const mq_moe_problem *p,
-                      const char *routing, const mq_moe_routing_summary *rs, int threads,
-                      const char *path, const moe_meas *m, size_t touched_bytes)
+#define MOE_HEADER                                                                        \
+    "schema,tool_version,git_rev,host,date,model,format,tokens,experts,top_k,hidden,inter,"   \
+    "group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,path,candidate,"  \
+    "status,error,median_s,p10_s,p90_s,reps,touched_gbs,worst_of_bound"
+
+/* The results file opened for appending: a new one gets the header
+ * (written whole through a temporary file), an existing one must have it;
+ * a torn last row is cut off. -1 and a message naming the file. */
+static int open_results(const char *path, char *err, size_t errlen)
 {
-    char date[32];
+    struct stat sb;
+    if (stat(path, &sb) != 0 || sb.st_size == 0) {
+        char tmp[4200];
+        FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
+        if (!f)
+            return -1;
+        fprintf(f, "# mq MoE results, schema 1\n" MOE_HEADER "\n");
+        if (mq_atomic_commit(f, tmp, path, err, errlen))
+            return -1;
+    } else {
+        mq_csv_table t;
+        if (mq_csv_read_appended(path, &t, err, errlen))
+            return -1;
+        int ok = t.nrows > 0 && t.rows[0].nfields == 28 &&
+                 !strcmp(t.rows[0].fields[0], "schema") && !strcmp(t.rows[0].fields[5], "model");
+        mq_csv_free(&t);
+        if (!ok) {
+            snprintf(err, errlen, "%s: not a moe-bench results file (its header is not '%.40s...')",
+                     path, MOE_HEADER);
+            return -1;
+        }
+    }
+    int fd = open(path, O_RDWR | O_APPEND);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open for appending: %s", path, strerror(errno));
+        return -1;
+    }
+    if (mq_cut_torn_tail(fd, path, err, errlen) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One results row appended whole (or not at all); -1 with the message. */
+static int write_row(int fd, const char *out_path, const mq_moe_model *md,
+                     const mq_moe_problem *p, const char *routing,
+                     const mq_moe_routing_summary *rs, int threads, const char *path,
+                     const moe_meas *m, size_t touched_bytes, char *err, size_t errlen)
+{
+    char date[32], row[2048];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     double gbs = !strcmp(m->status, "ok") ? touched_bytes / m->st.median / 1e9 : 0;
-    fprintf(f,
-            "1,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%s,%d,%.3f,%d,%d,%s,\"%s\",%s,\"%s\",%.9g,"
-            "%.9g,%.9g,%d,%.4g,%.3g\n",
-            MQ_TOOL_VERSION, mq_git_rev(), mq_host_name(), date, md->name, mq_format_name(p->format),
-            p->tokens, p->experts, p->top_k, p->hidden, p->inter, p->group, routing,
-            rs->max_tokens, rs->mean_tokens, rs->touched, threads, path, m->cand, m->status,
-            m->error, m->st.median, m->st.p10, m->st.p90, m->st.n, gbs, m->worst);
+    int len = snprintf(row, sizeof row,
+                       "1,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,\"%s\",%d,%.3f,%d,%d,%s,\"%s\",%s,"
+                       "\"%s\",%.9g,%.9g,%.9g,%d,%.4g,%.3g\n",
+                       MQ_TOOL_VERSION, mq_git_rev(), mq_host_name(), date, md->name,
+                       mq_format_name(p->format), p->tokens, p->experts, p->top_k, p->hidden,
+                       p->inter, p->group, routing, rs->max_tokens, rs->mean_tokens, rs->touched,
+                       threads, path, m->cand, m->status, m->error, m->st.median, m->st.p10,
+                       m->st.p90, m->st.n, gbs, m->worst);
+    if (len < 0 || len >= (int)sizeof row) {
+        snprintf(err, errlen, "%s: a results row is too long", out_path);
+        return -1;
+    }
+    return mq_append_row(fd, out_path, row, (size_t)len, err, errlen);
 }
 
 int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *tokens, int ntokens,
                  const mq_moe_bench_opts *o, const char *out_path)
 {
     const mq_moe_model *mods = const_models;
-    char err[512], tmp[4096];
+    char err[512];
     mq_error e;
     mq_ctx *ctx = NULL;
     mq_route_kind kind = MQ_ROUTE_UNIFORM;
     int from_file = mq_route_kind_from_name(o->routing, &kind, NULL) != MQ_OK;
-    FILE *f = mq_atomic_open(out_path, tmp, sizeof tmp, err, sizeof err);
-    if (!f) {
+    int fd = open_results(out_path, err, sizeof err);
+    if (fd < 0) {
         fprintf(stderr, "moe-bench: %s\n", err);
         return 2;
     }
-    fprintf(f, "# mq MoE results, schema 1\n"
-               "schema,tool_version,git_rev,host,date,model,format,tokens,experts,top_k,hidden,"
-               "inter,group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,"
-               "path,candidate,status,error,median_s,p10_s,p90_s,reps,touched_gbs,"
-               "worst_of_bound\n");
     if (mq_ctx_create(o->threads, &ctx, &e)) {
         fprintf(stderr, "moe-bench: %s\n", e.msg);
-        mq_atomic_abort(f, tmp);
+        close(fd);
         return 2;
     }
     int rc = 0, threads = mq_ctx_threads(ctx);
@@ -422,7 +472,12 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             int have_best = 0;
             for (int ci = 0; ci < nc; ci++) {
                 measure(ctx, &mc, &cs[ci], o->budget_s, &m);
-                write_row(f, md, &p, routing, &rs, threads, "fused", &m, touched);
+                if (write_row(fd, out_path, md, &p, routing, &rs, threads, "fused", &m, touched,
+                              err, sizeof err)) {
+                    fprintf(stderr, "moe-bench: %s\n", err);
+                    rc = 2;
+                    goto next_case;
+                }
                 if (!strcmp(m.status, "wrong")) {
                     fprintf(stderr, "moe-bench: %s, %d tokens: %s WRONG: %s\n", md->name,
                             p.tokens, m.cand, m.error);
@@ -434,7 +489,12 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             }
             {
                 measure(ctx, &mc, NULL, o->budget_s * 4, &m);
-                write_row(f, md, &p, routing, &rs, threads, "unfused", &m, touched);
+                if (write_row(fd, out_path, md, &p, routing, &rs, threads, "unfused", &m, touched,
+                              err, sizeof err)) {
+                    fprintf(stderr, "moe-bench: %s\n", err);
+                    rc = 2;
+                    goto next_case;
+                }
                 if (!strcmp(m.status, "wrong"))
                     rc = rc ? rc : 1;
                 if (have_best && !strcmp(m.status, "ok"))
@@ -465,8 +525,8 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
         mq_moe_weights_free(&mw);
     }
     mq_ctx_destroy(ctx);
-    if (mq_atomic_commit(f, tmp, out_path, err, sizeof err)) {
-        fprintf(stderr, "moe-bench: %s\n", err);
+    if (close(fd)) {
+        fprintf(stderr, "moe-bench: %s: %s\n", out_path, strerror(errno));
         return 2;
     }
     return rc;

@@ -2,7 +2,7 @@
  * with their sources), routings generated or read from a CSV, the fused
  * gemm_trellis_moe over a candidate space against the unfused baseline,
  * every candidate verified against the float64 reference of sampled tokens
- * before it is timed, results rows written atomically. */
+ * before it is timed, each results row appended whole as it is measured. */
 #ifndef MQ_MOE_BENCH_H
 #define MQ_MOE_BENCH_H
 
@@ -48,8 +48,9 @@ typedef struct {
     int quiet;
 } mq_moe_bench_opts;
 
-/* Measure each model x token count; rows appended to out_path (written
- * whole, atomically, at the end); a summary on stdout. Returns 0, 1 when a
+/* Measure each model x token count; each row appended whole to out_path as
+ * it is measured (a new file gets the header; an existing one must be a
+ * moe-bench results file; a torn last row is cut off); a summary on stdout. Returns 0, 1 when a
  * candidate's output was wrong, 2 on bad input or an environment error
  * (message on stderr). */
 int mq_moe_bench(const mq_moe_model *models, int nmodels, const int *tokens, int ntokens,

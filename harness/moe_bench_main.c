@@ -32,7 +32,7 @@ static void usage(FILE *f)
         "  --rotations N      routings (seeds) cycled through while timing, so that the\n"
         "                     touched experts change and are not all cache-hot (default 8)\n"
         "  --seed N           weights, activations and routings (default 1)\n"
-        "  --out FILE         results CSV, written whole at the end (default\n"
+        "  --out FILE         results CSV, each row appended as it is measured (default\n"
         "                     results/host/moe.csv)\n"
         "  --help             this text\n\n"
         "Exit status: 0 done, 1 a candidate computed a wrong result, 2 bad input or an\n"

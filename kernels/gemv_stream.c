@@ -215,25 +215,35 @@ MQ_INLINE void trellis_tile_row1(const row_decoder *rd, const uint8_t *tile, int
     v16f_store(pp, v16f_load(pp) + ((s0 + s1) + (s2 + s3)));
 }
 
-/* One 16x16 index tile times 16 activations of MR rows (stride lda) into
- * part (stride ld): each decoded row of 16 goes at once into MR FMA chains
- * (MR known at compile time at every call: the sums stay in registers;
- * below 4 rows two chains a row, so the FMA latency does not bind). */
+/* One 16x16 index tile times 16 activations of `rows` rows (stride lda; at
+ * most MR, a count known at compile time at every call, so the sums stay in
+ * registers) into part (stride ld): each decoded row of 16 goes at once into
+ * every row's FMA chain. A block of fewer rows than MR repeats its last row
+ * in the spare chains and stores only its own; below 4 rows each row keeps
+ * two chains, so the FMA latency does not bind. */
 MQ_INLINE void trellis_tile_rows(const row_decoder *rd, const uint8_t *tile, int bits,
                                  const float *a, int lda, v16f lut, float *part, int ld,
-                                 const int MR, int full)
+                                 const int MR, int rows, int full)
 {
     v16f s[8][2];
+    const float *ar[8];
     const int chains = MR < 4 ? 2 : 1;
-    for (int m = 0; m < MR; m++)
-        s[m][0] = s[m][1] = v16f_splat(0);
-    for (int r = 0; r < 16; r++) {
-        v16f d = v16f_lut16(lut, full || r < 15 ? index_row(rd, tile + 2 * bits * r, bits, 1)
-                                                : index_row(rd, tile + 2 * bits * r, bits, 0));
-        for (int m = 0; m < MR; m++)
-            s[m][r % chains] += a[(size_t)m * lda + r] * d;
-    }
     for (int m = 0; m < MR; m++) {
+        s[m][0] = s[m][1] = v16f_splat(0);
+        ar[m] = a + (size_t)(m < rows ? m : rows - 1) * lda;
+    }
+    const int odd = chains > 1 ? 1 : 0; /* the chain of odd tile rows */
+    for (int r = 0; r < 16; r += 2) { /* two rows a step: every chain index a constant */
+        v16f d0 = v16f_lut16(lut, index_row(rd, tile + 2 * bits * r, bits, 1));
+        v16f d1 = v16f_lut16(lut, full || r < 14
+                                      ? index_row(rd, tile + 2 * bits * (r + 1), bits, 1)
+                                      : index_row(rd, tile + 2 * bits * (r + 1), bits, 0));
+        for (int m = 0; m < MR; m++) {
+            s[m][0] += ar[m][r] * d0;
+            s[m][odd] += ar[m][r + 1] * d1;
+        }
+    }
+    for (int m = 0; m < rows; m++) {
         float *pp = part + (size_t)m * ld;
         v16f_store(pp, v16f_load(pp) + (chains > 1 ? s[m][0] + s[m][1] : s[m][0]));
     }
@@ -268,24 +278,17 @@ static void trellis_group(const mq_gemv_job *j, int g, int kk, int c0, int ncols
             int full = (size_t)(tile - w->indices) / tb < full_tiles;
             const float *at = a + 16 * band;
             float *pt = part + 16 * t;
-            /* rows in blocks of 8, 4, 2, 1 with their count fixed at compile time */
-            for (int m = 0; m < mr;) {
-                int left = mr - m;
+            /* rows in blocks of up to 8, each decoded tile row used by all of a block */
+            for (int m = 0; m < mr; m += 8) {
+                int n = mq_min(8, mr - m);
                 const float *am = at + (size_t)m * kk;
                 float *pm = pt + (size_t)m * ld;
-                if (left >= 8) {
-                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 8, full);
-                    m += 8;
-                } else if (left >= 4) {
-                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 4, full);
-                    m += 4;
-                } else if (left >= 2) {
-                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 2, full);
-                    m += 2;
-                } else {
-                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 1, full);
-                    m += 1;
-                }
+                if (n > 4)
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 8, n, full);
+                else if (n > 2)
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 4, n, full);
+                else
+                    trellis_tile_rows(rd, tile, bits, am, kk, lut, pm, ld, 2, n, full);
             }
         }
     }

@@ -60,6 +60,9 @@
 #                                -> results/devcpu/decode/cpu-decode-THREADS[-warm].csv
 #                                (CPU_DECODE_DIR: another directory; cold rows: each best
 #                                against a cold read of its own size on the same workers)
+#   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
+#                                MOE_TOKENS, MOE_BUDGET, MOE_ARGS, MOE_NAME
+#                                -> results/devcpu/MOE_NAME.csv (default moe-decode)
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
 #   scripts/gpu-run.sh cpu-grid  the machine's CPU as chip host: tune --suite grid (fp4,
@@ -370,6 +373,22 @@ ab)
     say "== A/B, $(wc -l < "$D/ab.txt") candidates, ${AB_ROUNDS:-3} rounds (ab.txt):"
     tee -a "$S" < "$D/ab.txt"
     sort "$D/cold.txt" | tee -a "$S"
+    ;;
+cpu-moe)
+    # the MoE block (issue 16) on this machine's cores: moe-bench, the fused
+    # space against the unfused baseline, MOE_SUITE (default all) x MOE_TOKENS
+    # (default the decode counts 1,2,4,8,16), MOE_ARGS added (e.g. --routing zipf
+    # or --max-candidates 12) -> results/devcpu/MOE_NAME.csv and .log
+    D=results/devcpu
+    mkdir -p "$D"
+    name=${MOE_NAME:-moe-decode}
+    make -j"$(nproc)" build/moe-bench build/tests/test_moe > /dev/null 2>&1 &&
+        build/tests/test_moe 2>&1 | tail -1 | tee -a "$S"
+    say "== moe-bench --suite ${MOE_SUITE:-all} --tokens ${MOE_TOKENS:-1,2,4,8,16} ${MOE_ARGS:-}"
+    timeout "$STAGE_S" build/moe-bench --suite "${MOE_SUITE:-all}" --tokens "${MOE_TOKENS:-1,2,4,8,16}" \
+        --budget "${MOE_BUDGET:-0.1}" ${MOE_ARGS:-} --out "$D/$name.csv" > "$D/$name.log" 2>&1
+    say "moe-bench exit $?"
+    tee -a "$S" < "$D/$name.log"
     ;;
 cpu-decode)
     # the CPU model's decode path on this machine's cores: M=1, thread counts

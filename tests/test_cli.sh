@@ -177,12 +177,17 @@ case "$out" in *"3 tokens"*"speed-up"*) ok=1 ;; *) ok=0 ;; esac
 check "moe-bench prints fused against unfused per token count" [ "$ok" -eq 1 ]
 check "moe-bench wrote 2 x (2 fused + 1 unfused) ok rows" [ "$(grep -c ',ok,' "$dir/m.csv")" -eq 6 ]
 check "and no temporary file" [ "$(ls "$dir" | grep -c tmp)" -eq 0 ]
+"$bench" --suite qwen3-30b-a3b --tokens 1 --max-candidates 1 --budget 0.005 --rotations 1 \
+    --threads 2 --out "$dir/m.csv" > /dev/null 2>&1
+check "a second run appends its 2 rows to the same file" [ "$(grep -c ',ok,' "$dir/m.csv")" -eq 8 ]
+printf 'a,b\n1,2\n' > "$dir/other.csv"
+expect_usage_error "other.csv: not a moe-bench results file" --tokens 1 --out "$dir/other.csv"
 { echo token,slot,expert,prob; for t in 0 1; do for k in 0 1 2 3 4 5 6 7; do
     echo "$t,$k,$((k * 3 + t)),0.125"; done; done; } > "$dir/rec.csv"
 out=$("$bench" --routing "$dir/rec.csv" --max-candidates 1 --budget 0.005 \
       --rotations 1 --threads 2 --out "$dir/r.csv" 2>&1); rc=$?
 check "a recorded routing runs (exit $rc: $out)" [ "$rc" -eq 0 ]
-check "its rows name the file and its 2 tokens" grep -q "qwen3-30b-a3b,trellis3,2,128,8,.*rec.csv,1,0.125,16," "$dir/r.csv"
+check "its rows name the file and its 2 tokens" grep -q "qwen3-30b-a3b,trellis3,2,128,8,.*rec.csv\",1,0.125,16," "$dir/r.csv"
 rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
