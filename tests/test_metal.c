@@ -180,6 +180,15 @@ static void test_syntax(void)
     CHECK(src && syntax_check(src, "", first, sizeof first) == 0,
           "expected marlin_zero_reduction.metal to pass: %s", src ? first : err);
     free(src);
+    /* the MoE block (no candidate of the GEMM space names it): every trellis width */
+    src = mq_metal_source("gemm_trellis_moe.metal", err, sizeof err);
+    for (int bits = 2; bits <= 4; bits++) {
+        char defines[32];
+        snprintf(defines, sizeof defines, "TRELLIS_BITS=%d", bits);
+        CHECK(src && syntax_check(src, defines, first, sizeof first) == 0,
+              "expected gemm_trellis_moe.metal (%s) to pass: %s", defines, src ? first : err);
+    }
+    free(src);
 
     /* the check can fail: a typo and a half/float type error */
     src = mq_metal_source("marlin_gemm_fused.metal", err, sizeof err);

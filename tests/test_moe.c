@@ -5,12 +5,15 @@
  * baseline within the reference's bound on every legal candidate of a
  * grid, for every trellis width, ragged token counts, experts with no
  * tokens and all tokens on one expert; the bound catching a planted
- * defect; results independent of the thread count. */
+ * defect; results independent of the thread count; the MSL kernel
+ * (metal/gemm_trellis_moe.metal) run by the CPU executor within the same
+ * bound. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "msl_exec.h"
 #include "mq.h"
 #include "testdata.h"
 
@@ -388,6 +391,183 @@ static void test_runs(void)
     mq_ctx_destroy(ctx1);
 }
 
+/* ---- the MSL kernel on the CPU executor ---- */
+
+/* MoeParams of metal/gemm_trellis_moe.metal */
+typedef struct {
+    uint32_t tokens, hidden, inter, experts, top_k, group, n_levels, i_chunk, chunks;
+} moe_params_msl;
+
+enum { B_X, B_IDS, B_PROBS, B_PARAMS, B_ROUTE, B_IDX, B_TSC, B_SU, B_SV, B_GRID, B_H, B_Y,
+       B_OUT, B_COUNT };
+
+/* One field of the three projections concatenated (gate, up, down). */
+static void *concat3(mq_msl_buffer *b, const mq_moe_weights *mw, int field, size_t *bytes)
+{
+    size_t sz[3], total = 0;
+    for (int j = 0; j < 3; j++) {
+        int K = j == 2 ? mw->inter : mw->hidden, N = j == 2 ? mw->hidden : mw->inter;
+        int G = (K + mw->group - 1) / mw->group;
+        size_t E = (size_t)mw->experts;
+        int tb = mq_trellis_tile_bytes(mq_format_bits(mw->format));
+        sz[j] = field == 0   ? E * ((K + 15) / 16) * ((N + 15) / 16) * tb
+                : field == 1 ? E * G * N * sizeof(float)
+                : field == 2 ? E * K * sizeof(float)
+                : field == 3 ? E * N * sizeof(float)
+                             : 16 * sizeof(float);
+        total += sz[j];
+    }
+    char err[256];
+    if (mq_msl_buffer_alloc(b, total, err, sizeof err))
+        return NULL;
+    char *d = b->data;
+    for (int j = 0; j < 3; j++) {
+        const void *src = field == 0   ? (const void *)mw->indices[j]
+                          : field == 1 ? (const void *)mw->tscales[j]
+                          : field == 2 ? (const void *)mw->su[j]
+                          : field == 3 ? (const void *)mw->sv[j]
+                                       : (const void *)mw->grid[j];
+        if (field == 4) {
+            memset(d, 0, sz[j]);
+            memcpy(d, src, (size_t)mw->w[j][0].n_levels * sizeof(float));
+        } else {
+            memcpy(d, src, sz[j]);
+        }
+        d += sz[j];
+    }
+    *bytes = total;
+    return b->data;
+}
+
+/* The three dispatches on the executor; 0, or -1 with err. */
+static int run_msl(const mq_msl_module *m, const mq_moe_problem *p, const mq_moe_weights *mw,
+                   const uint16_t *x, const int32_t *ids, const float *pr, int i_split,
+                   float *out, char *err, size_t n)
+{
+    mq_msl_buffer b[B_COUNT];
+    memset(b, 0, sizeof b);
+    size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
+    int unit = p->group, units = (p->inter + unit - 1) / unit;
+    moe_params_msl mp = {(uint32_t)p->tokens, (uint32_t)p->hidden, (uint32_t)p->inter,
+                         (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
+                         (uint32_t)mw->w[0][0].n_levels,
+                         (uint32_t)(((units + i_split - 1) / i_split) * unit),
+                         (uint32_t)i_split};
+    size_t bytes[B_COUNT] = {(size_t)p->tokens * p->hidden * 2, R * 4, R * 4, sizeof mp,
+                             (2 * R + 2 * E + 2) * 4, 0, 0, 0, 0, 0,
+                             R * p->inter * 2, (size_t)i_split * R * p->hidden * 4,
+                             (size_t)p->tokens * p->hidden * 4};
+    const void *init[B_COUNT] = {x, ids, pr, &mp};
+    int rc = 0;
+    for (int i = 0; i < B_COUNT && !rc; i++) {
+        if (i >= B_IDX && i <= B_GRID) {
+            rc = concat3(&b[i], mw, i - B_IDX, &bytes[i]) ? 0 : -1;
+            if (rc)
+                snprintf(err, n, "weights buffer %d", i);
+            continue;
+        }
+        rc = mq_msl_buffer_alloc(&b[i], bytes[i], err, n);
+        if (!rc && init[i])
+            memcpy(b[i].data, init[i], bytes[i]);
+    }
+    mq_msl_launch l;
+    memset(&l, 0, sizeof l);
+    for (int i = 0; i < B_COUNT; i++)
+        l.buffers[i] = &b[i];
+    l.workers = 2;
+    l.timeout_s = 120;
+    l.threads[0] = 256;
+    l.threads[1] = l.threads[2] = l.grid[1] = l.grid[2] = 1;
+    l.grid[0] = 1;
+    if (!rc)
+        rc = mq_msl_run(m, "moe_route", &l, err, n);
+    l.grid[0] = (unsigned)(E * (size_t)i_split);
+    if (!rc)
+        rc = mq_msl_run(m, "gemm_trellis_moe", &l, err, n);
+    l.grid[0] = (unsigned)(((size_t)p->tokens * p->hidden + 255) / 256);
+    if (!rc)
+        rc = mq_msl_run(m, "moe_combine", &l, err, n);
+    if (!rc)
+        memcpy(out, b[B_OUT].data, bytes[B_OUT]);
+    for (int i = 0; i < B_COUNT; i++)
+        mq_msl_buffer_free(&b[i]);
+    return rc;
+}
+
+static void test_msl(void)
+{
+    static char cache[] = "/tmp/mq-moe-msl-XXXXXX";
+    if (!mkdtemp(cache)) {
+        CHECK(0, "a cache directory for the executor's modules");
+        return;
+    }
+    mq_msl_compile_opts copts = {NULL, NULL, cache};
+    if (!mq_msl_cxx(&copts)) {
+        CHECK(0, "expected a C++ compiler for the executor (make deps installs clang)");
+        return;
+    }
+    static const run_case cases[] = {
+        {MQ_FMT_TRELLIS3, 1, 8, 2, MQ_ROUTE_UNIFORM, "decode, 6 experts with no tokens"},
+        {MQ_FMT_TRELLIS2, 13, 6, 3, MQ_ROUTE_ZIPF, "13 tokens, Zipf, top 3 of 6"},
+        {MQ_FMT_TRELLIS4, 20, 4, 1, MQ_ROUTE_ONE, "20 tokens all on one expert (3 passes of 8)"},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const run_case *rc = &cases[ci];
+        mq_moe_problem p = {rc->f, rc->tokens, 64, 96, rc->experts, rc->top_k, 32};
+        char defines[64], err[512];
+        snprintf(defines, sizeof defines, "TRELLIS_BITS=%d", mq_format_bits(rc->f));
+        mq_msl_module *m = mq_msl_module_load("gemm_trellis_moe.metal", NULL, defines, &copts,
+                                              err, sizeof err);
+        CHECK(m != NULL, "%s: gemm_trellis_moe.metal compiles for the executor: %s", rc->what,
+              err);
+        mq_moe_weights mw;
+        if (!m || make_weights(&p, &mw, 41 + (uint32_t)ci)) {
+            mq_msl_module_free(m);
+            continue;
+        }
+        size_t R = (size_t)p.tokens * p.top_k, out_n = (size_t)p.tokens * p.hidden;
+        uint16_t *x = malloc(out_n * sizeof *x);
+        int32_t *ids = malloc(R * sizeof *ids);
+        float *pr = malloc(R * sizeof *pr), *got = malloc(out_n * sizeof *got);
+        double *ref = malloc(out_n * sizeof *ref), *bound = malloc(out_n * sizeof *bound);
+        mq_error e;
+        td_fill_activations(x, p.tokens, p.hidden, 43 + (uint32_t)ci);
+        mq_moe_routing_generate(&p, rc->route, 1.5, 47 + ci, ids, pr, &e);
+        mq_moe_reference(&p, &mw, x, ids, pr, ref, bound, &e);
+        for (int split = 1; split <= 3; split += 2) { /* 96 = 3 groups of 32: 1 or 3 chunks */
+            double worst = 0;
+            int ok = run_msl(m, &p, &mw, x, ids, pr, split, got, err, sizeof err) == 0;
+            CHECK(ok, "%s, i_split %d: the three dispatches run: %s", rc->what, split, err);
+            long bad = ok ? outside(got, ref, bound, out_n, &worst) : -1;
+            fprintf(stderr, "  MSL %s, i_split %d: worst %.4f of the bound\n", rc->what, split, worst);
+            CHECK(bad == 0, "%s, i_split %d: the MSL kernel within the reference's bound: %ld "
+                            "outside, worst %.3f of it", rc->what, split, bad, worst);
+        }
+        if (p.top_k > 1) { /* a planted defect: probabilities swapped */
+            float t0 = pr[0];
+            pr[0] = pr[1];
+            pr[1] = t0;
+            double worst = 0;
+            int ok = run_msl(m, &p, &mw, x, ids, pr, 1, got, err, sizeof err) == 0;
+            CHECK(ok && outside(got, ref, bound, out_n, &worst) > 0,
+                  "%s: swapped probabilities caught in the MSL kernel's output (worst %.1f x)",
+                  rc->what, worst);
+        }
+        mq_msl_module_free(m);
+        mq_moe_weights_free(&mw);
+        free(x);
+        free(ids);
+        free(pr);
+        free(got);
+        free(ref);
+        free(bound);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_moe: could not remove %s\n", cache);
+}
+
 static void test_candidate_check(void)
 {
     mq_error e;
@@ -420,5 +600,6 @@ int main(void)
     test_reference();
     test_candidate_check();
     test_runs();
+    test_msl();
     return check_done("test_moe");
 }
