@@ -400,17 +400,25 @@ static void swiglu_tg(void *arg, int unit, int worker)
 }
 
 /* The dense kernel for n rows when the caller names none and the context
- * has no table: the decode path up to 16 rows, the prefill kernel above. */
-static mq_candidate dense_rule(int n)
+ * has no table: the decode path up to 16 rows (its K step shortened until
+ * the plan is legal on both projections: 16 rows x 64 columns x 128 K is
+ * over an Apple GPU's 32 KB), the prefill kernel above. */
+static mq_candidate dense_rule(const mq_problem *gu, const mq_problem *dn)
 {
     mq_candidate d;
     memset(&d, 0, sizeof d);
-    if (n <= 16) {
-        d.variant = MQ_VAR_GEMV_TRELLIS;
-        d.p = (mq_params){n, 64, 128, 0, 1};
-    } else {
-        d.variant = MQ_VAR_TRELLIS_PACKED;
-        d.p = (mq_params){64, 64, 32, 0, 1};
+    int n = gu->M;
+    d.variant = MQ_VAR_TRELLIS_PACKED;
+    d.p = (mq_params){64, 64, 32, 0, 1};
+    if (n > 16)
+        return d;
+    mq_limits lim = mq_limits_default();
+    mq_plan plan;
+    for (int tk = 128; tk >= 16; tk /= 2) {
+        mq_candidate g = {MQ_VAR_GEMV_TRELLIS, {n, 64, tk, 0, 1}};
+        if (!mq_plan_candidate(gu, &g, &lim, &plan, NULL) &&
+            !mq_plan_candidate(dn, &g, &lim, &plan, NULL))
+            return g;
     }
     return d;
 }
@@ -443,9 +451,9 @@ mq_status mq_moe_run_unfused(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_
     int H = p->hidden, I = p->inter, table = mq_ctx_table(ctx) != NULL;
     for (int ti = 0; ti < j.r.ntouched; ti++) {
         int e = j.r.touched[ti], off = j.r.offs[ti], n = j.r.count[ti];
-        mq_candidate rule = dense_rule(n);
-        const mq_candidate *dc = dense ? dense : table ? NULL : &rule;
         mq_problem gu = {p->format, n, I, H, p->group}, dn = {p->format, n, H, I, p->group};
+        mq_candidate rule = dense_rule(&gu, &dn);
+        const mq_candidate *dc = dense ? dense : table ? NULL : &rule;
         const uint16_t *xe = j.xg + (size_t)off * H;
         mq_error why;
         if ((st = mq_gemm(ctx, &gu, &mw->w[MQ_MOE_GATE][e], xe, j.gate + (size_t)off * I, dc,

@@ -300,6 +300,7 @@ static void test_runs(void)
         {MQ_FMT_TRELLIS2, 5, 8, 2, MQ_ROUTE_ZIPF, "5 tokens, Zipf"},
         {MQ_FMT_TRELLIS4, 13, 6, 3, MQ_ROUTE_UNIFORM, "13 tokens (ragged), top 3 of 6"},
         {MQ_FMT_TRELLIS3, 40, 8, 1, MQ_ROUTE_ONE, "40 tokens all on one expert"},
+        {MQ_FMT_TRELLIS3, 16, 8, 1, MQ_ROUTE_ONE, "16 tokens on one expert (the decode path's most rows)"},
         {MQ_FMT_TRELLIS3, 70, 4, 2, MQ_ROUTE_UNIFORM, "prefill-like: 70 tokens, 4 experts"},
     };
     mq_ctx *ctx = NULL, *ctx1 = NULL;
