@@ -160,7 +160,8 @@ static uint64_t mix(uint64_t *s)
 static int fused_space(const mq_moe_problem *p, int max_rows, mq_moe_candidate *cs, int cap)
 {
     static const int splits[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
-    static const int tiles[][3] = {{32, 64, 32}, {64, 64, 32}, {64, 128, 32}, {128, 64, 64}};
+    /* the prefill kernel's default first (the unfused baseline's own tile) */
+    static const int tiles[][3] = {{64, 64, 32}, {32, 64, 32}, {64, 128, 32}, {128, 64, 64}};
     mq_candidate inner[16];
     int ni = 0;
     for (int i = 0; max_rows > 16 && i < 4; i++) { /* an expert gets more than 16: tiles first */
