@@ -19,6 +19,7 @@
 #include "model_store.h"
 #include "numparse.h"
 #include "history_data.h"
+#include "moe_data.h"
 #include "plot_data.h"
 #include "results.h"
 #include "target.h"
@@ -38,7 +39,8 @@ typedef struct {
     mq_regress_opts ro;
 } options;
 
-static const char *const kinds[] = {"occupancy", "splitk", "roofline", "model", "history"};
+static const char *const kinds[] = {"occupancy", "splitk", "roofline", "model", "history",
+                                    "moe"};
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
 
 static void usage(FILE *f)
@@ -54,6 +56,8 @@ static void usage(FILE *f)
         "  model      the cost model's prediction against the measured latency, y = x, its quality\n"
         "  history    the nightly runs against the baseline, one line per benchmark, regressions\n"
         "             marked (from --nightly-dir)\n"
+        "  moe        the MoE block's latency against tokens from a moe-bench results file\n"
+        "             (--results): per model, the best fused candidate and the unfused baseline\n"
         "  all        occupancy, splitk, roofline and model for the chip (those with data)\n\n"
         "options:\n"
         "  --chip CHIP         the chip (default host)\n"
@@ -152,7 +156,7 @@ static int parse_args(int argc, char **argv, options *o)
         ok |= !strcmp(o->kind, kinds[k]);
     if (!ok)
         return mq_cli_fail("plot", "unknown KIND (occupancy, splitk, roofline, model, history, "
-                                   "all)",
+                                   "moe, all)",
                            o->kind);
     const mq_arg args[] = {
         MQ_OPT_STR("--chip", &o->chip),
@@ -182,7 +186,8 @@ static int parse_args(int argc, char **argv, options *o)
     if (rc)
         return rc;
     mq_error e;
-    if (strcmp(o->kind, "history") && mq_problem_check(&o->p, &e) != MQ_OK) {
+    if (strcmp(o->kind, "history") && strcmp(o->kind, "moe") &&
+        mq_problem_check(&o->p, &e) != MQ_OK) {
         fprintf(stderr, "plot: %s\n", e.msg);
         return 2;
     }
@@ -424,6 +429,50 @@ static int plot_history(const options *o, const char *outdir, char *err, size_t 
     return rc;
 }
 
+/* The MoE plot of one moe-bench results file: OUTDIR/moe-FILE.{png,svg}. */
+static int plot_moe(const options *o, const char *outdir, char *err, size_t errlen)
+{
+    if (o->nresults != 1) {
+        snprintf(err, errlen, "plot moe takes one --results FILE (a moe-bench results file)");
+        return -1;
+    }
+    mq_scratch s = {.n = 0};
+    if (mq_scratch_make(&s, err, errlen))
+        return -1;
+    char dpath[400], vars[4096], title[1024], base[256];
+    FILE *f = mq_scratch_open(&s, "data.txt", dpath, sizeof dpath);
+    mq_plot_moe_info mi;
+    int rc = -1;
+    if (!f)
+        snprintf(err, errlen, "%s: cannot write: %s", s.dir, strerror(errno));
+    else
+        rc = mq_plot_moe_data(o->results[0], f, &mi, err, errlen);
+    if (f)
+        fclose(f);
+    if (rc == 0) {
+        const char *b = strrchr(o->results[0], '/');
+        b = b ? b + 1 : o->results[0];
+        int stem = (int)strcspn(b, ".");
+        snprintf(base, sizeof base, "%s%.*s", strncmp(b, "moe", 3) ? "moe-" : "",
+                 stem < 200 ? stem : 200, b);
+        snprintf(title, sizeof title,
+                 "MoE block (gemm_trellis_moe, %s, %s routing) on the CPU model: %s, %d threads\n"
+                 "solid: the best fused candidate at each token count; dashed: the unfused "
+                 "baseline", mi.format, mi.routing, mi.host, mi.threads);
+        FILE *v = fmemopen(vars, sizeof vars, "w");
+        if (v) {
+            mq_gp_string(v, "data", dpath);
+            mq_gp_string(v, "ttl", title);
+            mq_gp_string(v, "labels", mi.labels);
+            fprintf(v, "nseries = %d\n", mi.nseries);
+            fclose(v);
+        }
+        rc = mq_gnuplot_draw(&s, o->width, o->height, "moe", vars, outdir, base, err, errlen);
+    }
+    mq_scratch_remove(&s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -440,6 +489,13 @@ int main(int argc, char **argv)
         return 0;
     }
     snprintf(outdir, sizeof outdir, "results/%s/plots", o.chip);
+    if (!strcmp(o.kind, "moe")) {
+        if (plot_moe(&o, o.out ? o.out : outdir, err, sizeof err)) {
+            fprintf(stderr, "plot: %s\n", err);
+            return 2;
+        }
+        return 0;
+    }
     inputs in;
     if (load_inputs(&o, &in, err, sizeof err)) {
         fprintf(stderr, "plot: %s\n", err);
@@ -447,8 +503,9 @@ int main(int argc, char **argv)
         return 2;
     }
     int drawn = 0, failed = 0;
-    for (int k = 0; k < NKINDS - 1; k++) {
-        if (strcmp(o.kind, "all") && strcmp(o.kind, kinds[k]))
+    for (int k = 0; k < NKINDS; k++) {
+        if ((strcmp(o.kind, "all") && strcmp(o.kind, kinds[k])) || !strcmp(kinds[k], "history") ||
+            !strcmp(kinds[k], "moe"))
             continue;
         if (plot_chip(&o, &in, kinds[k], o.out ? o.out : outdir, err, sizeof err)) {
             fprintf(stderr, "plot: %s%s\n", strcmp(o.kind, "all") ? "" : "skipped: ", err);

@@ -71,6 +71,13 @@ expect_fail 2 "nothing to draw" occupancy --chip m1 --shape 3x4096x14336 --resul
 expect_fail 2 "baseline.csv" history --nightly-dir "$out"
 cp results/nightly/baseline.csv "$out/"
 expect_fail 2 "no nightly runs" history --nightly-dir "$out"
+# the MoE plot: from a moe-bench results file, per model fused and unfused against tokens
+"$plot" moe --results results/devcpu/moe-decode.csv --out "$out" >/dev/null 2>&1; rc=$?
+check "plot moe draws the committed 16-core decode results (got $rc)" [ "$rc" -eq 0 ]
+check "as PNG and SVG" [ -s "$out/moe-decode.png" -a -s "$out/moe-decode.svg" ]
+check "with every model of the file in its key" [ "$(grep -c 'fused' "$out/moe-decode.svg")" -ge 8 ]
+expect_fail 2 "not a moe-bench results file" moe --results "$out/bad.csv" --out "$out"
+expect_fail 2 "one --results FILE" moe --out "$out"
 # a drawing that fails leaves the image already there as it was
 cp "$out/roofline-host.png" "$out/before.png"
 MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out" >/dev/null 2>&1; rc=$?

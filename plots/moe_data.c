@@ -1,0 +1,110 @@
+/* moe_data.c - see moe_data.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "csvfile.h"
+#include "moe_data.h"
+#include "numparse.h"
+
+#define MAX_MODELS 10
+#define MAX_TOKENS 64
+
+typedef struct {
+    char name[64];
+    int tokens[MAX_TOKENS], ntok;
+    double best[2][MAX_TOKENS]; /* [fused, unfused][token index] ms, 0: none */
+} model_series;
+
+int mq_plot_moe_data(const char *path, FILE *data, mq_plot_moe_info *info, char *err,
+                     size_t errlen)
+{
+    memset(info, 0, sizeof *info);
+    mq_csv_table t;
+    if (mq_csv_read_appended(path, &t, err, errlen))
+        return -1;
+    static const char *const need[] = {"model", "tokens", "path", "status", "median_s",
+                                       "host", "threads", "routing", "format"};
+    int col[9], rc = -1;
+    for (int i = 0; i < 9; i++)
+        if ((col[i] = mq_csv_column(&t, need[i])) < 0) {
+            snprintf(err, errlen, "%s: no '%s' column (not a moe-bench results file)", path,
+                     need[i]);
+            mq_csv_free(&t);
+            return -1;
+        }
+    model_series *ms = calloc(MAX_MODELS, sizeof *ms);
+    int nm = 0;
+    for (int r = 1; ms && r < t.nrows; r++) {
+        const mq_csv_row *row = &t.rows[r];
+        if (row->nfields < 28 || strcmp(row->fields[col[3]], "ok"))
+            continue;
+        int tok, which = !strcmp(row->fields[col[2]], "unfused");
+        double med;
+        if (mq_parse_int(row->fields[col[1]], 1, 1 << 20, &tok, NULL, 0) ||
+            mq_parse_double(row->fields[col[4]], 1e-12, 1e9, &med, NULL, 0)) {
+            snprintf(err, errlen, "%s:%d: bad tokens or median_s", path, row->line);
+            goto done;
+        }
+        int m = 0;
+        while (m < nm && strcmp(ms[m].name, row->fields[col[0]]))
+            m++;
+        if (m == nm) {
+            if (nm == MAX_MODELS)
+                continue;
+            snprintf(ms[nm++].name, sizeof ms[0].name, "%s", row->fields[col[0]]);
+        }
+        model_series *s = &ms[m];
+        int k = 0;
+        while (k < s->ntok && s->tokens[k] != tok)
+            k++;
+        if (k == s->ntok) {
+            if (k == MAX_TOKENS)
+                continue;
+            s->tokens[s->ntok++] = tok;
+        }
+        if (!s->best[which][k] || med * 1e3 < s->best[which][k])
+            s->best[which][k] = med * 1e3;
+        snprintf(info->host, sizeof info->host, "%s", row->fields[col[5]]);
+        snprintf(info->format, sizeof info->format, "%s", row->fields[col[8]]);
+        snprintf(info->routing, sizeof info->routing, "%s", row->fields[col[7]]);
+        mq_parse_int(row->fields[col[6]], 0, 1 << 20, &info->threads, NULL, 0);
+        info->rows++;
+    }
+    for (int m = 0; m < nm; m++) {
+        model_series *s = &ms[m];
+        int both = 0;
+        for (int k = 0; k < s->ntok; k++)
+            both += s->best[0][k] > 0 && s->best[1][k] > 0;
+        if (!both)
+            continue;
+        for (int a = 1; a < s->ntok; a++) /* tokens ascending */
+            for (int b = a; b > 0 && s->tokens[b - 1] > s->tokens[b]; b--) {
+                int ti = s->tokens[b];
+                s->tokens[b] = s->tokens[b - 1];
+                s->tokens[b - 1] = ti;
+                for (int w = 0; w < 2; w++) {
+                    double d = s->best[w][b];
+                    s->best[w][b] = s->best[w][b - 1];
+                    s->best[w][b - 1] = d;
+                }
+            }
+        for (int w = 0; w < 2; w++) {
+            for (int k = 0; k < s->ntok; k++)
+                if (s->best[w][k] > 0)
+                    fprintf(data, "%d %.6g\n", s->tokens[k], s->best[w][k]);
+            fprintf(data, "\n\n");
+        }
+        size_t l = strlen(info->labels);
+        snprintf(info->labels + l, sizeof info->labels - l, "%s%s", l ? " " : "", s->name);
+        info->nseries++;
+    }
+    if (!info->nseries) {
+        snprintf(err, errlen, "%s: no model with both fused and unfused rows that are ok", path);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(ms);
+    mq_csv_free(&t);
+    return rc;
+}
