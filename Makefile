@@ -166,6 +166,8 @@ plots: deps $(BUILD)/plot
 	$(BUILD)/plot occupancy --chip m4max --shape 1x4096x14336
 	$(BUILD)/plot splitk --chip m4max --shape 1x4096x14336
 	$(BUILD)/plot history --nightly-dir results/host/examples/nightly
+	$(BUILD)/plot moe --results results/devcpu/moe-decode.csv --out results/devcpu/plots
+	$(BUILD)/plot moe --results results/devcpu/moe-prefill.csv --out results/devcpu/plots
 
 nightly: deps
 	scripts/nightly.sh
