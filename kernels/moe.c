@@ -232,6 +232,20 @@ void mq_moe_weights_fill_random(mq_moe_weights *mw, uint64_t seed)
     }
 }
 
+mq_status mq_moe_weights_match(const mq_moe_problem *p, const mq_moe_weights *mw,
+                               mq_error *err)
+{
+    if (!mw->w[0] || mw->format != p->format || mw->experts != p->experts ||
+        mw->hidden != p->hidden || mw->inter != p->inter || mw->group != p->group)
+        return mq_fail(err, MQ_E_WEIGHTS,
+                       "MoE weights are %s, %d experts, hidden %d, inter %d, group %d; the "
+                       "problem is %s, %d, %d, %d, %d",
+                       mq_format_name(mw->format), mw->experts, mw->hidden, mw->inter,
+                       mw->group, mq_format_name(p->format), p->experts, p->hidden, p->inter,
+                       p->group);
+    return mq_ok(err);
+}
+
 mq_status mq_moe_weights_check(const mq_moe_weights *mw, mq_error *err)
 {
     if (!mw || !mw->w[0])
@@ -410,14 +424,8 @@ mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
         return st;
     if (!mw || !x || !out)
         return mq_fail(err, MQ_E_ARG, "mq_moe_reference: null weights, x or out");
-    if (mw->format != p->format || mw->experts != p->experts || mw->hidden != p->hidden ||
-        mw->inter != p->inter || mw->group != p->group)
-        return mq_fail(err, MQ_E_WEIGHTS,
-                       "MoE weights are %s, %d experts, hidden %d, inter %d, group %d; the "
-                       "problem is %s, %d, %d, %d, %d",
-                       mq_format_name(mw->format), mw->experts, mw->hidden, mw->inter,
-                       mw->group, mq_format_name(p->format), p->experts, p->hidden, p->inter,
-                       p->group);
+    if ((st = mq_moe_weights_match(p, mw, err)))
+        return st;
     int H = p->hidden, I = p->inter, T = p->tokens, E = p->experts;
     const double u = ldexp(1.0, -24), h16 = ldexp(1.0, -11);
     const double gH = (2.0 * H + 3) * u, gI = (2.0 * I + 3) * u;

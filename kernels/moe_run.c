@@ -330,15 +330,28 @@ static mq_status check_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_we
     mq_status st = mq_moe_routing_check(p, ids, probs, err);
     if (st)
         return st;
-    if (mw->format != p->format || mw->experts != p->experts || mw->hidden != p->hidden ||
-        mw->inter != p->inter || mw->group != p->group || !mw->w[0])
-        return mq_fail(err, MQ_E_WEIGHTS,
-                       "MoE weights are %s, %d experts, hidden %d, inter %d, group %d; the "
-                       "problem is %s, %d, %d, %d, %d",
-                       mq_format_name(mw->format), mw->experts, mw->hidden, mw->inter,
-                       mw->group, mq_format_name(p->format), p->experts, p->hidden, p->inter,
-                       p->group);
-    return mq_ok(err);
+    return mq_moe_weights_match(p, mw, err);
+}
+
+/* A job of the block: the routing's row list and the buffers for `chunks`
+ * partial planes of chunk_len intermediate columns each. */
+static mq_status job_init(moe_job *j, mq_ctx *ctx, const mq_moe_problem *p,
+                          const mq_moe_weights *mw, const mq_moe_candidate *c,
+                          const uint16_t *x, const int32_t *expert_ids, const float *probs,
+                          float *out, int chunks, int chunk_len, mq_error *err)
+{
+    memset(j, 0, sizeof *j);
+    j->p = p;
+    j->mw = mw;
+    j->c = c;
+    j->x = x;
+    j->probs = probs;
+    j->out = out;
+    j->ctx = ctx;
+    j->chunks = chunks;
+    j->chunk_len = chunk_len;
+    mq_status st = build_rows(ctx, p, expert_ids, &j->r, err);
+    return st ? st : job_buffers(j, chunks, err);
 }
 
 mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights *mw,
@@ -356,20 +369,11 @@ mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights 
     if ((st = mq_moe_candidate_check(p, c, err)))
         return st;
     moe_job j;
-    memset(&j, 0, sizeof j);
-    j.p = p;
-    j.mw = mw;
-    j.c = c;
-    j.x = x;
-    j.probs = probs;
-    j.out = out;
-    j.ctx = ctx;
-    j.streaming = mq_variant_get(c->inner.variant)->dequant == MQ_DEQ_GEMV;
     int unit = chunk_unit(p, c);
-    j.chunk_len = mq_cdiv(mq_cdiv(p->inter, unit), c->i_split) * unit;
-    j.chunks = c->i_split;
-    if ((st = build_rows(ctx, p, expert_ids, &j.r, err)) || (st = job_buffers(&j, j.chunks, err)))
+    if ((st = job_init(&j, ctx, p, mw, c, x, expert_ids, probs, out, c->i_split,
+                       mq_cdiv(mq_cdiv(p->inter, unit), c->i_split) * unit, err)))
         return st;
+    j.streaming = mq_variant_get(c->inner.variant)->dequant == MQ_DEQ_GEMV;
     mq_pool *pool = mq_ctx_pool(ctx);
     mq_pool_run(pool, mq_cdiv(j.r.rows, GATHER_ROWS), gather_tg, &j);
     if (c->fuse_gate_up) {
@@ -431,20 +435,10 @@ mq_status mq_moe_run_unfused(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_
     if (st)
         return st;
     moe_job j;
-    memset(&j, 0, sizeof j);
     mq_moe_candidate one; /* the combine pass reads one partial plane */
     memset(&one, 0, sizeof one);
     one.i_split = 1;
-    j.p = p;
-    j.mw = mw;
-    j.c = &one;
-    j.x = x;
-    j.probs = probs;
-    j.out = out;
-    j.ctx = ctx;
-    j.chunks = 1;
-    j.chunk_len = p->inter;
-    if ((st = build_rows(ctx, p, expert_ids, &j.r, err)) || (st = job_buffers(&j, 1, err)))
+    if ((st = job_init(&j, ctx, p, mw, &one, x, expert_ids, probs, out, 1, p->inter, err)))
         return st;
     mq_pool *pool = mq_ctx_pool(ctx);
     mq_pool_run(pool, mq_cdiv(j.r.rows, GATHER_ROWS), gather_tg, &j);

@@ -30,6 +30,11 @@ const mq_table *mq_ctx_table(const mq_ctx *ctx);
  * out of memory. */
 void *mq_ctx_buffer(mq_ctx *ctx, int slot, size_t bytes);
 
+/* MQ_E_WEIGHTS naming both when MoE weights are not of the problem's
+ * format, sizes, experts and group (moe.c). */
+mq_status mq_moe_weights_match(const mq_moe_problem *p, const mq_moe_weights *mw,
+                               mq_error *err);
+
 /* ---- per-worker scratch: the CPU model's threadgroup memory ---- */
 #define MQ_MAX_TILE 1024
 /* Each per-worker buffer holds a tile_m x tile_k, tile_k x tile_n or
