@@ -65,6 +65,13 @@ static mq_status cpu_probe_read_at(mq_backend *b, size_t bytes, double *gbs, dou
     return MQ_OK;
 }
 
+static mq_status cpu_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
+                             const uint16_t *x, const int32_t *ids, const float *probs,
+                             float *out, const mq_moe_candidate *c, mq_error *err)
+{
+    return mq_moe_run((mq_ctx *)b->state, p, mw, x, ids, probs, out, c, err);
+}
+
 static void cpu_close(mq_backend *b)
 {
     mq_ctx_destroy((mq_ctx *)b->state);
@@ -87,6 +94,7 @@ mq_backend *mq_backend_cpu_open(const mq_backend_opts *o, mq_error *err)
     b->threads = mq_ctx_threads(ctx);
     b->run = cpu_run;
     b->probe_read_at = cpu_probe_read_at;
+    b->run_moe = cpu_run_moe;
     b->close = cpu_close;
     b->state = ctx;
     return b;

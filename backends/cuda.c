@@ -64,6 +64,10 @@ typedef struct {
     char broken[512]; /* a sticky error lost the context: every later run reports it */
     CUmodule probe_mod;
     int mma_fp32; /* MQ_CUDA_MMA=fp32: simdgroup matrices on the FP32 units */
+    /* the MoE block: its buffers (the weight fields uploaded once per weight set) */
+    dbuf moe[MQ_MSL_MOE_NBUF];
+    const mq_moe_weights *moe_w;
+    uint64_t moe_print;
 } cuda_state;
 
 static mq_status cu_fail(cuda_state *s, mq_error *err, CUresult r, const char *what)
@@ -455,6 +459,83 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     return MQ_OK;
 }
 
+/* A print of MoE weights: the pointers and a sample of each field, so a
+ * weight set changed in place is uploaded again. */
+static uint64_t moe_print(const mq_moe_weights *mw)
+{
+    uint64_t h = fnv(14695981039346656037ull, mw, sizeof *mw);
+    for (int j = 0; j < MQ_MOE_PROJS; j++) {
+        h = fnv(h, mw->indices[j], 64);
+        h = fnv(h, mw->tscales[j], 64);
+    }
+    return h;
+}
+
+/* The MoE block's three dispatches (route, the fused kernel, combine),
+ * timed together between two events. */
+static mq_status cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
+                              const uint16_t *x, const int32_t *ids, const float *probs,
+                              float *out, const mq_moe_candidate *c, mq_error *err)
+{
+    cuda_state *s = b->state;
+    if (s->broken[0])
+        return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
+    mq_msl_moe_plan plan;
+    mq_status st = mq_moe_routing_check(p, ids, probs, err);
+    if (st || (st = mq_msl_moe_plan_of(p, mw, c, &plan, err)))
+        return st;
+    CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
+    CUmodule mod = module_for(s, MQ_MSL_MOE_FILE, plan.defines, err);
+    if (!mod)
+        return err->code;
+    uint64_t print = moe_print(mw);
+    int upload = s->moe_w != mw || s->moe_print != print;
+    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++) {
+        int field = i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID;
+        if (field && !upload && s->moe[i].n >= plan.bytes[i])
+            continue;
+        if ((st = ensure(s, &s->moe[i], plan.bytes[i], err)))
+            return st;
+        if (field) {
+            void *h = malloc(plan.bytes[i]);
+            if (!h)
+                return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the MoE weights");
+            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h);
+            CUresult r = s->api.MemcpyHtoD(s->moe[i].p, h, plan.bytes[i]);
+            free(h);
+            if (r)
+                return cu_fail(s, err, r, "uploading the MoE weights");
+        }
+    }
+    s->moe_w = mw;
+    s->moe_print = print;
+    const void *in[4] = {x, ids, probs, &plan.mp};
+    for (int i = 0; i < 4; i++)
+        CU(s->api.MemcpyHtoD(s->moe[i].p, in[i], plan.bytes[i]), "copying the MoE inputs");
+    /* outputs start as NaN: an element no thread writes cannot pass */
+    CU(s->api.MemsetD8(s->moe[MQ_MSL_MOE_OUT].p, 0xff, plan.bytes[MQ_MSL_MOE_OUT]),
+       "poisoning out");
+    buffers g;
+    memset(&g, 0, sizeof g);
+    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
+        g.p[i] = s->moe[i].p;
+    CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
+    if ((st = launch(s, mod, "moe_route", &g, plan.route_grid, 1, 1, MQ_MSL_MOE_THREADS, err)) ||
+        (st = launch(s, mod, "gemm_trellis_moe", &g, plan.moe_grid, 1, 1, MQ_MSL_MOE_THREADS,
+                     err)) ||
+        (st = launch(s, mod, "moe_combine", &g, plan.combine_grid, 1, 1, MQ_MSL_MOE_THREADS,
+                     err)))
+        return st;
+    CU(s->api.EventRecord(s->ev1, NULL), "cuEventRecord");
+    CU(s->api.EventSynchronize(s->ev1), "running the MoE kernels");
+    float ms = 0;
+    CU(s->api.EventElapsedTime(&ms, s->ev0, s->ev1), "cuEventElapsedTime");
+    s->last_s = ms * 1e-3;
+    CU(s->api.MemcpyDtoH(out, s->moe[MQ_MSL_MOE_OUT].p, plan.bytes[MQ_MSL_MOE_OUT]),
+       "copying out back");
+    return MQ_OK;
+}
+
 static double cuda_device_time(const mq_backend *b)
 {
     return ((const cuda_state *)b->state)->last_s;
@@ -703,6 +784,9 @@ static void cuda_close(mq_backend *b)
             for (int i = 0; i < 4; i++)
                 if (bs[i]->p)
                     s->api.MemFree(bs[i]->p);
+            for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
+                if (s->moe[i].p)
+                    s->api.MemFree(s->moe[i].p);
             if (s->ev0)
                 s->api.EventDestroy(s->ev0);
             if (s->ev1)
@@ -791,6 +875,7 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
     b->device_time = cuda_device_time;
     b->probe = cuda_probe;
     b->probe_read_at = cuda_probe_read_at;
+    b->run_moe = cuda_run_moe;
     s->last_s = -1;
     return b;
 }

@@ -255,3 +255,100 @@ uint64_t mq_msl_weights_print(const mq_weights *w)
         h = sample_print(h, ptr[i], bytes[i]);
     return h;
 }
+
+/* ---- the MoE block ---- */
+
+/* K, N of projection j (gate, up: hidden -> inter; down: inter -> hidden) */
+static void moe_dims(const mq_moe_weights *mw, int j, int *K, int *N)
+{
+    *K = j == MQ_MOE_DOWN ? mw->inter : mw->hidden;
+    *N = j == MQ_MOE_DOWN ? mw->hidden : mw->inter;
+}
+
+/* bytes of field f of projection j for all experts */
+static size_t moe_field_bytes(const mq_moe_weights *mw, mq_msl_moe_buffer f, int j)
+{
+    int K, N;
+    moe_dims(mw, j, &K, &N);
+    size_t E = (size_t)mw->experts, G = (size_t)mq_group_count(K, mw->group);
+    switch (f) {
+    case MQ_MSL_MOE_INDICES:
+        return E * (size_t)((K + 15) / 16) * (size_t)((N + 15) / 16) *
+               (size_t)mq_trellis_tile_bytes(mq_format_bits(mw->format));
+    case MQ_MSL_MOE_TSCALES:
+        return E * G * (size_t)N * sizeof(float);
+    case MQ_MSL_MOE_SU:
+        return E * (size_t)K * sizeof(float);
+    case MQ_MSL_MOE_SV:
+        return E * (size_t)N * sizeof(float);
+    default:
+        return 16 * sizeof(float); /* the codebook, padded to 16 levels */
+    }
+}
+
+mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
+                             const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    mq_status st = mq_moe_problem_check(p, err);
+    if (st)
+        return st;
+    int rows = c->inner.p.tile_m, unit = p->group, units = mq_group_count(p->inter, p->group);
+    if (rows < 1 || rows > 16)
+        return mq_fail(err, MQ_E_ILLEGAL, "tile_m=%d: the MSL kernel holds 1..16 rows a pass",
+                       rows);
+    if (c->i_split < 1 || c->i_split > units)
+        return mq_fail(err, MQ_E_ILLEGAL, "i_split=%d is outside 1..%d (inter=%d in %d-row groups)",
+                       c->i_split, units, p->inter, unit);
+    int len = (units + c->i_split - 1) / c->i_split * unit;
+    if ((c->i_split - 1) * len >= p->inter)
+        return mq_fail(err, MQ_E_ILLEGAL, "i_split=%d leaves an empty chunk (inter=%d in chunks "
+                                          "of %d)", c->i_split, p->inter, len);
+    size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
+    out->mp = (mq_msl_moe_params){(uint32_t)p->tokens, (uint32_t)p->hidden, (uint32_t)p->inter,
+                                  (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
+                                  (uint32_t)mw->w[0][0].n_levels, (uint32_t)len,
+                                  (uint32_t)c->i_split};
+    snprintf(out->defines, sizeof out->defines, "TRELLIS_BITS=%d MOE_ROWS=%d MOE_THREADS=%d",
+             mq_format_bits(p->format), rows, MQ_MSL_MOE_THREADS);
+    out->route_grid = 1;
+    out->moe_grid = (unsigned)(E * (size_t)c->i_split);
+    out->combine_grid = (unsigned)(((size_t)p->tokens * p->hidden + MQ_MSL_MOE_THREADS - 1) /
+                                   MQ_MSL_MOE_THREADS);
+    size_t *b = out->bytes;
+    b[MQ_MSL_MOE_X] = (size_t)p->tokens * p->hidden * 2;
+    b[MQ_MSL_MOE_IDS] = b[MQ_MSL_MOE_PROBS] = R * 4;
+    b[MQ_MSL_MOE_PARAMS] = sizeof out->mp;
+    b[MQ_MSL_MOE_ROUTE] = (2 * R + 2 * E + 2) * 4;
+    for (int f = MQ_MSL_MOE_INDICES; f <= MQ_MSL_MOE_GRID; f++)
+        for (int j = 0; j < MQ_MOE_PROJS; j++)
+            b[f] += moe_field_bytes(mw, (mq_msl_moe_buffer)f, j);
+    b[MQ_MSL_MOE_H] = R * (size_t)p->inter * 2;
+    b[MQ_MSL_MOE_Y] = (size_t)c->i_split * R * (size_t)p->hidden * 4;
+    b[MQ_MSL_MOE_OUT] = (size_t)p->tokens * p->hidden * 4;
+    if (err) {
+        err->code = MQ_OK;
+        err->msg[0] = 0;
+    }
+    return MQ_OK;
+}
+
+void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst)
+{
+    char *d = dst;
+    for (int j = 0; j < MQ_MOE_PROJS; j++) {
+        size_t n = moe_field_bytes(mw, f, j);
+        const void *src = f == MQ_MSL_MOE_INDICES   ? (const void *)mw->indices[j]
+                          : f == MQ_MSL_MOE_TSCALES ? (const void *)mw->tscales[j]
+                          : f == MQ_MSL_MOE_SU      ? (const void *)mw->su[j]
+                          : f == MQ_MSL_MOE_SV      ? (const void *)mw->sv[j]
+                                                    : NULL;
+        if (src) {
+            memcpy(d, src, n);
+        } else { /* the codebook: its levels, zero above */
+            memset(d, 0, n);
+            memcpy(d, mw->grid[j], (size_t)mw->w[j][0].n_levels * sizeof(float));
+        }
+        d += n;
+    }
+}

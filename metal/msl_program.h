@@ -100,4 +100,41 @@ mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_l
  * host pointer are not reused for other weights. */
 uint64_t mq_msl_weights_print(const mq_weights *w);
 
+/* ---- the MoE block (metal/gemm_trellis_moe.metal) ---- */
+
+#define MQ_MSL_MOE_FILE "gemm_trellis_moe.metal"
+#define MQ_MSL_MOE_THREADS 256 /* MOE_THREADS: threads of every threadgroup */
+
+/* The kernels' MoeParams, field for field. */
+typedef struct {
+    uint32_t tokens, hidden, inter, experts, top_k, group, n_levels, i_chunk, chunks;
+} mq_msl_moe_params;
+
+/* Its buffers: x, expert_ids, probs, params, the route list, the weights'
+ * five fields (each the three projections concatenated: gate, up, down),
+ * h, the partial planes, out. */
+typedef enum {
+    MQ_MSL_MOE_X, MQ_MSL_MOE_IDS, MQ_MSL_MOE_PROBS, MQ_MSL_MOE_PARAMS, MQ_MSL_MOE_ROUTE,
+    MQ_MSL_MOE_INDICES, MQ_MSL_MOE_TSCALES, MQ_MSL_MOE_SU, MQ_MSL_MOE_SV, MQ_MSL_MOE_GRID,
+    MQ_MSL_MOE_H, MQ_MSL_MOE_Y, MQ_MSL_MOE_OUT, MQ_MSL_MOE_NBUF
+} mq_msl_moe_buffer;
+
+/* What the MSL kernel takes of a candidate (i_split, and tile_m as the rows
+ * of a pass, MOE_ROWS, 1..16; the inner kernel and fuse_gate_up are the CPU
+ * model's), its parameters, the defines ("TRELLIS_BITS=3 MOE_ROWS=8"), the
+ * grid of each dispatch and every buffer's size in bytes. MQ_E_ILLEGAL with
+ * the reason for a candidate it cannot run. */
+typedef struct {
+    mq_msl_moe_params mp;
+    char defines[96];
+    unsigned route_grid, moe_grid, combine_grid; /* threadgroups of MQ_MSL_MOE_THREADS */
+    size_t bytes[MQ_MSL_MOE_NBUF];
+} mq_msl_moe_plan;
+
+mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
+                             const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err);
+/* Weight field f (MQ_MSL_MOE_INDICES .. MQ_MSL_MOE_GRID) in the kernel's
+ * layout into dst (plan->bytes[f] bytes). */
+void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst);
+
 #endif

@@ -161,15 +161,15 @@ dir=$(mktemp -d)
 expect_usage_error "unknown MoE suite 'llama'" --suite llama
 expect_usage_error "bad --format 'fp4'" --format fp4
 expect_usage_error "bad --tokens" --tokens 1,x
-expect_usage_error "none.csv: cannot open" --routing "$dir/none.csv"
+expect_usage_error "none.csv: cannot open" --routing "$dir/none.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,200,0.4\n' > "$dir/bad.csv"
-expect_usage_error "bad.csv:3: expert '200' is not in 0..7" --suite mixtral-8x7b --routing "$dir/bad.csv"
+expect_usage_error "bad.csv:3: expert '200' is not in 0..7" --suite mixtral-8x7b --routing "$dir/bad.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,0,4,0.4\n' > "$dir/dup.csv"
-expect_usage_error "rows for 1 tokens x 1 slots" --suite mixtral-8x7b --routing "$dir/dup.csv"
+expect_usage_error "rows for 1 tokens x 1 slots" --suite mixtral-8x7b --routing "$dir/dup.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,3,0.4\n' > "$dir/twice.csv"
-expect_usage_error "routes to expert 3 twice" --suite mixtral-8x7b --routing "$dir/twice.csv"
+expect_usage_error "routes to expert 3 twice" --suite mixtral-8x7b --routing "$dir/twice.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,1,0.7\n0,1,2,0.3\n' > "$dir/k2.csv"
-expect_usage_error "2 experts per token, but qwen3-30b-a3b routes 8" --routing "$dir/k2.csv"
+expect_usage_error "2 experts per token, but qwen3-30b-a3b routes 8" --routing "$dir/k2.csv" --out "$dir/x.csv"
 out=$("$bench" --suite qwen3-30b-a3b --tokens 1,3 --max-candidates 2 --budget 0.005 \
       --rotations 2 --threads 2 --out "$dir/m.csv" 2>&1); rc=$?
 check "a tiny moe-bench run exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]

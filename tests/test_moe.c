@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "msl_exec.h"
+#include "msl_program.h"
 #include "mq.h"
 #include "testdata.h"
 
@@ -394,103 +395,49 @@ static void test_runs(void)
 
 /* ---- the MSL kernel on the CPU executor ---- */
 
-/* MoeParams of metal/gemm_trellis_moe.metal */
-typedef struct {
-    uint32_t tokens, hidden, inter, experts, top_k, group, n_levels, i_chunk, chunks;
-} moe_params_msl;
-
-enum { B_X, B_IDS, B_PROBS, B_PARAMS, B_ROUTE, B_IDX, B_TSC, B_SU, B_SV, B_GRID, B_H, B_Y,
-       B_OUT, B_COUNT };
-
-/* One field of the three projections concatenated (gate, up, down). */
-static void *concat3(mq_msl_buffer *b, const mq_moe_weights *mw, int field, size_t *bytes)
-{
-    size_t sz[3], total = 0;
-    for (int j = 0; j < 3; j++) {
-        int K = j == 2 ? mw->inter : mw->hidden, N = j == 2 ? mw->hidden : mw->inter;
-        int G = (K + mw->group - 1) / mw->group;
-        size_t E = (size_t)mw->experts;
-        int tb = mq_trellis_tile_bytes(mq_format_bits(mw->format));
-        sz[j] = field == 0   ? E * ((K + 15) / 16) * ((N + 15) / 16) * tb
-                : field == 1 ? E * G * N * sizeof(float)
-                : field == 2 ? E * K * sizeof(float)
-                : field == 3 ? E * N * sizeof(float)
-                             : 16 * sizeof(float);
-        total += sz[j];
-    }
-    char err[256];
-    if (mq_msl_buffer_alloc(b, total, err, sizeof err))
-        return NULL;
-    char *d = b->data;
-    for (int j = 0; j < 3; j++) {
-        const void *src = field == 0   ? (const void *)mw->indices[j]
-                          : field == 1 ? (const void *)mw->tscales[j]
-                          : field == 2 ? (const void *)mw->su[j]
-                          : field == 3 ? (const void *)mw->sv[j]
-                                       : (const void *)mw->grid[j];
-        if (field == 4) {
-            memset(d, 0, sz[j]);
-            memcpy(d, src, (size_t)mw->w[j][0].n_levels * sizeof(float));
-        } else {
-            memcpy(d, src, sz[j]);
-        }
-        d += sz[j];
-    }
-    *bytes = total;
-    return b->data;
-}
-
-/* The three dispatches on the executor; 0, or -1 with err. */
+/* The three dispatches on the executor with the program layer's plan and
+ * weight layout (what every backend of the MSL kernel uses); 0, or -1. */
 static int run_msl(const mq_msl_module *m, const mq_moe_problem *p, const mq_moe_weights *mw,
                    const uint16_t *x, const int32_t *ids, const float *pr, int i_split,
                    float *out, char *err, size_t n)
 {
-    mq_msl_buffer b[B_COUNT];
+    mq_moe_candidate c = mq_moe_default_candidate(p, 2);
+    c.i_split = i_split;
+    c.inner.p.tile_m = 8;
+    mq_msl_moe_plan plan;
+    mq_error e;
+    if (mq_msl_moe_plan_of(p, mw, &c, &plan, &e)) {
+        snprintf(err, n, "%s", e.msg);
+        return -1;
+    }
+    mq_msl_buffer b[MQ_MSL_MOE_NBUF];
     memset(b, 0, sizeof b);
-    size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
-    int unit = p->group, units = (p->inter + unit - 1) / unit;
-    moe_params_msl mp = {(uint32_t)p->tokens, (uint32_t)p->hidden, (uint32_t)p->inter,
-                         (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
-                         (uint32_t)mw->w[0][0].n_levels,
-                         (uint32_t)(((units + i_split - 1) / i_split) * unit),
-                         (uint32_t)i_split};
-    size_t bytes[B_COUNT] = {(size_t)p->tokens * p->hidden * 2, R * 4, R * 4, sizeof mp,
-                             (2 * R + 2 * E + 2) * 4, 0, 0, 0, 0, 0,
-                             R * p->inter * 2, (size_t)i_split * R * p->hidden * 4,
-                             (size_t)p->tokens * p->hidden * 4};
-    const void *init[B_COUNT] = {x, ids, pr, &mp};
+    const void *init[MQ_MSL_MOE_NBUF] = {x, ids, pr, &plan.mp};
     int rc = 0;
-    for (int i = 0; i < B_COUNT && !rc; i++) {
-        if (i >= B_IDX && i <= B_GRID) {
-            rc = concat3(&b[i], mw, i - B_IDX, &bytes[i]) ? 0 : -1;
-            if (rc)
-                snprintf(err, n, "weights buffer %d", i);
-            continue;
-        }
-        rc = mq_msl_buffer_alloc(&b[i], bytes[i], err, n);
+    for (int i = 0; i < MQ_MSL_MOE_NBUF && !rc; i++) {
+        rc = mq_msl_buffer_alloc(&b[i], plan.bytes[i], err, n);
         if (!rc && init[i])
-            memcpy(b[i].data, init[i], bytes[i]);
+            memcpy(b[i].data, init[i], plan.bytes[i]);
+        else if (!rc && i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID)
+            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, b[i].data);
     }
     mq_msl_launch l;
     memset(&l, 0, sizeof l);
-    for (int i = 0; i < B_COUNT; i++)
+    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
         l.buffers[i] = &b[i];
     l.workers = 2;
     l.timeout_s = 120;
-    l.threads[0] = 256;
+    l.threads[0] = MQ_MSL_MOE_THREADS;
     l.threads[1] = l.threads[2] = l.grid[1] = l.grid[2] = 1;
-    l.grid[0] = 1;
+    const char *fn[3] = {"moe_route", "gemm_trellis_moe", "moe_combine"};
+    unsigned grid[3] = {plan.route_grid, plan.moe_grid, plan.combine_grid};
+    for (int k = 0; k < 3 && !rc; k++) {
+        l.grid[0] = grid[k];
+        rc = mq_msl_run(m, fn[k], &l, err, n);
+    }
     if (!rc)
-        rc = mq_msl_run(m, "moe_route", &l, err, n);
-    l.grid[0] = (unsigned)(E * (size_t)i_split);
-    if (!rc)
-        rc = mq_msl_run(m, "gemm_trellis_moe", &l, err, n);
-    l.grid[0] = (unsigned)(((size_t)p->tokens * p->hidden + 255) / 256);
-    if (!rc)
-        rc = mq_msl_run(m, "moe_combine", &l, err, n);
-    if (!rc)
-        memcpy(out, b[B_OUT].data, bytes[B_OUT]);
-    for (int i = 0; i < B_COUNT; i++)
+        memcpy(out, b[MQ_MSL_MOE_OUT].data, plan.bytes[MQ_MSL_MOE_OUT]);
+    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
         mq_msl_buffer_free(&b[i]);
     return rc;
 }
@@ -515,8 +462,9 @@ static void test_msl(void)
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const run_case *rc = &cases[ci];
         mq_moe_problem p = {rc->f, rc->tokens, 64, 96, rc->experts, rc->top_k, 32};
-        char defines[64], err[512];
-        snprintf(defines, sizeof defines, "TRELLIS_BITS=%d", mq_format_bits(rc->f));
+        char defines[96], err[512];
+        snprintf(defines, sizeof defines, "TRELLIS_BITS=%d MOE_ROWS=8 MOE_THREADS=%d",
+                 mq_format_bits(rc->f), MQ_MSL_MOE_THREADS);
         mq_msl_module *m = mq_msl_module_load("gemm_trellis_moe.metal", NULL, defines, &copts,
                                               err, sizeof err);
         CHECK(m != NULL, "%s: gemm_trellis_moe.metal compiles for the executor: %s", rc->what,
