@@ -186,7 +186,7 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
                 }
             }
             for (uint r = 0; r < nr; r++) // SwiGLU in float, h rounded to half
-                h[(off + r0 + r) * p.inter + j] = half(g[r] / (1.0f + exp(-g[r])) * u[r]);
+                h[(off + r0 + r) * p.inter + j] = half(g[r] / (1.0f + metal::exp(-g[r])) * u[r]);
         }
         threadgroup_barrier(mem_flags::mem_device); // every column of h before down reads it
         // the chunk's share of down for every hidden column: a thread per column
