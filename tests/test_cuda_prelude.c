@@ -201,6 +201,19 @@ static void test_translation_and_failure(void)
           "expected marlin_zero_reduction as one CUDA entry binding buffers 0 and 1: %s",
           cu ? first : err);
     free(cu);
+    /* the MoE block (no GEMM candidate names it): every width, 1, 8 and 16 rows a pass */
+    for (int bits = 2; bits <= 4; bits++)
+        for (int rows = 1; rows <= 16; rows = rows == 1 ? 8 : rows * 2) {
+            char defines[96];
+            snprintf(defines, sizeof defines, "TRELLIS_BITS=%d MOE_ROWS=%d MOE_THREADS=%d", bits,
+                     rows, MQ_MSL_MOE_THREADS);
+            cu = mq_cuda_source(MQ_MSL_MOE_FILE, NULL, defines, ks, &nks, err, sizeof err);
+            CHECK(cu && nks == 3 && compile_one(cu, defines, "-fsyntax-only", NULL, first,
+                                                 sizeof first) == 0,
+                  "expected gemm_trellis_moe.metal (%s) as 3 CUDA entries that compile: %s",
+                  defines, cu ? first : err);
+            free(cu);
+        }
 }
 
 /* The MMA probe's two mappings: FP16 simdgroup products on the tensor
