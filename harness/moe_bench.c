@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "cli.h"
 #include "csvfile.h"
 #include "moe_bench.h"
 #include "numparse.h"
@@ -317,14 +318,17 @@ static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double
     "group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,path,candidate,"  \
     "status,error,median_s,p10_s,p90_s,reps,touched_gbs,worst_of_bound"
 
-/* The results file opened for appending: a new one gets the header
- * (written whole through a temporary file), an existing one must have it;
+/* The results file opened for appending: a new one gets its directory and
+ * the header (written whole through a temporary file), an existing one must
+ * have it;
  * a torn last row is cut off. -1 and a message naming the file. */
 static int open_results(const char *path, char *err, size_t errlen)
 {
     struct stat sb;
     if (stat(path, &sb) != 0 || sb.st_size == 0) {
         char tmp[4200];
+        if (mq_make_parent_dirs(path, err, errlen))
+            return -1;
         FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
         if (!f)
             return -1;
@@ -390,6 +394,21 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
     mq_ctx *ctx = NULL;
     mq_route_kind kind = MQ_ROUTE_UNIFORM;
     int from_file = mq_route_kind_from_name(o->routing, &kind, NULL) != MQ_OK;
+    /* a recorded routing checked against every model before anything is written */
+    for (int mi = 0; from_file && mi < nmodels; mi++) {
+        mq_moe_routing_file rf;
+        if (mq_moe_routing_read(o->routing, mods[mi].experts, &rf, err, sizeof err)) {
+            fprintf(stderr, "moe-bench: %s\n", err);
+            return 2;
+        }
+        int k = rf.top_k;
+        mq_moe_routing_file_free(&rf);
+        if (k != mods[mi].top_k) {
+            fprintf(stderr, "moe-bench: %s: %d experts per token, but %s routes %d\n",
+                    o->routing, k, mods[mi].name, mods[mi].top_k);
+            return 2;
+        }
+    }
     int fd = open_results(out_path, err, sizeof err);
     if (fd < 0) {
         fprintf(stderr, "moe-bench: %s\n", err);

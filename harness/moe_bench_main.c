@@ -106,11 +106,6 @@ int main(int argc, char **argv)
     }
     if (!nt)
         return mq_cli_fail("moe-bench", "bad --tokens (1..65536, at most 32 values)", tokens_s);
-    char dirs_err[512];
-    if (mq_make_parent_dirs(out, dirs_err, sizeof dirs_err)) {
-        fprintf(stderr, "moe-bench: %s\n", dirs_err);
-        return 2;
-    }
     mq_moe_model list[8];
     for (int i = 0; i < nm; i++)
         list[i] = *models[i];

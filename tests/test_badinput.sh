@@ -44,6 +44,7 @@ printf '%s\nm3max,u4,64,12,2560,2560,mlx_qmm_splitk,32,32,32,0,1,0,fit,"x"\n' "$
 printf '%s\nm3max,u4,64,12,2560,2500,mlx_qmm_splitk,32,32,32,0,1,0.079,fit,"x"\n' "$pubhead" > pubgroup.csv
 printf '%s\nm3max,u4,64,12,2560,2560,mlx_qmm_splitk,32,4096,32,0,1,0.079,fit,"x"\n' "$pubhead" > pubtile.csv
 rm -rf foreign/m4
+printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,200,0.4\n' > route.csv   # an expert out of range
 
 # ---- the cases --------------------------------------------------------------
 cat > cases.txt <<'EOF'
@@ -113,6 +114,10 @@ model|badterm.csv: cost model: unknown term 'launch'|lookup --chip m4max --table
 kernel-bench|bad shape (expected MxNxK, positive) '1x4294967552x512'|--shape 1x4294967552x512
 kernel-bench|empty name in the format list ','|--formats ,
 kernel-bench|file/k.csv.tmp.|--shape 1x64x256 --csv file/k.csv
+moe-bench|unknown MoE suite 'llama'|--suite llama
+moe-bench|route.csv:3: expert '200' is not in 0..7|--suite mixtral-8x7b --routing route.csv
+moe-bench|good.csv: not a moe-bench results file|--tokens 1 --out good.csv
+moe-bench|bad --tokens|--tokens 0
 EOF
 
 snapshot() { find . -path ./cases.txt -prune -o \( -type f -o -type l \) -print | sort | xargs md5sum 2>/dev/null; find . | sort; }
