@@ -394,29 +394,31 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
     mq_ctx *ctx = NULL;
     mq_route_kind kind = MQ_ROUTE_UNIFORM;
     int from_file = mq_route_kind_from_name(o->routing, &kind, NULL) != MQ_OK;
-    /* a recorded routing checked against every model before anything is written */
-    for (int mi = 0; from_file && mi < nmodels; mi++) {
-        mq_moe_routing_file rf;
-        if (mq_moe_routing_read(o->routing, mods[mi].experts, &rf, err, sizeof err)) {
-            fprintf(stderr, "moe-bench: %s\n", err);
-            return 2;
-        }
-        int k = rf.top_k;
-        mq_moe_routing_file_free(&rf);
-        if (k != mods[mi].top_k) {
-            fprintf(stderr, "moe-bench: %s: %d experts per token, but %s routes %d\n",
-                    o->routing, k, mods[mi].name, mods[mi].top_k);
-            return 2;
+    /* a recorded routing, read and checked against every model before anything is
+     * written (each model's copy is the one it runs) */
+    mq_moe_routing_file *rfs = calloc((size_t)nmodels, sizeof *rfs);
+    int fd = -1, bad = !rfs;
+    for (int mi = 0; from_file && !bad && mi < nmodels; mi++) {
+        bad = mq_moe_routing_read(o->routing, mods[mi].experts, &rfs[mi], err, sizeof err);
+        if (!bad && rfs[mi].top_k != mods[mi].top_k) {
+            snprintf(err, sizeof err, "%s: %d experts per token, but %s routes %d", o->routing,
+                     rfs[mi].top_k, mods[mi].name, mods[mi].top_k);
+            bad = 1;
         }
     }
-    int fd = open_results(out_path, err, sizeof err);
-    if (fd < 0) {
-        fprintf(stderr, "moe-bench: %s\n", err);
-        return 2;
+    if (!bad && (fd = open_results(out_path, err, sizeof err)) < 0)
+        bad = 1;
+    if (!bad && mq_ctx_create(o->threads, &ctx, &e)) {
+        snprintf(err, sizeof err, "%s", e.msg);
+        bad = 1;
     }
-    if (mq_ctx_create(o->threads, &ctx, &e)) {
-        fprintf(stderr, "moe-bench: %s\n", e.msg);
-        close(fd);
+    if (bad) {
+        fprintf(stderr, "moe-bench: %s\n", rfs ? err : "out of memory");
+        for (int mi = 0; rfs && mi < nmodels; mi++)
+            mq_moe_routing_file_free(&rfs[mi]);
+        free(rfs);
+        if (fd >= 0)
+            close(fd);
         return 2;
     }
     int rc = 0, threads = mq_ctx_threads(ctx);
@@ -424,23 +426,10 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
         const mq_moe_model *md = &mods[mi];
         mq_moe_problem base = {o->format, 1, md->hidden, md->inter, md->experts, md->top_k,
                                o->group};
-        mq_moe_routing_file rf = {0, 0, NULL, NULL};
-        if (from_file && mq_moe_routing_read(o->routing, md->experts, &rf, err, sizeof err)) {
-            fprintf(stderr, "moe-bench: %s\n", err);
-            rc = 2;
-            break;
-        }
-        if (from_file && rf.top_k != md->top_k) {
-            fprintf(stderr, "moe-bench: %s: %d experts per token, but %s routes %d\n",
-                    o->routing, rf.top_k, md->name, md->top_k);
-            mq_moe_routing_file_free(&rf);
-            rc = 2;
-            break;
-        }
+        const mq_moe_routing_file rf = rfs[mi];
         mq_moe_weights mw;
         if (mq_moe_weights_alloc(&mw, &base, &e)) {
             fprintf(stderr, "moe-bench: %s: %s\n", md->name, e.msg);
-            mq_moe_routing_file_free(&rf);
             rc = 2;
             break;
         }
@@ -545,9 +534,11 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             free(mc.ref);
             free(mc.bound);
         }
-        mq_moe_routing_file_free(&rf);
         mq_moe_weights_free(&mw);
     }
+    for (int mi = 0; mi < nmodels; mi++)
+        mq_moe_routing_file_free(&rfs[mi]);
+    free(rfs);
     mq_ctx_destroy(ctx);
     if (close(fd)) {
         fprintf(stderr, "moe-bench: %s: %s\n", out_path, strerror(errno));

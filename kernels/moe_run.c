@@ -25,10 +25,11 @@
 /* context buffers (mq_ctx_buffer slots) */
 enum { BUF_ROWS, BUF_X, BUF_GATE, BUF_UP, BUF_H, BUF_Y };
 
-/* The row list: row r is (token row_token[r], slot row_slot[r]); expert
- * touched[i] owns rows [offs[i], offs[i] + count[i]). */
+/* The row list: row r is one (token, slot) pair, token row_token[r], and
+ * row_of maps each pair back to its row; touched expert i owns rows
+ * [offs[i], offs[i] + count[i]). */
 typedef struct {
-    int *row_token, *row_slot, *row_of; /* row_of[t * top_k + slot] = r */
+    int *row_token, *row_of; /* row_of[t * top_k + slot] = r */
     int *touched, *offs, *count;
     int ntouched, rows;
 } moe_rows;
@@ -55,6 +56,14 @@ static int chunk_unit(const mq_moe_problem *p, const mq_moe_candidate *c)
 {
     const mq_variant_info *vi = mq_variant_get(c->inner.variant);
     return vi && vi->dequant == MQ_DEQ_GEMV ? p->group : mq_max(p->group, c->inner.p.tile_k);
+}
+
+/* Intermediate columns per chunk: i_split chunks of whole units, the last
+ * taking the rest. */
+static int chunk_len_of(const mq_moe_problem *p, const mq_moe_candidate *c)
+{
+    int unit = chunk_unit(p, c);
+    return mq_cdiv(mq_cdiv(p->inter, unit), c->i_split) * unit;
 }
 
 mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate *c,
@@ -89,7 +98,7 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
         return mq_fail(err, MQ_E_ILLEGAL,
                        "i_split=%d is outside 1..%d (inter=%d in chunks of whole %d-row units)",
                        c->i_split, units, p->inter, unit);
-    int len = mq_cdiv(units, c->i_split) * unit;
+    int len = chunk_len_of(p, c);
     if ((c->i_split - 1) * len >= p->inter)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "i_split=%d leaves an empty chunk (inter=%d in chunks of %d)",
@@ -141,13 +150,12 @@ static mq_status build_rows(mq_ctx *ctx, const mq_moe_problem *p, const int32_t 
                             moe_rows *r, mq_error *err)
 {
     int R = p->tokens * p->top_k, E = p->experts;
-    int *mem = mq_ctx_buffer(ctx, BUF_ROWS, sizeof(int) * (3 * (size_t)R + 5 * (size_t)E));
+    int *mem = mq_ctx_buffer(ctx, BUF_ROWS, sizeof(int) * (2 * (size_t)R + 5 * (size_t)E));
     if (!mem)
         return mq_fail(err, MQ_E_NOMEM, "out of memory for the routing of %d rows", R);
     r->row_token = mem;
-    r->row_slot = mem + R;
-    r->row_of = mem + 2 * (size_t)R;
-    int *cnt = mem + 3 * (size_t)R, *next = cnt + E;
+    r->row_of = mem + R;
+    int *cnt = mem + 2 * (size_t)R, *next = cnt + E;
     r->touched = next + E;
     r->offs = r->touched + E;
     r->count = r->offs + E;
@@ -169,7 +177,6 @@ static mq_status build_rows(mq_ctx *ctx, const mq_moe_problem *p, const int32_t 
     for (int i = 0; i < R; i++) {
         int row = next[ids[i]]++;
         r->row_token[row] = i / p->top_k;
-        r->row_slot[row] = i % p->top_k;
         r->row_of[i] = row;
     }
     return mq_ok(err);
@@ -369,9 +376,8 @@ mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights 
     if ((st = mq_moe_candidate_check(p, c, err)))
         return st;
     moe_job j;
-    int unit = chunk_unit(p, c);
     if ((st = job_init(&j, ctx, p, mw, c, x, expert_ids, probs, out, c->i_split,
-                       mq_cdiv(mq_cdiv(p->inter, unit), c->i_split) * unit, err)))
+                       chunk_len_of(p, c), err)))
         return st;
     j.streaming = mq_variant_get(c->inner.variant)->dequant == MQ_DEQ_GEMV;
     mq_pool *pool = mq_ctx_pool(ctx);

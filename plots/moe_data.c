@@ -10,10 +10,21 @@
 #define MAX_TOKENS 64
 
 typedef struct {
+    int tokens;
+    double best[2]; /* fused, unfused: the lowest median, ms; 0: none */
+} token_point;
+
+typedef struct {
     char name[64];
-    int tokens[MAX_TOKENS], ntok;
-    double best[2][MAX_TOKENS]; /* [fused, unfused][token index] ms, 0: none */
+    token_point pt[MAX_TOKENS];
+    int ntok;
 } model_series;
+
+static int by_tokens(const void *a, const void *b)
+{
+    int x = ((const token_point *)a)->tokens, y = ((const token_point *)b)->tokens;
+    return (x > y) - (x < y);
+}
 
 int mq_plot_moe_data(const char *path, FILE *data, mq_plot_moe_info *info, char *err,
                      size_t errlen)
@@ -55,15 +66,16 @@ int mq_plot_moe_data(const char *path, FILE *data, mq_plot_moe_info *info, char 
         }
         model_series *s = &ms[m];
         int k = 0;
-        while (k < s->ntok && s->tokens[k] != tok)
+        while (k < s->ntok && s->pt[k].tokens != tok)
             k++;
         if (k == s->ntok) {
             if (k == MAX_TOKENS)
                 continue;
-            s->tokens[s->ntok++] = tok;
+            s->pt[s->ntok++].tokens = tok;
         }
-        if (!s->best[which][k] || med * 1e3 < s->best[which][k])
-            s->best[which][k] = med * 1e3;
+        double *b = &s->pt[k].best[which];
+        if (!*b || med * 1e3 < *b)
+            *b = med * 1e3;
         snprintf(info->host, sizeof info->host, "%s", row->fields[col[5]]);
         snprintf(info->format, sizeof info->format, "%s", row->fields[col[8]]);
         snprintf(info->routing, sizeof info->routing, "%s", row->fields[col[7]]);
@@ -74,24 +86,14 @@ int mq_plot_moe_data(const char *path, FILE *data, mq_plot_moe_info *info, char 
         model_series *s = &ms[m];
         int both = 0;
         for (int k = 0; k < s->ntok; k++)
-            both += s->best[0][k] > 0 && s->best[1][k] > 0;
+            both += s->pt[k].best[0] > 0 && s->pt[k].best[1] > 0;
         if (!both)
             continue;
-        for (int a = 1; a < s->ntok; a++) /* tokens ascending */
-            for (int b = a; b > 0 && s->tokens[b - 1] > s->tokens[b]; b--) {
-                int ti = s->tokens[b];
-                s->tokens[b] = s->tokens[b - 1];
-                s->tokens[b - 1] = ti;
-                for (int w = 0; w < 2; w++) {
-                    double d = s->best[w][b];
-                    s->best[w][b] = s->best[w][b - 1];
-                    s->best[w][b - 1] = d;
-                }
-            }
+        qsort(s->pt, (size_t)s->ntok, sizeof s->pt[0], by_tokens);
         for (int w = 0; w < 2; w++) {
             for (int k = 0; k < s->ntok; k++)
-                if (s->best[w][k] > 0)
-                    fprintf(data, "%d %.6g\n", s->tokens[k], s->best[w][k]);
+                if (s->pt[k].best[w] > 0)
+                    fprintf(data, "%d %.6g\n", s->pt[k].tokens, s->pt[k].best[w]);
             fprintf(data, "\n\n");
         }
         size_t l = strlen(info->labels);

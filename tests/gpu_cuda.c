@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "backend.h"
 #include "check.h"
 #include "chips.h"
@@ -123,13 +126,8 @@ static void moe_checks(mq_backend *b, double read_gbs)
                 }
                 if (n < 20)
                     continue;
-                for (int i = 1; i < n; i++) /* the median */
-                    for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
-                        double u = t[j];
-                        t[j] = t[j - 1];
-                        t[j - 1] = u;
-                    }
-                double med = 0.5 * (t[9] + t[10]);
+                gsl_sort(t, 1, (size_t)n);
+                double med = gsl_stats_median_from_sorted_data(t, 1, (size_t)n);
                 if (!best || med < best) {
                     best = med;
                     best_cfg[0] = rows[ri];
