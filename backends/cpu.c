@@ -72,6 +72,14 @@ static mq_status cpu_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_mo
     return mq_moe_run((mq_ctx *)b->state, p, mw, x, ids, probs, out, c, err);
 }
 
+static mq_status cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
+                                     const mq_moe_weights *mw, const uint16_t *x,
+                                     const int32_t *ids, const float *probs, float *out,
+                                     mq_error *err)
+{
+    return mq_moe_run_unfused((mq_ctx *)b->state, p, mw, x, ids, probs, out, NULL, err);
+}
+
 static void cpu_close(mq_backend *b)
 {
     mq_ctx_destroy((mq_ctx *)b->state);
@@ -95,6 +103,7 @@ mq_backend *mq_backend_cpu_open(const mq_backend_opts *o, mq_error *err)
     b->run = cpu_run;
     b->probe_read_at = cpu_probe_read_at;
     b->run_moe = cpu_run_moe;
+    b->run_moe_unfused = cpu_run_moe_unfused;
     b->close = cpu_close;
     b->state = ctx;
     return b;

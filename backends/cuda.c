@@ -471,7 +471,76 @@ static uint64_t moe_print(const mq_moe_weights *mw)
     return h;
 }
 
-/* The MoE block's three dispatches (route, the fused kernel, combine),
+/* The MoE buffers of a run: the weight fields uploaded once per weight set
+ * (again when it changed in place), the inputs copied, out poisoned (an
+ * element no thread writes cannot pass); the first nbuf buffers. */
+static mq_status moe_setup(cuda_state *s, const mq_moe_problem *p, const mq_moe_weights *mw,
+                           const void *const in[4], const size_t *bytes, int nbuf, mq_error *err)
+{
+    (void)p;
+    mq_status st;
+    uint64_t print = moe_print(mw);
+    int upload = s->moe_w != mw || s->moe_print != print;
+    for (int i = 0; i < nbuf; i++) {
+        int field = i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID;
+        if (field && !upload && s->moe[i].n >= bytes[i])
+            continue;
+        if ((st = ensure(s, &s->moe[i], bytes[i], err)))
+            return st;
+        if (field) {
+            void *h = malloc(bytes[i]);
+            if (!h)
+                return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the MoE weights");
+            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h);
+            CUresult r = s->api.MemcpyHtoD(s->moe[i].p, h, bytes[i]);
+            free(h);
+            if (r)
+                return cu_fail(s, err, r, "uploading the MoE weights");
+        }
+    }
+    s->moe_w = mw;
+    s->moe_print = print;
+    for (int i = 0; i < 4; i++)
+        CU(s->api.MemcpyHtoD(s->moe[i].p, in[i], bytes[i]), "copying the MoE inputs");
+    CU(s->api.MemsetD8(s->moe[MQ_MSL_MOE_OUT].p, 0xff, bytes[MQ_MSL_MOE_OUT]), "poisoning out");
+    return MQ_OK;
+}
+
+/* Launch fns[i] with bufs[i] in order between the two events, wait, keep
+ * the time, copy out back. */
+static mq_status moe_launch_all(cuda_state *s, int n, const CUfunction *fns, const buffers *bufs,
+                                const unsigned (*grid)[4], float *out, size_t out_bytes,
+                                mq_error *err)
+{
+    CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
+    for (int i = 0; i < n; i++) {
+        void *args[] = {(void *)&bufs[i]};
+        CU(s->api.LaunchKernel(fns[i], grid[i][0], grid[i][1], grid[i][2], grid[i][3], 1, 1, 0,
+                               NULL, args, NULL),
+           "launching an MoE kernel");
+    }
+    CU(s->api.EventRecord(s->ev1, NULL), "cuEventRecord");
+    CU(s->api.EventSynchronize(s->ev1), "running the MoE kernels");
+    float ms = 0;
+    CU(s->api.EventElapsedTime(&ms, s->ev0, s->ev1), "cuEventElapsedTime");
+    s->last_s = ms * 1e-3;
+    CU(s->api.MemcpyDtoH(out, s->moe[MQ_MSL_MOE_OUT].p, out_bytes), "copying out back");
+    return MQ_OK;
+}
+
+static mq_status function_of(cuda_state *s, const char *file, const char *defines,
+                             const char *function, CUfunction *fn, mq_error *err)
+{
+    CUmodule mod = module_for(s, file, defines, err);
+    if (!mod)
+        return err->code;
+    char sym[160];
+    snprintf(sym, sizeof sym, "mq_cuda_entry_%s", function);
+    CU(s->api.ModuleGetFunction(fn, mod, sym), sym);
+    return MQ_OK;
+}
+
+/* The MoE block's dispatches (route, gate/up/SwiGLU, down, combine),
  * timed together between two events. */
 static mq_status cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
                               const uint16_t *x, const int32_t *ids, const float *probs,
@@ -485,55 +554,80 @@ static mq_status cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_m
     if (st || (st = mq_msl_moe_plan_of(p, mw, c, &plan, err)))
         return st;
     CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
-    CUmodule mod = module_for(s, MQ_MSL_MOE_FILE, plan.defines, err);
-    if (!mod)
-        return err->code;
-    uint64_t print = moe_print(mw);
-    int upload = s->moe_w != mw || s->moe_print != print;
-    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++) {
-        int field = i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID;
-        if (field && !upload && s->moe[i].n >= plan.bytes[i])
-            continue;
-        if ((st = ensure(s, &s->moe[i], plan.bytes[i], err)))
+    CUfunction fns[MQ_MSL_MOE_DISPATCHES];
+    buffers g[MQ_MSL_MOE_DISPATCHES];
+    unsigned grid[MQ_MSL_MOE_DISPATCHES][4];
+    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++)
+        if ((st = function_of(s, MQ_MSL_MOE_FILE, plan.defines, plan.d[k].function, &fns[k],
+                              err)))
             return st;
-        if (field) {
-            void *h = malloc(plan.bytes[i]);
-            if (!h)
-                return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the MoE weights");
-            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h);
-            CUresult r = s->api.MemcpyHtoD(s->moe[i].p, h, plan.bytes[i]);
-            free(h);
-            if (r)
-                return cu_fail(s, err, r, "uploading the MoE weights");
-        }
-    }
-    s->moe_w = mw;
-    s->moe_print = print;
     const void *in[4] = {x, ids, probs, &plan.mp};
-    for (int i = 0; i < 4; i++)
-        CU(s->api.MemcpyHtoD(s->moe[i].p, in[i], plan.bytes[i]), "copying the MoE inputs");
-    /* outputs start as NaN: an element no thread writes cannot pass */
-    CU(s->api.MemsetD8(s->moe[MQ_MSL_MOE_OUT].p, 0xff, plan.bytes[MQ_MSL_MOE_OUT]),
-       "poisoning out");
-    buffers g;
-    memset(&g, 0, sizeof g);
-    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
-        g.p[i] = s->moe[i].p;
-    CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
-    if ((st = launch(s, mod, "moe_route", &g, plan.route_grid, 1, 1, MQ_MSL_MOE_THREADS, err)) ||
-        (st = launch(s, mod, "gemm_trellis_moe", &g, plan.moe_grid, 1, 1, MQ_MSL_MOE_THREADS,
-                     err)) ||
-        (st = launch(s, mod, "moe_combine", &g, plan.combine_grid, 1, 1, MQ_MSL_MOE_THREADS,
-                     err)))
+    if ((st = moe_setup(s, p, mw, in, plan.bytes, MQ_MSL_MOE_FUSED_NBUF, err)))
         return st;
-    CU(s->api.EventRecord(s->ev1, NULL), "cuEventRecord");
-    CU(s->api.EventSynchronize(s->ev1), "running the MoE kernels");
-    float ms = 0;
-    CU(s->api.EventElapsedTime(&ms, s->ev0, s->ev1), "cuEventElapsedTime");
-    s->last_s = ms * 1e-3;
-    CU(s->api.MemcpyDtoH(out, s->moe[MQ_MSL_MOE_OUT].p, plan.bytes[MQ_MSL_MOE_OUT]),
-       "copying out back");
-    return MQ_OK;
+    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
+        memset(&g[k], 0, sizeof g[k]);
+        for (int i = 0; i < MQ_MSL_MOE_FUSED_NBUF; i++)
+            g[k].p[i] = s->moe[i].p;
+        memcpy(grid[k], plan.d[k].grid, sizeof plan.d[k].grid);
+        grid[k][3] = plan.d[k].threads;
+    }
+    return moe_launch_all(s, MQ_MSL_MOE_DISPATCHES, fns, g, (const unsigned(*)[4])grid, out,
+                          plan.bytes[MQ_MSL_MOE_OUT], err);
+}
+
+/* The unfused baseline (mq_msl_moe_unfused_plan): every module loaded and
+ * the dense launches' parameters copied first, then route, gather, the
+ * dense kernels per expert, SwiGLU and the weighted sum between two
+ * events. */
+static mq_status cuda_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
+                                      const mq_moe_weights *mw, const uint16_t *x,
+                                      const int32_t *ids, const float *probs, float *out,
+                                      mq_error *err)
+{
+    cuda_state *s = b->state;
+    if (s->broken[0])
+        return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
+    mq_msl_moe_unfused u;
+    mq_status st = mq_moe_routing_check(p, ids, probs, err);
+    if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, &u, err)))
+        return st;
+    CUfunction *fns = calloc((size_t)u.nsteps, sizeof *fns);
+    buffers *g = calloc((size_t)u.nsteps, sizeof *g);
+    unsigned(*grid)[4] = calloc((size_t)u.nsteps, sizeof *grid);
+    if (!fns || !g || !grid) {
+        st = mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for %d launches", u.nsteps);
+        goto done;
+    }
+    CUresult r = s->api.CtxSetCurrent(s->ctx);
+    if (r) {
+        st = cu_fail(s, err, r, "cuCtxSetCurrent");
+        goto done;
+    }
+    for (int k = 0; k < u.nsteps && !st; k++)
+        st = function_of(s, u.steps[k].file, u.steps[k].defines, u.steps[k].function, &fns[k],
+                         err);
+    const void *in[4] = {x, ids, probs, &u.base.mp};
+    if (st || (st = moe_setup(s, p, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, err)))
+        goto done;
+    if ((r = s->api.MemcpyHtoD(s->moe[MQ_MSL_MOE_DPARAMS].p, u.dparams, u.dparams_bytes))) {
+        st = cu_fail(s, err, r, "copying the dense launches' parameters");
+        goto done;
+    }
+    for (int k = 0; k < u.nsteps; k++) {
+        const mq_msl_moe_step *sp = &u.steps[k];
+        for (int i = 0; i < (sp->dense ? sp->nbind : MQ_MSL_MOE_NBUF); i++)
+            g[k].p[i] = sp->dense ? s->moe[sp->bind[i]].p + sp->off[i] : s->moe[i].p;
+        memcpy(grid[k], sp->grid, sizeof sp->grid);
+        grid[k][3] = sp->threads;
+    }
+    st = moe_launch_all(s, u.nsteps, fns, g, (const unsigned(*)[4])grid, out,
+                        u.base.bytes[MQ_MSL_MOE_OUT], err);
+done:
+    free(fns);
+    free(g);
+    free(grid);
+    mq_msl_moe_unfused_free(&u);
+    return st;
 }
 
 static double cuda_device_time(const mq_backend *b)
@@ -876,6 +970,7 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
     b->probe = cuda_probe;
     b->probe_read_at = cuda_probe_read_at;
     b->run_moe = cuda_run_moe;
+    b->run_moe_unfused = cuda_run_moe_unfused;
     s->last_s = -1;
     return b;
 }

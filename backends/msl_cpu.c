@@ -144,6 +144,102 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
     return bad ? (err->code ? err->code : MQ_E_ARG) : MQ_OK;
 }
 
+/* Steps of the MoE block on the executor (the fused dispatches or the
+ * unfused baseline's plan): the first nbuf buffers made (weight fields in
+ * the kernel's layout, the inputs copied, everything else poisoned with
+ * NaN), each step run in order, out read back. */
+static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void *const in[4],
+                          const size_t *bytes, int nbuf, const mq_msl_moe_step *steps,
+                          int nsteps, const void *dparams, size_t dparams_bytes, float *out,
+                          mq_error *err)
+{
+    mq_msl_buffer buf[MQ_MSL_MOE_NBUF];
+    memset(buf, 0, sizeof buf);
+    int bad = 0;
+    char msg[1024];
+    for (int i = 0; i < nbuf && !bad; i++) {
+        int field = i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID;
+        const void *src = i < 4 ? in[i] : i == MQ_MSL_MOE_DPARAMS ? dparams : NULL;
+        size_t n = i == MQ_MSL_MOE_DPARAMS ? dparams_bytes : bytes[i];
+        bad = upload(&buf[i], src, n ? n : 16, 0xff, err);
+        if (!bad && field)
+            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, buf[i].data);
+    }
+    for (int k = 0; k < nsteps && !bad; k++) {
+        const mq_msl_moe_step *sp = &steps[k];
+        mq_msl_module *m = module_for(s, sp->file, sp->defines, err);
+        if (!m) {
+            bad = 1;
+            break;
+        }
+        mq_msl_buffer view[8];
+        mq_msl_launch l;
+        memset(&l, 0, sizeof l);
+        for (int i = 0; i < (sp->dense ? sp->nbind : nbuf); i++) {
+            if (sp->dense) { /* buffer(i): a view from off[i] to the end of its buffer */
+                view[i] = buf[sp->bind[i]];
+                view[i].data = (char *)view[i].data + sp->off[i];
+                view[i].bytes -= sp->off[i];
+                l.buffers[i] = &view[i];
+            } else {
+                l.buffers[i] = &buf[i];
+            }
+        }
+        memcpy(l.grid, sp->grid, sizeof l.grid);
+        l.threads[0] = sp->threads;
+        l.threads[1] = l.threads[2] = 1;
+        l.workers = s->workers;
+        if (mq_msl_run(m, sp->function, &l, msg, sizeof msg)) {
+            bad = 1;
+            mq_fail(err, MQ_E_ARG, "msl-cpu: %s: %s", sp->function, msg);
+        }
+    }
+    if (!bad)
+        memcpy(out, buf[MQ_MSL_MOE_OUT].data, bytes[MQ_MSL_MOE_OUT]);
+    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
+        mq_msl_buffer_free(&buf[i]);
+    return bad ? (err->code ? err->code : MQ_E_ARG) : MQ_OK;
+}
+
+static mq_status msl_cpu_run_moe(mq_backend *b, const mq_moe_problem *p,
+                                 const mq_moe_weights *mw, const uint16_t *x, const int32_t *ids,
+                                 const float *probs, float *out, const mq_moe_candidate *c,
+                                 mq_error *err)
+{
+    mq_msl_moe_plan plan;
+    mq_status st = mq_moe_routing_check(p, ids, probs, err);
+    if (st || (st = mq_msl_moe_plan_of(p, mw, c, &plan, err)))
+        return st;
+    mq_msl_moe_step steps[MQ_MSL_MOE_DISPATCHES];
+    memset(steps, 0, sizeof steps);
+    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
+        steps[k].file = MQ_MSL_MOE_FILE;
+        steps[k].function = plan.d[k].function;
+        snprintf(steps[k].defines, sizeof steps[k].defines, "%s", plan.defines);
+        memcpy(steps[k].grid, plan.d[k].grid, sizeof steps[k].grid);
+        steps[k].threads = plan.d[k].threads;
+    }
+    const void *in[4] = {x, ids, probs, &plan.mp};
+    return moe_exec(b->state, mw, in, plan.bytes, MQ_MSL_MOE_FUSED_NBUF, steps,
+                    MQ_MSL_MOE_DISPATCHES, NULL, 0, out, err);
+}
+
+static mq_status msl_cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
+                                         const mq_moe_weights *mw, const uint16_t *x,
+                                         const int32_t *ids, const float *probs, float *out,
+                                         mq_error *err)
+{
+    mq_msl_moe_unfused u;
+    mq_status st = mq_moe_routing_check(p, ids, probs, err);
+    if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, &u, err)))
+        return st;
+    const void *in[4] = {x, ids, probs, &u.base.mp};
+    st = moe_exec(b->state, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, u.steps, u.nsteps, u.dparams,
+                  u.dparams_bytes, out, err);
+    mq_msl_moe_unfused_free(&u);
+    return st;
+}
+
 static void msl_cpu_close(mq_backend *b)
 {
     msl_cpu_state *s = b->state;
@@ -178,6 +274,8 @@ mq_backend *mq_backend_msl_cpu_open(const mq_backend_opts *o, mq_error *err)
     snprintf(b->device, sizeof b->device, "MSL executor on the CPU (%s)", cxx);
     b->threads = s->workers;
     b->run = msl_cpu_run;
+    b->run_moe = msl_cpu_run_moe;
+    b->run_moe_unfused = msl_cpu_run_moe_unfused;
     b->close = msl_cpu_close;
     b->state = s;
     return b;

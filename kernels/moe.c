@@ -419,6 +419,13 @@ mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
                            const uint16_t *x, const int32_t *expert_ids, const float *probs,
                            double *out, double *bound, mq_error *err)
 {
+    return mq_moe_reference_arith(p, mw, x, expert_ids, probs, 0, out, bound, err);
+}
+
+mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *mw,
+                                 const uint16_t *x, const int32_t *expert_ids, const float *probs,
+                                 int half_mid, double *out, double *bound, mq_error *err)
+{
     mq_status st = mq_moe_routing_check(p, expert_ids, probs, err);
     if (st)
         return st;
@@ -477,6 +484,13 @@ mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
                 }
                 for (int i = 0; i < I; i++) {
                     double sg = silu(gs[i]), egi = gH * ga[i], eui = gH * ua[i];
+                    if (half_mid) { /* weights staged as FP16 (the tile kernels), gate
+                                     * and up stored as FP16 (subnormals: 2^-25) */
+                        egi += h16 * ga[i];
+                        eui += h16 * ua[i];
+                        egi += h16 * (fabs(gs[i]) + egi) + ldexp(1.0, -25);
+                        eui += h16 * (fabs(us[i]) + eui) + ldexp(1.0, -25);
+                    }
                     hv[i] = sg * us[i];
                     /* |d silu| <= 1.1 eg; the product's first-order terms and their product */
                     double e1 = 1.1 * egi * fabs(us[i]) + fabs(sg) * eui + 1.1 * egi * eui;
@@ -489,10 +503,13 @@ mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
                     const double *rd = wd + (size_t)i * H;
                     for (int n = 0; n < H; n++) {
                         ys[n] += hv[i] * rd[n];
-                        ya[n] += (eh[i] + gI * (fabs(hv[i]) + eh[i])) * fabs(rd[n]);
+                        ya[n] += (eh[i] + (gI + half_mid * h16) * (fabs(hv[i]) + eh[i])) *
+                                 fabs(rd[n]);
                     }
                 }
                 for (int n = 0; n < H; n++) {
+                    if (half_mid) /* the expert's down output stored as FP16 */
+                        ya[n] += h16 * (fabs(ys[n]) + ya[n]) + ldexp(1.0, -25);
                     out[(size_t)t * H + n] += pr * ys[n];
                     if (bound)
                         bound[(size_t)t * H + n] +=

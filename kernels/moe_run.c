@@ -58,9 +58,7 @@ static int chunk_unit(const mq_moe_problem *p, const mq_moe_candidate *c)
     return vi && vi->dequant == MQ_DEQ_GEMV ? p->group : mq_max(p->group, c->inner.p.tile_k);
 }
 
-/* Intermediate columns per chunk: i_split chunks of whole units, the last
- * taking the rest. */
-static int chunk_len_of(const mq_moe_problem *p, const mq_moe_candidate *c)
+int mq_moe_chunk_len(const mq_moe_problem *p, const mq_moe_candidate *c)
 {
     int unit = chunk_unit(p, c);
     return mq_cdiv(mq_cdiv(p->inter, unit), c->i_split) * unit;
@@ -98,7 +96,7 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
         return mq_fail(err, MQ_E_ILLEGAL,
                        "i_split=%d is outside 1..%d (inter=%d in chunks of whole %d-row units)",
                        c->i_split, units, p->inter, unit);
-    int len = chunk_len_of(p, c);
+    int len = mq_moe_chunk_len(p, c);
     if ((c->i_split - 1) * len >= p->inter)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "i_split=%d leaves an empty chunk (inter=%d in chunks of %d)",
@@ -377,7 +375,7 @@ mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights 
         return st;
     moe_job j;
     if ((st = job_init(&j, ctx, p, mw, c, x, expert_ids, probs, out, c->i_split,
-                       chunk_len_of(p, c), err)))
+                       mq_moe_chunk_len(p, c), err)))
         return st;
     j.streaming = mq_variant_get(c->inner.variant)->dequant == MQ_DEQ_GEMV;
     mq_pool *pool = mq_ctx_pool(ctx);

@@ -392,6 +392,13 @@ mq_moe_routing_summary mq_moe_routing_summarize(const mq_moe_problem *p,
 mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
                            const uint16_t *x, const int32_t *expert_ids, const float *probs,
                            double *out, double *bound, mq_error *err);
+/* The same with half_mid 1: the bound of a path that also stores gate, up
+ * and each expert's down output as FP16 between its passes and may stage
+ * weights as FP16 (the unfused baseline on a GPU: the dense kernels' C is
+ * FP16, the tile kernels' B tiles are). */
+mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *mw,
+                                 const uint16_t *x, const int32_t *expert_ids, const float *probs,
+                                 int half_mid, double *out, double *bound, mq_error *err);
 
 /* How the CPU model runs the block. inner: the dense kernel each expert's
  * rows run through (gemv_trellis_decode: tile_m rows per pass over the
@@ -411,6 +418,10 @@ typedef struct {
 mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate *c,
                                  mq_error *err);
 int mq_moe_candidate_str(const mq_moe_candidate *c, char *buf, size_t n);
+/* Intermediate columns per chunk of a legal candidate: i_split chunks of
+ * whole groups (the tile engine: whole K tiles too), the last taking the
+ * rest. */
+int mq_moe_chunk_len(const mq_moe_problem *p, const mq_moe_candidate *c);
 /* A sensible candidate for p (decode: the streaming kernel, the
  * intermediate split to fill the workers; prefill: tiles). */
 mq_moe_candidate mq_moe_default_candidate(const mq_moe_problem *p, int threads);

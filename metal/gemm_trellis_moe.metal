@@ -1,39 +1,46 @@
 // gemm_trellis_moe.metal - the MoE block of seed 004 section 7: token
 // routing through expert_ids and expert_probs, fused SwiGLU over gate_proj,
 // up_proj and down_proj, outputs summed weighted by the probabilities; the
-// same decomposition and numerics as the CPU model (kernels/moe_run.c), in
-// three dispatches:
-//   moe_route         one threadgroup: the routing as a row list, each
-//                     expert's (token, slot) pairs in token order (a
-//                     counting sort, deterministic), and the touched experts
-//   gemm_trellis_moe  one threadgroup per (expert, intermediate chunk), the
-//                     grid sized for every expert (untouched slots return):
-//                     gate and up of the chunk's columns for the expert's
-//                     rows (FP32, su on the activations, tscale x sv per
-//                     column and group), h = silu(gate) * up rounded to half,
-//                     then the chunk's share of down for every hidden column
-//                     into the chunk's partial plane
-//   moe_combine       one thread per output: the token's experts in slot
-//                     order, each the sum of its chunks' partials in chunk
-//                     order, times its probability
-// Weights: each field of the three projections concatenated in the order
-// gate, up, down, each projection's experts back to back (indices
-// [E][tiles_k][tiles_n][tile_bytes], tscales [E][groups][N], su [E][K],
-// sv [E][N]); one 16-entry codebook per projection. TRELLIS_BITS: 2, 3, 4.
-#define MQ_GEMV // only the common helpers of mq_metal.h
-#include "mq_metal.h"
-
-#ifndef MOE_THREADS
-#define MOE_THREADS 256
-#endif
-#ifndef MOE_ROWS
-#define MOE_ROWS 8 // rows (token, slot) per pass over an expert's weights
-#endif
+// numerics of the CPU model (kernels/moe_run.c), in four dispatches:
+//   moe_route              one threadgroup: the routing as a row list, each
+//                          expert's (token, slot) pairs in token order (a
+//                          counting sort, deterministic), and the touched
+//                          experts
+//   gemm_trellis_moe       grid (inter / TILE_N, experts): gate and up of
+//                          TILE_N intermediate columns for every row of one
+//                          touched expert (untouched slots return), FP32,
+//                          h = silu(gate) * up rounded to half
+//   gemm_trellis_moe_down  grid (hidden / TILE_N, experts, i_split): the
+//                          down projection of those rows over one chunk of
+//                          the intermediate dimension into the chunk's
+//                          partial plane
+//   moe_combine            one thread per output: the token's experts in
+//                          slot order, each the sum of its chunks' partials
+//                          in chunk order, times its probability
+// and the glue of the unfused baseline, which runs the dense trellis kernels
+// per expert and projection between them (metal/msl_program.c plans it):
+//   moe_gather             each expert's rows of x into one dense block
+//   moe_swiglu             h = silu(gate) * up from the dense kernels' FP16
+//                          outputs, rounded to half
+//   moe_weighted_sum       the token's experts' FP16 down outputs times
+//                          their probabilities, in slot order
+// Both projection kernels stream the weights as the decode path does
+// (metal/mq_gemv.h): each lane owns 4 columns and 8 K of a step, one tile
+// row's 8 rows of indices per BITS 16-byte loads, the codebooks in
+// threadgroup memory, su folded into the activations, tscale x sv once per
+// column and 8 K; lanes along K and the simdgroups split K, meeting by
+// simd_shuffle_xor and threadgroup memory in a fixed order. TILE_M rows
+// (token, slot) share each pass over the weights. Weights: each field of
+// the three projections concatenated in the order gate, up, down, each
+// projection's experts back to back (indices [E][tiles_k][tiles_n]
+// [tile_bytes], tscales [E][groups][N], su [E][K], sv [E][N]); one 16-entry
+// codebook per projection. TRELLIS_BITS: 2, 3, 4.
+#include "mq_gemv.h"
 
 struct MoeParams {
     uint tokens, hidden, inter, experts, top_k, group;
     uint n_levels;
-    uint i_chunk; // intermediate columns per chunk (whole groups)
+    uint i_chunk; // intermediate columns per chunk of down (whole groups)
     uint chunks;  // i_split
 };
 
@@ -62,7 +69,7 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
 {
     MoeRoute r = moe_route_view(route, p);
     const uint rows = p.tokens * p.top_k;
-    for (uint e = tid; e < p.experts; e += uint(MOE_THREADS)) { // counts
+    for (uint e = tid; e < p.experts; e += uint(THREADS)) { // counts
         uint n = 0;
         for (uint i = 0; i < rows; i++)
             n += uint(expert_ids[i]) == e ? 1u : 0u;
@@ -82,7 +89,7 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
         r.ntouched[0] = nt;
     }
     threadgroup_barrier(mem_flags::mem_device);
-    for (uint e = tid; e < p.experts; e += uint(MOE_THREADS)) { // each expert's rows in order
+    for (uint e = tid; e < p.experts; e += uint(THREADS)) { // each expert's rows in order
         uint row = r.offs[e];
         for (uint i = 0; i < rows; i++)
             if (uint(expert_ids[i]) == e) {
@@ -93,43 +100,118 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
     }
 }
 
-// Projection j's K, N and its arrays' offsets for expert e.
+// Projection j's K, N and its arrays for expert e.
 struct MoeProj {
-    uint K, N, groups, tiles_n;
+    uint K, N, tiles_n;
     device const uchar *indices;
-    device const float *tscales, *su, *sv, *grid;
+    device const float *tscales, *su, *sv;
 };
 
 inline MoeProj moe_proj(uint j, uint e, constant MoeParams &p, device const uchar *indices,
                         device const float *tscales, device const float *su,
-                        device const float *sv, device const float *grid)
+                        device const float *sv)
 {
-    const uint tile_bytes = (16u * 16u * TRELLIS_BITS + 7u) / 8u;
+    const uint tile_bytes = 32u * uint(TRELLIS_BITS);
     const uint H = p.hidden, I = p.inter, E = p.experts;
     // gate and up: [hidden -> inter]; down: [inter -> hidden]
-    const uint gu_tiles = ((H + 15u) / 16u) * ((I + 15u) / 16u);
+    const uint gu_tiles = (H / 16u) * (I / 16u);
     const uint gu_groups = (H + p.group - 1u) / p.group;
     MoeProj q;
     q.K = j == 2u ? I : H;
     q.N = j == 2u ? H : I;
-    q.groups = (q.K + p.group - 1u) / p.group;
-    q.tiles_n = (q.N + 15u) / 16u;
-    const uint tiles = ((q.K + 15u) / 16u) * q.tiles_n;
+    q.tiles_n = q.N / 16u;
+    const uint tiles = (q.K / 16u) * q.tiles_n, groups = (q.K + p.group - 1u) / p.group;
     // the projections before j: gate and up have the same sizes
     q.indices = indices + size_t(j) * E * gu_tiles * tile_bytes + size_t(e) * tiles * tile_bytes;
-    q.tscales = tscales + size_t(j) * E * gu_groups * I + size_t(e) * q.groups * q.N;
+    q.tscales = tscales + size_t(j) * E * gu_groups * I + size_t(e) * groups * q.N;
     q.su = su + size_t(j) * E * H + size_t(e) * q.K;
     q.sv = sv + size_t(j) * E * I + size_t(e) * q.N;
-    q.grid = grid + j * 16u;
     return q;
 }
 
-// The codebook entry of an index (indices are validated < n_levels when
-// loaded; the clamp keeps a bad one inside the table)
-inline float moe_level(MoeProj q, uint idx, uint n_levels)
+// One lane's share of a K step of projection q: the 8 x 4 codebook values
+// of its columns n0..n0+3 at k..k+7, the 4 columns' tscale x sv, the 8 su.
+struct MoeStep {
+    float w[4][8], sc[4], sgn[8];
+};
+
+inline void moe_load_step(MoeProj q, uint k, uint n0, uint gshift, thread const float *colf,
+                          threadgroup const float *cb, thread MoeStep &s)
 {
-    return q.grid[min(idx, n_levels - 1u)];
+    device const uint4 *blk = (device const uint4 *)(
+        q.indices + ((k / 16u) * q.tiles_n + n0 / 16u) * (32u * uint(TRELLIS_BITS)) +
+        (k % 16u) * (2u * uint(TRELLIS_BITS)));
+    uint4 tv[TRELLIS_BITS];
+    for (uint i = 0; i < uint(TRELLIS_BITS); i++)
+        tv[i] = blk[i];
+    const float4 ts = *(device const float4 *)(q.tscales + (k >> gshift) * q.N + n0);
+    const float4 s0 = *(device const float4 *)(q.su + k);
+    const float4 s1 = *(device const float4 *)(q.su + k + 4u);
+    for (uint r = 0; r < 4u; r++) {
+        s.sgn[r] = s0[int(r)];
+        s.sgn[r + 4u] = s1[int(r)];
+        s.sc[r] = ts[int(r)] * colf[r];
+    }
+    for (uint r = 0; r < 8u; r++) {
+        const uint tr = gemv_trellis_row<TRELLIS_BITS>(tv, r, uint(TRELLIS_BITS) * (n0 % 16u));
+        for (uint c = 0; c < 4u; c++)
+            s.w[c][r] = cb[(tr >> (uint(TRELLIS_BITS) * c)) & ((1u << TRELLIS_BITS) - 1u)];
+    }
 }
+
+// acc[m][c] += (sum over the step's 8 K of a x su x w) x tscale x sv
+inline void moe_fma_step(thread const MoeStep &s, thread const float *a, thread float *acc)
+{
+    float as[8];
+    for (uint r = 0; r < 8u; r++)
+        as[r] = a[r] * s.sgn[r];
+    for (uint c = 0; c < 4u; c++) {
+        float dot = 0.0f;
+        for (uint r = 0; r < 8u; r++)
+            dot = metal::fma(as[r], s.w[c][r], dot);
+        acc[c] = metal::fma(dot, s.sc[c], acc[c]);
+    }
+}
+
+// The 8 activations of half row `row` (stride ld) at k..k+7
+inline void moe_load_a(device const half *A, uint row, uint ld, uint k, thread float *a)
+{
+    const uint4 v = *(device const uint4 *)(A + size_t(row) * ld + k);
+    for (uint i = 0; i < 4u; i++) {
+        a[2u * i] = float(as_type<half>(ushort(v[i] & 0xffffu)));
+        a[2u * i + 1u] = float(as_type<half>(ushort(v[i] >> 16)));
+    }
+}
+
+// Sum acc over the lanes along K (every lane gets the sum), then over the
+// simdgroups: lanes along K 0 put their partials in red, and after the
+// barrier thread i of TILE_M x TILE_N adds them in simdgroup order.
+inline void moe_reduce_lanes(thread float (*acc)[4])
+{
+    for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)
+        for (uint m = 0; m < uint(TILE_M); m++)
+            for (uint c = 0; c < 4u; c++)
+                acc[m][c] += simd_shuffle_xor(acc[m][c], ushort(off));
+}
+
+inline void moe_put_partials(thread float (*acc)[4], threadgroup float *red, uint sg, uint lane)
+{
+    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
+    if (lk == 0u)
+        for (uint m = 0; m < uint(TILE_M); m++)
+            for (uint c = 0; c < 4u; c++)
+                red[(sg * uint(TILE_M) + m) * uint(TILE_N) + ln * 4u + c] = acc[m][c];
+}
+
+inline float moe_sum_partials(threadgroup const float *red, uint i)
+{
+    float s = red[i];
+    for (uint g = 1; g < uint(SIMDGROUPS); g++)
+        s += red[g * uint(TILE_M * TILE_N) + i];
+    return s;
+}
+
+#define MOE_RED_FLOATS (SIMDGROUPS * TILE_M * TILE_N)
 
 kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
                              constant MoeParams &p [[buffer(3)]],
@@ -139,82 +221,133 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
                              device const float *su [[buffer(7)]],
                              device const float *sv [[buffer(8)]],
                              device const float *grid [[buffer(9)]],
-                             device half *h [[buffer(10)]],
-                             device float *y [[buffer(11)]],
-                             uint tg [[threadgroup_position_in_grid]],
-                             uint tid [[thread_index_in_threadgroup]])
+                             device half *h [[buffer(10)]], GEMV_POSITIONS)
 {
+    threadgroup float cb[32];                          // gate's codebook, then up's
+    threadgroup float red[MOE_RED_FLOATS];             // the simdgroups' partials
+    threadgroup float gsum[TILE_M * TILE_N];           // gate, finished
+    if (tid < 32u)
+        cb[tid] = grid[(tid / 16u) * 16u + min(tid % 16u, p.n_levels - 1u)];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
     const uint rows = p.tokens * p.top_k;
     device const uint *row_token = route_buf, *offs = route_buf + 2u * rows;
     device const uint *touched = offs + p.experts + 1u, *ntouched = touched + p.experts;
-    const uint ti = tg / p.chunks, c = tg % p.chunks;
-    if (ti >= ntouched[0])
+    if (tg.y >= ntouched[0])
         return; // the grid is sized for every expert; this slot has none
-    const uint e = touched[ti], off = offs[e], n = offs[e + 1u] - off;
+    const uint e = touched[tg.y], off = offs[e], n = offs[e + 1u] - off;
+    const MoeProj qg = moe_proj(0u, e, p, indices, tscales, su, sv);
+    const MoeProj qu = moe_proj(1u, e, p, indices, tscales, su, sv);
+    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
+    const uint col0 = tg.x * uint(TILE_N), n0 = col0 + ln * 4u;
+    const bool cols = n0 < p.inter; // inter % 16 == 0: all 4 columns or none
+    const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u, gshift = mq_group_shift(p.group);
+    float cg[4] = {1.0f, 1.0f, 1.0f, 1.0f}, cu[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    for (uint c = 0; c < 4u && cols; c++) {
+        cg[c] = qg.sv[n0 + c];
+        cu[c] = qu.sv[n0 + c];
+    }
+    for (uint r0 = 0; r0 < n; r0 += uint(TILE_M)) {
+        const uint nr = min(uint(TILE_M), n - r0);
+        uint tok[TILE_M];
+        for (uint m = 0; m < uint(TILE_M); m++)
+            tok[m] = row_token[off + r0 + min(m, nr - 1u)];
+        float ag[TILE_M][4], au[TILE_M][4];
+        for (uint m = 0; m < uint(TILE_M); m++)
+            for (uint c = 0; c < 4u; c++)
+                ag[m][c] = au[m][c] = 0.0f;
+        for (uint k = kl; cols && k < p.hidden; k += uint(TILE_K)) {
+            MoeStep sg_, su_;
+            moe_load_step(qg, k, n0, gshift, cg, cb, sg_);
+            moe_load_step(qu, k, n0, gshift, cu, cb + 16, su_);
+            for (uint m = 0; m < uint(TILE_M); m++) {
+                if (m >= nr)
+                    break;
+                float a[8];
+                moe_load_a(x, tok[m], p.hidden, k, a);
+                moe_fma_step(sg_, a, ag[m]);
+                moe_fma_step(su_, a, au[m]);
+            }
+        }
+        moe_reduce_lanes(ag);
+        moe_reduce_lanes(au);
+        moe_put_partials(ag, red, sg, lane);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
+            gsum[i] = moe_sum_partials(red, i);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        moe_put_partials(au, red, sg, lane);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
+            const uint m = i / uint(TILE_N), col = col0 + i % uint(TILE_N);
+            if (m < nr && col < p.inter) { // SwiGLU in float, h rounded to half
+                const float g = gsum[i], u = moe_sum_partials(red, i);
+                h[size_t(off + r0 + m) * p.inter + col] = half(g / (1.0f + metal::exp(-g)) * u);
+            }
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup); // red is reused by the next pass
+    }
+}
+
+kernel void gemm_trellis_moe_down(constant MoeParams &p [[buffer(3)]],
+                                  device const uint *route_buf [[buffer(4)]],
+                                  device const uchar *indices [[buffer(5)]],
+                                  device const float *tscales [[buffer(6)]],
+                                  device const float *su [[buffer(7)]],
+                                  device const float *sv [[buffer(8)]],
+                                  device const float *grid [[buffer(9)]],
+                                  device const half *h [[buffer(10)]],
+                                  device float *y [[buffer(11)]],
+                                  uint3 tg3 [[threadgroup_position_in_grid]],
+                                  uint tid [[thread_index_in_threadgroup]],
+                                  uint sg [[simdgroup_index_in_threadgroup]],
+                                  uint lane [[thread_index_in_simdgroup]])
+{
+    threadgroup float cb[16];
+    threadgroup float red[MOE_RED_FLOATS];
+    if (tid < 16u)
+        cb[tid] = grid[32u + min(tid, p.n_levels - 1u)];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const uint rows = p.tokens * p.top_k;
+    device const uint *offs = route_buf + 2u * rows;
+    device const uint *touched = offs + p.experts + 1u, *ntouched = touched + p.experts;
+    if (tg3.y >= ntouched[0])
+        return;
+    const uint e = touched[tg3.y], off = offs[e], n = offs[e + 1u] - off, c = tg3.z;
     const uint i0 = c * p.i_chunk, i1 = min(p.inter, i0 + p.i_chunk);
-    const MoeProj qg = moe_proj(0u, e, p, indices, tscales, su, sv, grid);
-    const MoeProj qu = moe_proj(1u, e, p, indices, tscales, su, sv, grid);
-    const MoeProj qd = moe_proj(2u, e, p, indices, tscales, su, sv, grid);
-    for (uint r0 = 0; r0 < n; r0 += uint(MOE_ROWS)) {
-        const uint nr = min(uint(MOE_ROWS), n - r0);
-        // gate and up of the chunk's columns: a thread per column
-        for (uint j = i0 + tid; j < i1; j += uint(MOE_THREADS)) {
-            float g[MOE_ROWS], u[MOE_ROWS];
-            for (uint r = 0; r < uint(MOE_ROWS); r++)
-                g[r] = u[r] = 0.0f;
-            for (uint gi = 0; gi < qg.groups; gi++) {
-                float sg[MOE_ROWS], su_[MOE_ROWS]; // the group's partial sums
-                for (uint r = 0; r < uint(MOE_ROWS); r++)
-                    sg[r] = su_[r] = 0.0f;
-                const uint k1 = min(qg.K, (gi + 1u) * p.group);
-                for (uint k = gi * p.group; k < k1; k++) {
-                    const float wg = moe_level(qg, mq_trellis_index(qg.indices, qg.tiles_n, k, j),
-                                               p.n_levels);
-                    const float wu = moe_level(qu, mq_trellis_index(qu.indices, qu.tiles_n, k, j),
-                                               p.n_levels);
-                    for (uint r = 0; r < nr; r++) {
-                        const float a = float(x[row_token[off + r0 + r] * p.hidden + k]);
-                        sg[r] += (a * qg.su[k]) * wg;
-                        su_[r] += (a * qu.su[k]) * wu;
-                    }
-                }
-                const float fg = qg.tscales[gi * qg.N + j] * qg.sv[j];
-                const float fu = qu.tscales[gi * qu.N + j] * qu.sv[j];
-                for (uint r = 0; r < nr; r++) {
-                    g[r] += sg[r] * fg;
-                    u[r] += su_[r] * fu;
-                }
+    const MoeProj qd = moe_proj(2u, e, p, indices, tscales, su, sv);
+    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
+    const uint col0 = tg3.x * uint(TILE_N), n0 = col0 + ln * 4u;
+    const bool cols = n0 < p.hidden;
+    const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u, gshift = mq_group_shift(p.group);
+    float cd[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    for (uint k = 0; k < 4u && cols; k++)
+        cd[k] = qd.sv[n0 + k];
+    for (uint r0 = 0; r0 < n; r0 += uint(TILE_M)) {
+        const uint nr = min(uint(TILE_M), n - r0);
+        float acc[TILE_M][4];
+        for (uint m = 0; m < uint(TILE_M); m++)
+            for (uint k = 0; k < 4u; k++)
+                acc[m][k] = 0.0f;
+        for (uint k = i0 + kl; cols && k < i1; k += uint(TILE_K)) {
+            MoeStep s;
+            moe_load_step(qd, k, n0, gshift, cd, cb, s);
+            for (uint m = 0; m < uint(TILE_M); m++) {
+                if (m >= nr)
+                    break;
+                float a[8];
+                moe_load_a(h, off + r0 + m, p.inter, k, a);
+                moe_fma_step(s, a, acc[m]);
             }
-            for (uint r = 0; r < nr; r++) // SwiGLU in float, h rounded to half
-                h[(off + r0 + r) * p.inter + j] = half(g[r] / (1.0f + metal::exp(-g[r])) * u[r]);
         }
-        threadgroup_barrier(mem_flags::mem_device); // every column of h before down reads it
-        // the chunk's share of down for every hidden column: a thread per column
-        const uint g0 = i0 / p.group, g1 = (i1 + p.group - 1u) / p.group;
-        for (uint col = tid; col < p.hidden; col += uint(MOE_THREADS)) {
-            float acc[MOE_ROWS];
-            for (uint r = 0; r < uint(MOE_ROWS); r++)
-                acc[r] = 0.0f;
-            for (uint gi = g0; gi < g1; gi++) {
-                float s[MOE_ROWS];
-                for (uint r = 0; r < uint(MOE_ROWS); r++)
-                    s[r] = 0.0f;
-                const uint k1 = min(i1, (gi + 1u) * p.group);
-                for (uint k = max(i0, gi * p.group); k < k1; k++) {
-                    const float wd =
-                        moe_level(qd, mq_trellis_index(qd.indices, qd.tiles_n, k, col),
-                                  p.n_levels);
-                    for (uint r = 0; r < nr; r++)
-                        s[r] += (float(h[(off + r0 + r) * p.inter + k]) * qd.su[k]) * wd;
-                }
-                const float f = qd.tscales[gi * qd.N + col] * qd.sv[col];
-                for (uint r = 0; r < nr; r++)
-                    acc[r] += s[r] * f;
-            }
-            for (uint r = 0; r < nr; r++)
-                y[(size_t(c) * rows + off + r0 + r) * p.hidden + col] = acc[r];
+        moe_reduce_lanes(acc);
+        moe_put_partials(acc, red, sg, lane);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
+            const uint m = i / uint(TILE_N), col = col0 + i % uint(TILE_N);
+            if (m < nr && col < p.hidden)
+                y[(size_t(c) * rows + off + r0 + m) * p.hidden + col] = moe_sum_partials(red, i);
         }
-        threadgroup_barrier(mem_flags::mem_device); // h's rows are reused by the next pass
+        threadgroup_barrier(mem_flags::mem_threadgroup);
     }
 }
 
@@ -238,5 +371,47 @@ kernel void moe_combine(device const float *probs [[buffer(2)]],
             part += y[(size_t(c) * rows + r) * p.hidden + col];
         acc += probs[t * p.top_k + k] * part;
     }
+    out[gid] = acc;
+}
+
+// ---- the unfused baseline's glue ------------------------------------------
+
+kernel void moe_gather(device const half *x [[buffer(0)]], constant MoeParams &p [[buffer(3)]],
+                       device const uint *route_buf [[buffer(4)]],
+                       device half *xg [[buffer(13)]], uint gid [[thread_position_in_grid]])
+{
+    const uint per_row = p.hidden / 8u; // 16-byte pieces
+    if (gid >= p.tokens * p.top_k * per_row)
+        return;
+    const uint row = gid / per_row, k = (gid % per_row) * 8u;
+    *(device uint4 *)(xg + size_t(row) * p.hidden + k) =
+        *(device const uint4 *)(x + size_t(route_buf[row]) * p.hidden + k);
+}
+
+kernel void moe_swiglu(constant MoeParams &p [[buffer(3)]], device half *h [[buffer(10)]],
+                       device const half *gu [[buffer(14)]], uint gid [[thread_position_in_grid]])
+{
+    const uint n = p.tokens * p.top_k * p.inter;
+    if (gid >= n)
+        return;
+    const float g = float(gu[gid]), u = float(gu[n + gid]);
+    h[gid] = half(g / (1.0f + metal::exp(-g)) * u);
+}
+
+kernel void moe_weighted_sum(device const float *probs [[buffer(2)]],
+                             constant MoeParams &p [[buffer(3)]],
+                             device const uint *route_buf [[buffer(4)]],
+                             device float *out [[buffer(12)]],
+                             device const half *yh [[buffer(15)]],
+                             uint gid [[thread_position_in_grid]])
+{
+    const uint rows = p.tokens * p.top_k;
+    if (gid >= p.tokens * p.hidden)
+        return;
+    const uint t = gid / p.hidden, col = gid % p.hidden;
+    device const uint *row_of = route_buf + rows;
+    float acc = 0.0f;
+    for (uint k = 0; k < p.top_k; k++)
+        acc += probs[t * p.top_k + k] * float(yh[size_t(row_of[t * p.top_k + k]) * p.hidden + col]);
     out[gid] = acc;
 }

@@ -286,35 +286,54 @@ static size_t moe_field_bytes(const mq_moe_weights *mw, mq_msl_moe_buffer f, int
     }
 }
 
+#define CDIV(a, b) (((a) + (b)-1) / (b))
+
 mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err)
 {
     memset(out, 0, sizeof *out);
-    mq_status st = mq_moe_problem_check(p, err);
+    mq_status st = mq_moe_candidate_check(p, c, err);
     if (st)
         return st;
-    int rows = c->inner.p.tile_m, unit = p->group, units = mq_group_count(p->inter, p->group);
-    if (rows < 1 || rows > 16)
-        return mq_fail(err, MQ_E_ILLEGAL, "tile_m=%d: the MSL kernel holds 1..16 rows a pass",
-                       rows);
-    if (c->i_split < 1 || c->i_split > units)
-        return mq_fail(err, MQ_E_ILLEGAL, "i_split=%d is outside 1..%d (inter=%d in %d-row groups)",
-                       c->i_split, units, p->inter, unit);
-    int len = (units + c->i_split - 1) / c->i_split * unit;
-    if ((c->i_split - 1) * len >= p->inter)
-        return mq_fail(err, MQ_E_ILLEGAL, "i_split=%d leaves an empty chunk (inter=%d in chunks "
-                                          "of %d)", c->i_split, p->inter, len);
+    const mq_params *q = &c->inner.p;
+    if (c->inner.variant != MQ_VAR_GEMV_TRELLIS)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "the MSL kernel streams the weights (inner gemv_trellis_decode); %s is "
+                       "the CPU model's",
+                       mq_variant_get(c->inner.variant)->name);
+    if (!c->fuse_gate_up)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "the MSL kernel computes gate and up in one pass (fuse_gate_up=1)");
+    /* lanes: tile_n / 4 along N, the rest along K, 8 K each; simdgroups split tile_k */
+    int simdgroups = q->tile_k / (8 * (32 / (q->tile_n / 4)));
+    size_t tg = (size_t)4 * (32 + (size_t)(simdgroups + 1) * q->tile_m * q->tile_n);
+    if (tg > 32768)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_m=%d x tile_n=%d x %d simdgroups needs %zu bytes of threadgroup "
+                       "memory (32768 at most)",
+                       q->tile_m, q->tile_n, simdgroups, tg);
     size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
+    unsigned threads = 32u * (unsigned)simdgroups;
+    int len = mq_moe_chunk_len(p, c);
+    out->tg_bytes = tg;
     out->mp = (mq_msl_moe_params){(uint32_t)p->tokens, (uint32_t)p->hidden, (uint32_t)p->inter,
                                   (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
                                   (uint32_t)mw->w[0][0].n_levels, (uint32_t)len,
                                   (uint32_t)c->i_split};
-    snprintf(out->defines, sizeof out->defines, "TRELLIS_BITS=%d MOE_ROWS=%d MOE_THREADS=%d",
-             mq_format_bits(p->format), rows, MQ_MSL_MOE_THREADS);
-    out->route_grid = 1;
-    out->moe_grid = (unsigned)(E * (size_t)c->i_split);
-    out->combine_grid = (unsigned)(((size_t)p->tokens * p->hidden + MQ_MSL_MOE_THREADS - 1) /
-                                   MQ_MSL_MOE_THREADS);
+    snprintf(out->defines, sizeof out->defines, "TRELLIS_BITS=%d TILE_M=%d TILE_N=%d TILE_K=%d",
+             mq_format_bits(p->format), q->tile_m, q->tile_n, q->tile_k);
+    /* the grids are sized for every expert a routing could touch (the
+     * touched ones are known on the device only) */
+    unsigned slots = (unsigned)(R < E ? R : E);
+    out->d[0] = (mq_msl_dispatch){"moe_route", {1, 1, 1}, threads};
+    out->d[1] = (mq_msl_dispatch){
+        "gemm_trellis_moe", {(unsigned)CDIV(p->inter, q->tile_n), slots, 1}, threads};
+    out->d[2] = (mq_msl_dispatch){"gemm_trellis_moe_down",
+                                  {(unsigned)CDIV(p->hidden, q->tile_n), slots,
+                                   (unsigned)c->i_split},
+                                  threads};
+    out->d[3] = (mq_msl_dispatch){
+        "moe_combine", {(unsigned)CDIV(p->tokens * p->hidden, (int)threads), 1, 1}, threads};
     size_t *b = out->bytes;
     b[MQ_MSL_MOE_X] = (size_t)p->tokens * p->hidden * 2;
     b[MQ_MSL_MOE_IDS] = b[MQ_MSL_MOE_PROBS] = R * 4;
@@ -331,6 +350,201 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
         err->msg[0] = 0;
     }
     return MQ_OK;
+}
+
+int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
+                     int i_splits, mq_moe_candidate *cs, int cap)
+{
+    static const int splits[] = {1, 2, 4, 8, 16}, tns[] = {64, 32, 128, 16};
+    int lo = 1, hi = 16, n = 0;
+    if (max_rows > 0) { /* the one tile_m that takes an expert's rows in one pass */
+        while (lo < 16 && lo < max_rows)
+            lo *= 2;
+        hi = lo;
+    }
+    for (int s = 0; s < (i_splits ? 5 : 1); s++)
+        for (int tm = lo; tm <= hi; tm *= 2)
+            for (int t = 0; t < 4; t++)
+                for (int sgs = 8; sgs >= 1; sgs /= 2) {
+                    int tn = tns[t], k_per_sg = 8 * (32 / (tn / 4));
+                    mq_moe_candidate c;
+                    memset(&c, 0, sizeof c);
+                    c.inner.variant = MQ_VAR_GEMV_TRELLIS;
+                    c.inner.p = (mq_params){tm, tn, k_per_sg * sgs, 0, 1};
+                    c.i_split = splits[s];
+                    c.fuse_gate_up = 1;
+                    mq_msl_moe_plan plan;
+                    if (n < cap && mq_msl_moe_plan_of(p, mw, &c, &plan, NULL) == MQ_OK)
+                        cs[n++] = c;
+                }
+    return n;
+}
+
+/* The dense candidate of the unfused baseline for n rows of one expert (the
+ * CPU model's dense rule: the decode kernel up to 16 rows, the prefill
+ * kernel's default tile above). */
+static mq_candidate unfused_dense(int n)
+{
+    mq_candidate c;
+    memset(&c, 0, sizeof c);
+    if (n <= 16) {
+        int tm = 1;
+        while (tm < n)
+            tm *= 2;
+        c.variant = MQ_VAR_GEMV_TRELLIS;
+        c.p = (mq_params){tm, 64, 128, 0, 1};
+    } else {
+        c.variant = MQ_VAR_TRELLIS_PACKED;
+        c.p = (mq_params){64, 64, 32, 0, 1};
+    }
+    return c;
+}
+
+static mq_msl_moe_step glue_step(const mq_msl_moe_plan *b, const char *fn, size_t threads_total)
+{
+    mq_msl_moe_step st;
+    memset(&st, 0, sizeof st);
+    st.file = MQ_MSL_MOE_FILE;
+    st.function = fn;
+    snprintf(st.defines, sizeof st.defines, "%s", b->defines);
+    st.threads = b->d[0].threads;
+    st.grid[0] = (unsigned)((threads_total + st.threads - 1) / st.threads);
+    st.grid[1] = st.grid[2] = 1;
+    return st;
+}
+
+mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
+                                  const int32_t *expert_ids, mq_msl_moe_unfused *out,
+                                  mq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    mq_moe_candidate fc;
+    memset(&fc, 0, sizeof fc);
+    fc.inner.variant = MQ_VAR_GEMV_TRELLIS;
+    fc.inner.p = (mq_params){1, 64, 128, 0, 1}; /* the glue's module: 256 threads */
+    fc.i_split = fc.fuse_gate_up = 1;
+    mq_status st = mq_msl_moe_plan_of(p, mw, &fc, &out->base, err);
+    if (st)
+        return st;
+    size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
+    for (size_t i = 0; i < R; i++) /* the ids index the counts (mq_moe_routing_check: all) */
+        if (expert_ids[i] < 0 || expert_ids[i] >= p->experts)
+            return mq_fail(err, MQ_E_ARG, "token %zu slot %zu: expert %d is not in 0..%d",
+                           i / (size_t)p->top_k, i % (size_t)p->top_k, (int)expert_ids[i],
+                           p->experts - 1);
+    size_t H = (size_t)p->hidden, I = (size_t)p->inter;
+    int *offs = calloc(E + 1, sizeof *offs);
+    out->steps = calloc(3 * E + 5, sizeof *out->steps);
+    out->dparams = calloc(3 * E, MQ_MSL_MOE_DPARAMS_STRIDE);
+    if (!offs || !out->steps || !out->dparams) {
+        free(offs);
+        mq_msl_moe_unfused_free(out);
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for the unfused plan of %d experts",
+                       p->experts);
+    }
+    for (size_t i = 0; i < R; i++)
+        offs[expert_ids[i] + 1]++;
+    for (size_t e = 0; e < E; e++)
+        offs[e + 1] += offs[e];
+    const mq_msl_moe_plan *b = &out->base;
+    out->steps[out->nsteps++] = (mq_msl_moe_step){.file = MQ_MSL_MOE_FILE, .function = "moe_route",
+                                                  .grid = {1, 1, 1}, .threads = b->d[0].threads};
+    snprintf(out->steps[0].defines, sizeof out->steps[0].defines, "%s", b->defines);
+    out->steps[out->nsteps++] = glue_step(b, "moe_gather", R * H / 8);
+    /* per projection, the per-expert stride of each weight field */
+    size_t fstride[MQ_MOE_PROJS][MQ_MSL_MOE_NBUF], fbase[MQ_MOE_PROJS][MQ_MSL_MOE_NBUF];
+    for (int f = MQ_MSL_MOE_INDICES; f <= MQ_MSL_MOE_SV; f++) {
+        size_t at = 0;
+        for (int j = 0; j < MQ_MOE_PROJS; j++) {
+            size_t n = moe_field_bytes(mw, (mq_msl_moe_buffer)f, j);
+            fbase[j][f] = at;
+            fstride[j][f] = n / E;
+            at += n;
+        }
+    }
+    const mq_limits lim = mq_limits_default();
+    int nd = 0;
+    for (int j = 0; j < MQ_MOE_PROJS && !st; j++) {
+        if (j == MQ_MOE_DOWN) /* after gate and up of every expert */
+            out->steps[out->nsteps++] = glue_step(b, "moe_swiglu", R * I);
+        for (size_t e = 0; e < E && !st; e++) {
+            int n = offs[e + 1] - offs[e];
+            if (!n)
+                continue;
+            int K, N;
+            moe_dims(mw, j, &K, &N);
+            mq_problem dp = {p->format, n, N, K, p->group};
+            mq_candidate dc = unfused_dense(n);
+            mq_msl_run_plan rp;
+            /* the decode kernel's K step halved until its partials fit */
+            while ((st = mq_msl_plan_run(&dp, &dc, &lim, &rp, err)) == MQ_E_ILLEGAL &&
+                   dc.variant == MQ_VAR_GEMV_TRELLIS && dc.p.tile_k > 32)
+                dc.p.tile_k /= 2;
+            if (st)
+                break;
+            if (rp.plan.k_slices > 1 || rp.plan.workspace_bytes) {
+                st = mq_fail(err, MQ_E_ILLEGAL, "the unfused baseline's dense kernel splits K");
+                break;
+            }
+            mq_msl_moe_step *s = &out->steps[out->nsteps++];
+            s->file = rp.file;
+            s->function = rp.function;
+            snprintf(s->defines, sizeof s->defines, "%s", rp.defines);
+            s->grid[0] = (unsigned)rp.plan.grid_x;
+            s->grid[1] = (unsigned)rp.plan.grid_y;
+            s->grid[2] = (unsigned)rp.plan.grid_z;
+            s->threads = (unsigned)rp.plan.threads_per_tg;
+            s->dense = 1;
+            size_t row0 = (size_t)offs[e];
+            /* A, codes, scales, C, params */
+            s->bind[0] = j == MQ_MOE_DOWN ? MQ_MSL_MOE_H : MQ_MSL_MOE_XG;
+            s->off[0] = row0 * (size_t)K * 2;
+            s->bind[1] = MQ_MSL_MOE_INDICES;
+            s->off[1] = fbase[j][MQ_MSL_MOE_INDICES] + e * fstride[j][MQ_MSL_MOE_INDICES];
+            s->bind[2] = MQ_MSL_MOE_TSCALES;
+            s->off[2] = fbase[j][MQ_MSL_MOE_TSCALES] + e * fstride[j][MQ_MSL_MOE_TSCALES];
+            s->bind[3] = j == MQ_MOE_DOWN ? MQ_MSL_MOE_YH : MQ_MSL_MOE_GU;
+            s->off[3] = (j == MQ_MOE_UP ? R * I * 2 : 0) + row0 * (size_t)N * 2;
+            s->bind[4] = MQ_MSL_MOE_DPARAMS;
+            s->off[4] = (size_t)nd * MQ_MSL_MOE_DPARAMS_STRIDE;
+            s->nbind = 5;
+            for (int i = 0; rp.prog.extra[i] != MQ_BUF_END && s->nbind < 8; i++) {
+                mq_buffer_kind k = rp.prog.extra[i];
+                int f = k == MQ_BUF_GRID ? MQ_MSL_MOE_GRID : k == MQ_BUF_SU ? MQ_MSL_MOE_SU
+                                                                             : MQ_MSL_MOE_SV;
+                s->bind[s->nbind] = f;
+                s->off[s->nbind++] = f == MQ_MSL_MOE_GRID
+                                         ? (size_t)j * 16 * sizeof(float)
+                                         : fbase[j][f] + e * fstride[j][f];
+            }
+            mq_msl_params_of(&dp, &rp.plan, &mw->w[j][e],
+                             (mq_msl_params *)((char *)out->dparams +
+                                               (size_t)nd * MQ_MSL_MOE_DPARAMS_STRIDE));
+            nd++;
+        }
+    }
+    free(offs);
+    if (st) {
+        mq_msl_moe_unfused_free(out);
+        return st;
+    }
+    out->steps[out->nsteps++] = glue_step(b, "moe_weighted_sum", (size_t)p->tokens * H);
+    out->dparams_bytes = (size_t)(nd ? nd : 1) * MQ_MSL_MOE_DPARAMS_STRIDE;
+    size_t *by = out->base.bytes;
+    by[MQ_MSL_MOE_XG] = R * H * 2;
+    by[MQ_MSL_MOE_GU] = 2 * R * I * 2;
+    by[MQ_MSL_MOE_YH] = R * H * 2;
+    by[MQ_MSL_MOE_DPARAMS] = out->dparams_bytes;
+    return MQ_OK;
+}
+
+void mq_msl_moe_unfused_free(mq_msl_moe_unfused *u)
+{
+    free(u->steps);
+    free(u->dparams);
+    u->steps = NULL;
+    u->dparams = NULL;
+    u->nsteps = 0;
 }
 
 void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst)

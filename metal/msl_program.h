@@ -103,7 +103,6 @@ uint64_t mq_msl_weights_print(const mq_weights *w);
 /* ---- the MoE block (metal/gemm_trellis_moe.metal) ---- */
 
 #define MQ_MSL_MOE_FILE "gemm_trellis_moe.metal"
-#define MQ_MSL_MOE_THREADS 256 /* MOE_THREADS: threads of every threadgroup */
 
 /* The kernels' MoeParams, field for field. */
 typedef struct {
@@ -112,27 +111,81 @@ typedef struct {
 
 /* Its buffers: x, expert_ids, probs, params, the route list, the weights'
  * five fields (each the three projections concatenated: gate, up, down),
- * h, the partial planes, out. */
+ * h, the partial planes, out; then the unfused baseline's own: the gathered
+ * rows, the dense gate and up outputs [2][rows][inter] and down outputs
+ * [rows][hidden] (FP16, the dense kernels' C), the dense launches'
+ * parameters (one mq_msl_params every MQ_MSL_MOE_DPARAMS_STRIDE bytes). */
 typedef enum {
     MQ_MSL_MOE_X, MQ_MSL_MOE_IDS, MQ_MSL_MOE_PROBS, MQ_MSL_MOE_PARAMS, MQ_MSL_MOE_ROUTE,
     MQ_MSL_MOE_INDICES, MQ_MSL_MOE_TSCALES, MQ_MSL_MOE_SU, MQ_MSL_MOE_SV, MQ_MSL_MOE_GRID,
-    MQ_MSL_MOE_H, MQ_MSL_MOE_Y, MQ_MSL_MOE_OUT, MQ_MSL_MOE_NBUF
+    MQ_MSL_MOE_H, MQ_MSL_MOE_Y, MQ_MSL_MOE_OUT,
+    MQ_MSL_MOE_XG, MQ_MSL_MOE_GU, MQ_MSL_MOE_YH, MQ_MSL_MOE_DPARAMS, MQ_MSL_MOE_NBUF
 } mq_msl_moe_buffer;
+#define MQ_MSL_MOE_FUSED_NBUF MQ_MSL_MOE_XG /* the fused block binds the ones before */
+#define MQ_MSL_MOE_DPARAMS_STRIDE 256
 
-/* What the MSL kernel takes of a candidate (i_split, and tile_m as the rows
- * of a pass, MOE_ROWS, 1..16; the inner kernel and fuse_gate_up are the CPU
- * model's), its parameters, the defines ("TRELLIS_BITS=3 MOE_ROWS=8"), the
- * grid of each dispatch and every buffer's size in bytes. MQ_E_ILLEGAL with
- * the reason for a candidate it cannot run. */
+/* One dispatch: the kernel, threadgroups per grid, threads per threadgroup
+ * (every dispatch binds the buffers at their mq_msl_moe_buffer index). */
+typedef struct {
+    const char *function;
+    unsigned grid[3], threads;
+} mq_msl_dispatch;
+
+#define MQ_MSL_MOE_DISPATCHES 4 /* route, gate/up/SwiGLU, down, combine */
+
+/* What the MSL kernel takes of a candidate (legal for the CPU model
+ * first: mq_moe_candidate_check): the inner kernel must be the streaming
+ * form (gemv_trellis_decode: tile_m rows a pass, tile_n columns, tile_k of
+ * K a threadgroup step; the tile engine is the CPU model's), gate and up
+ * fused, i_split chunks of the intermediate dimension for down; its
+ * parameters, the defines ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64
+ * TILE_K=128"), the dispatches in order and every buffer's size in bytes.
+ * MQ_E_ILLEGAL with the reason for a candidate it cannot run. */
 typedef struct {
     mq_msl_moe_params mp;
     char defines[96];
-    unsigned route_grid, moe_grid, combine_grid; /* threadgroups of MQ_MSL_MOE_THREADS */
+    mq_msl_dispatch d[MQ_MSL_MOE_DISPATCHES];
+    size_t tg_bytes; /* the projection kernels' threadgroup memory */
     size_t bytes[MQ_MSL_MOE_NBUF];
 } mq_msl_moe_plan;
 
 mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err);
+/* The MSL kernel's candidate space for p, legal ones only, likeliest
+ * first: tile_m the smallest power of two that holds max_rows rows (at most
+ * 16; max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along
+ * K, i_split 1, 2, 4, 8, 16 (i_splits 0: 1 only). The count, at most cap. */
+int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
+                     int i_splits, mq_moe_candidate *cs, int cap);
+/* The unfused baseline for one routing: route, gather, per touched
+ * expert the dense kernel of gate, up and down (gemv_trellis_decode at up
+ * to 16 rows, gemm_trellis_packed 64x64x32 above: the dense rule of the
+ * CPU model's baseline), SwiGLU, the weighted sum. A step binds the MoE
+ * buffers at their own index (dense 0), or, for a dense kernel, buffer(i)
+ * to MoE buffer bind[i] at byte offset off[i] (A, codes, scales, C, params,
+ * the variant's extras). dparams: the dense launches' parameters, to be
+ * copied into MQ_MSL_MOE_DPARAMS. free() steps and dparams. */
+typedef struct {
+    const char *file, *function;
+    char defines[256];
+    unsigned grid[3], threads;
+    int dense, nbind;
+    int bind[8];
+    size_t off[8];
+} mq_msl_moe_step;
+
+typedef struct {
+    mq_msl_moe_plan base; /* the MoE file's module (defines) and buffer sizes */
+    mq_msl_moe_step *steps;
+    int nsteps;
+    void *dparams;
+    size_t dparams_bytes;
+} mq_msl_moe_unfused;
+
+mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
+                                  const int32_t *expert_ids, mq_msl_moe_unfused *out,
+                                  mq_error *err);
+void mq_msl_moe_unfused_free(mq_msl_moe_unfused *u);
 /* Weight field f (MQ_MSL_MOE_INDICES .. MQ_MSL_MOE_GRID) in the kernel's
  * layout into dst (plan->bytes[f] bytes). */
 void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst);

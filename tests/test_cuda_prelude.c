@@ -201,19 +201,44 @@ static void test_translation_and_failure(void)
           "expected marlin_zero_reduction as one CUDA entry binding buffers 0 and 1: %s",
           cu ? first : err);
     free(cu);
-    /* the MoE block (no GEMM candidate names it): every width, 1, 8 and 16 rows a pass */
-    for (int bits = 2; bits <= 4; bits++)
-        for (int rows = 1; rows <= 16; rows = rows == 1 ? 8 : rows * 2) {
-            char defines[96];
-            snprintf(defines, sizeof defines, "TRELLIS_BITS=%d MOE_ROWS=%d MOE_THREADS=%d", bits,
-                     rows, MQ_MSL_MOE_THREADS);
-            cu = mq_cuda_source(MQ_MSL_MOE_FILE, NULL, defines, ks, &nks, err, sizeof err);
-            CHECK(cu && nks == 3 && compile_one(cu, defines, "-fsyntax-only", NULL, first,
-                                                 sizeof first) == 0,
-                  "expected gemm_trellis_moe.metal (%s) as 3 CUDA entries that compile: %s",
-                  defines, cu ? first : err);
+    /* the MoE block (no GEMM candidate names it): every width, each tile_n with
+     * another row count and simdgroup count (test_metal compiles its whole
+     * space; NVRTC's own check of every program is make test-gpu's) */
+    static const int rows[] = {1, 16, 8, 2, 4};
+    for (int bits = 2; bits <= 4; bits++) {
+        mq_moe_problem mp = {(mq_format)(MQ_FMT_TRELLIS2 + bits - 2), 1, 2048, 768, 8, 2, 128};
+        mq_moe_weights mw;
+        mq_error e;
+        if (mq_moe_weights_alloc(&mw, &mp, &e)) {
+            CHECK(0, "MoE weights: %s", e.msg);
+            continue;
+        }
+        for (int t = 0; t < 4; t++) {
+            int tn = 16 << t, sgs = 1 << ((t + bits) % 4);
+            mq_moe_candidate c;
+            memset(&c, 0, sizeof c);
+            c.inner.variant = MQ_VAR_GEMV_TRELLIS;
+            c.inner.p = (mq_params){rows[(t + bits) % 5], tn, 8 * (32 / (tn / 4)) * sgs, 0, 1};
+            c.i_split = 1;
+            c.fuse_gate_up = 1;
+            mq_msl_moe_plan plan;
+            /* the next simdgroup count where this one is illegal (threadgroup
+             * memory, or tile_k under 16 at tile_n 128) */
+            for (int i = 0; i < 4 && mq_msl_moe_plan_of(&mp, &mw, &c, &plan, &e); i++)
+                c.inner.p.tile_k = 8 * (32 / (tn / 4)) * (1 << ((t + bits + i + 1) % 4));
+            CHECK(mq_msl_moe_plan_of(&mp, &mw, &c, &plan, &e) == MQ_OK,
+                  "expected tile_m=%d tile_n=%d legal with some simdgroup count: %s",
+                  c.inner.p.tile_m, tn, e.msg);
+            cu = mq_cuda_source(MQ_MSL_MOE_FILE, NULL, plan.defines, ks, &nks, err, sizeof err);
+            CHECK(cu && nks == MQ_MSL_MOE_DISPATCHES &&
+                      compile_one(cu, plan.defines, "-fsyntax-only", NULL, first,
+                                  sizeof first) == 0,
+                  "expected gemm_trellis_moe.metal (%s) as %d CUDA entries that compile: %s",
+                  plan.defines, MQ_MSL_MOE_DISPATCHES, cu ? first : err);
             free(cu);
         }
+        mq_moe_weights_free(&mw);
+    }
 }
 
 /* The MMA probe's two mappings: FP16 simdgroup products on the tensor

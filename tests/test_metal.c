@@ -180,15 +180,33 @@ static void test_syntax(void)
     CHECK(src && syntax_check(src, "", first, sizeof first) == 0,
           "expected marlin_zero_reduction.metal to pass: %s", src ? first : err);
     free(src);
-    /* the MoE block (no candidate of the GEMM space names it): every trellis width */
-    src = mq_metal_source("gemm_trellis_moe.metal", err, sizeof err);
+    /* the MoE block (no candidate of the GEMM space names it): every program of
+     * its space at every trellis width */
+    int nm = 0;
     for (int bits = 2; bits <= 4; bits++) {
-        char defines[32];
-        snprintf(defines, sizeof defines, "TRELLIS_BITS=%d", bits);
-        CHECK(src && syntax_check(src, defines, first, sizeof first) == 0,
-              "expected gemm_trellis_moe.metal (%s) to pass: %s", defines, src ? first : err);
+        mq_moe_problem mp = {(mq_format)(MQ_FMT_TRELLIS2 + bits - 2), 1, 2048, 768, 8, 2, 128};
+        mq_moe_weights mw;
+        mq_error e;
+        if (mq_moe_weights_alloc(&mw, &mp, &e)) {
+            CHECK(0, "MoE weights for the program sweep: %s", e.msg);
+            continue;
+        }
+        mq_moe_candidate cs[256];
+        int nc = mq_msl_moe_space(&mp, &mw, 0, 0, cs, 256);
+        for (int i = 0; i < nc && nm < 4096; i++) {
+            mq_msl_moe_plan plan;
+            mq_msl_moe_plan_of(&mp, &mw, &cs[i], &plan, NULL);
+            snprintf(ps[nm].file, sizeof ps[nm].file, "%s", MQ_MSL_MOE_FILE);
+            snprintf(ps[nm].defines, sizeof ps[nm].defines, "%s", plan.defines);
+            nm++;
+        }
+        mq_moe_weights_free(&mw);
     }
-    free(src);
+    CHECK(nm >= 150, "expected the MoE kernel's whole space (5 row counts x 4 widths x up to 4 "
+                     "simdgroup counts x 3 trellis widths), got %d programs", nm);
+    bad = sweep(ps, nm);
+    CHECK(bad == 0, "expected every MoE program to pass the syntax check: %d failed", bad);
+    printf("metal: %d MoE programs compiled, %d failed\n", nm, bad);
 
     /* the check can fail: a typo and a half/float type error */
     src = mq_metal_source("marlin_gemm_fused.metal", err, sizeof err);

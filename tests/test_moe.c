@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "backend.h"
 #include "msl_exec.h"
 #include "msl_program.h"
 #include "mq.h"
@@ -393,54 +394,7 @@ static void test_runs(void)
     mq_ctx_destroy(ctx1);
 }
 
-/* ---- the MSL kernel on the CPU executor ---- */
-
-/* The three dispatches on the executor with the program layer's plan and
- * weight layout (what every backend of the MSL kernel uses); 0, or -1. */
-static int run_msl(const mq_msl_module *m, const mq_moe_problem *p, const mq_moe_weights *mw,
-                   const uint16_t *x, const int32_t *ids, const float *pr, int i_split,
-                   float *out, char *err, size_t n)
-{
-    mq_moe_candidate c = mq_moe_default_candidate(p, 2);
-    c.i_split = i_split;
-    c.inner.p.tile_m = 8;
-    mq_msl_moe_plan plan;
-    mq_error e;
-    if (mq_msl_moe_plan_of(p, mw, &c, &plan, &e)) {
-        snprintf(err, n, "%s", e.msg);
-        return -1;
-    }
-    mq_msl_buffer b[MQ_MSL_MOE_NBUF];
-    memset(b, 0, sizeof b);
-    const void *init[MQ_MSL_MOE_NBUF] = {x, ids, pr, &plan.mp};
-    int rc = 0;
-    for (int i = 0; i < MQ_MSL_MOE_NBUF && !rc; i++) {
-        rc = mq_msl_buffer_alloc(&b[i], plan.bytes[i], err, n);
-        if (!rc && init[i])
-            memcpy(b[i].data, init[i], plan.bytes[i]);
-        else if (!rc && i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID)
-            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, b[i].data);
-    }
-    mq_msl_launch l;
-    memset(&l, 0, sizeof l);
-    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
-        l.buffers[i] = &b[i];
-    l.workers = 2;
-    l.timeout_s = 120;
-    l.threads[0] = MQ_MSL_MOE_THREADS;
-    l.threads[1] = l.threads[2] = l.grid[1] = l.grid[2] = 1;
-    const char *fn[3] = {"moe_route", "gemm_trellis_moe", "moe_combine"};
-    unsigned grid[3] = {plan.route_grid, plan.moe_grid, plan.combine_grid};
-    for (int k = 0; k < 3 && !rc; k++) {
-        l.grid[0] = grid[k];
-        rc = mq_msl_run(m, fn[k], &l, err, n);
-    }
-    if (!rc)
-        memcpy(out, b[MQ_MSL_MOE_OUT].data, plan.bytes[MQ_MSL_MOE_OUT]);
-    for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
-        mq_msl_buffer_free(&b[i]);
-    return rc;
-}
+/* ---- the MSL kernels on the CPU executor (the msl-cpu backend) ---- */
 
 static void test_msl(void)
 {
@@ -449,60 +403,85 @@ static void test_msl(void)
         CHECK(0, "a cache directory for the executor's modules");
         return;
     }
-    mq_msl_compile_opts copts = {NULL, NULL, cache};
-    if (!mq_msl_cxx(&copts)) {
-        CHECK(0, "expected a C++ compiler for the executor (make deps installs clang)");
+    setenv("MQ_MSL_CACHE", cache, 1);
+    mq_backend_opts bo = {2};
+    mq_error e;
+    mq_backend *be = mq_backend_msl_cpu_open(&bo, &e);
+    CHECK(be && be->run_moe && be->run_moe_unfused,
+          "expected the msl-cpu backend with the MoE block and its unfused baseline (make deps "
+          "installs clang): %s",
+          be ? "" : e.msg);
+    if (!be)
         return;
-    }
-    static const run_case cases[] = {
-        {MQ_FMT_TRELLIS3, 1, 8, 2, MQ_ROUTE_UNIFORM, "decode, 6 experts with no tokens"},
-        {MQ_FMT_TRELLIS2, 13, 6, 3, MQ_ROUTE_ZIPF, "13 tokens, Zipf, top 3 of 6"},
-        {MQ_FMT_TRELLIS4, 20, 4, 1, MQ_ROUTE_ONE, "20 tokens all on one expert (3 passes of 8)"},
+    static const struct msl_case {
+        mq_format f;
+        int tokens, experts, top_k;
+        mq_route_kind route;
+        int tile_m, tile_n, sgs;
+        const char *what;
+    } cases[] = {
+        {MQ_FMT_TRELLIS3, 1, 8, 2, MQ_ROUTE_UNIFORM, 8, 64, 2,
+         "decode, 6 experts with no tokens, 64 of 96 columns a tile"},
+        {MQ_FMT_TRELLIS2, 13, 6, 3, MQ_ROUTE_ZIPF, 4, 16, 1,
+         "13 tokens, Zipf, top 3 of 6, 4 rows a pass"},
+        {MQ_FMT_TRELLIS4, 20, 4, 1, MQ_ROUTE_ONE, 8, 32, 4,
+         "20 tokens all on one expert (3 passes of 8; the baseline's tile kernel)"},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const run_case *rc = &cases[ci];
+        const struct msl_case *rc = &cases[ci];
         mq_moe_problem p = {rc->f, rc->tokens, 64, 96, rc->experts, rc->top_k, 32};
-        char defines[96], err[512];
-        snprintf(defines, sizeof defines, "TRELLIS_BITS=%d MOE_ROWS=8 MOE_THREADS=%d",
-                 mq_format_bits(rc->f), MQ_MSL_MOE_THREADS);
-        mq_msl_module *m = mq_msl_module_load("gemm_trellis_moe.metal", NULL, defines, &copts,
-                                              err, sizeof err);
-        CHECK(m != NULL, "%s: gemm_trellis_moe.metal compiles for the executor: %s", rc->what,
-              err);
+        mq_moe_candidate c;
+        memset(&c, 0, sizeof c);
+        c.inner.variant = MQ_VAR_GEMV_TRELLIS;
+        c.inner.p = (mq_params){rc->tile_m, rc->tile_n, 8 * (128 / rc->tile_n) * rc->sgs, 0, 1};
+        c.fuse_gate_up = 1;
         mq_moe_weights mw;
-        if (!m || make_weights(&p, &mw, 41 + (uint32_t)ci)) {
-            mq_msl_module_free(m);
+        if (make_weights(&p, &mw, 41 + (uint32_t)ci))
             continue;
-        }
         size_t R = (size_t)p.tokens * p.top_k, out_n = (size_t)p.tokens * p.hidden;
         uint16_t *x = malloc(out_n * sizeof *x);
         int32_t *ids = malloc(R * sizeof *ids);
         float *pr = malloc(R * sizeof *pr), *got = malloc(out_n * sizeof *got);
         double *ref = malloc(out_n * sizeof *ref), *bound = malloc(out_n * sizeof *bound);
-        mq_error e;
+        double *bound_h = malloc(out_n * sizeof *bound_h);
         td_fill_activations(x, p.tokens, p.hidden, 43 + (uint32_t)ci);
         mq_moe_routing_generate(&p, rc->route, 1.5, 47 + ci, ids, pr, &e);
         mq_moe_reference(&p, &mw, x, ids, pr, ref, bound, &e);
+        mq_moe_reference_arith(&p, &mw, x, ids, pr, 1, ref, bound_h, &e);
         for (int split = 1; split <= 3; split += 2) { /* 96 = 3 groups of 32: 1 or 3 chunks */
             double worst = 0;
-            int ok = run_msl(m, &p, &mw, x, ids, pr, split, got, err, sizeof err) == 0;
-            CHECK(ok, "%s, i_split %d: the three dispatches run: %s", rc->what, split, err);
+            c.i_split = split;
+            int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
+            CHECK(ok, "%s, i_split %d: the dispatches run: %s", rc->what, split, e.msg);
             long bad = ok ? outside(got, ref, bound, out_n, &worst) : -1;
-            fprintf(stderr, "  MSL %s, i_split %d: worst %.4f of the bound\n", rc->what, split, worst);
+            fprintf(stderr, "  MSL %s, i_split %d: worst %.4f of the bound\n", rc->what, split,
+                    worst);
             CHECK(bad == 0, "%s, i_split %d: the MSL kernel within the reference's bound: %ld "
                             "outside, worst %.3f of it", rc->what, split, bad, worst);
         }
+        /* the unfused baseline as the GPUs run it: dense kernels per expert */
+        double worst = 0;
+        int ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, &e) == MQ_OK;
+        CHECK(ok, "%s: the unfused baseline's launches run: %s", rc->what, e.msg);
+        long bad = ok ? outside(got, ref, bound_h, out_n, &worst) : -1;
+        fprintf(stderr, "  MSL unfused %s: worst %.4f of its bound\n", rc->what, worst);
+        CHECK(bad == 0, "%s: the unfused baseline within the FP16-intermediate bound: %ld "
+                        "outside, worst %.3f of it", rc->what, bad, worst);
         if (p.top_k > 1) { /* a planted defect: probabilities swapped */
             float t0 = pr[0];
             pr[0] = pr[1];
             pr[1] = t0;
-            double worst = 0;
-            int ok = run_msl(m, &p, &mw, x, ids, pr, 1, got, err, sizeof err) == 0;
+            c.i_split = 1;
+            ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
             CHECK(ok && outside(got, ref, bound, out_n, &worst) > 0,
                   "%s: swapped probabilities caught in the MSL kernel's output (worst %.1f x)",
                   rc->what, worst);
+            pr[0] = 0; /* and the first slot's expert dropped: the looser bound still sees it */
+            ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, &e) == MQ_OK;
+            CHECK(ok && outside(got, ref, bound_h, out_n, &worst) > 0,
+                  "%s: a dropped expert caught in the unfused baseline's output (worst %.1f x) %s",
+                  rc->what, worst, ok ? "" : e.msg);
         }
-        mq_msl_module_free(m);
         mq_moe_weights_free(&mw);
         free(x);
         free(ids);
@@ -510,7 +489,28 @@ static void test_msl(void)
         free(got);
         free(ref);
         free(bound);
+        free(bound_h);
     }
+    mq_moe_candidate c = mq_moe_default_candidate(&(mq_moe_problem){MQ_FMT_TRELLIS3, 512, 64, 96,
+                                                                     8, 2, 32}, 4);
+    mq_msl_moe_plan plan;
+    mq_moe_weights mw;
+    mq_moe_problem pre = {MQ_FMT_TRELLIS3, 512, 64, 96, 8, 2, 32};
+    if (make_weights(&pre, &mw, 7) == 0) {
+        CHECK(mq_msl_moe_plan_of(&pre, &mw, &c, &plan, &e) == MQ_E_ILLEGAL &&
+                  msg_has(&e, "gemm_trellis_packed"),
+              "the tile engine as the inner kernel refused by the MSL plan, naming it: '%s'",
+              e.msg);
+        c.inner.variant = MQ_VAR_GEMV_TRELLIS;
+        c.inner.p = (mq_params){16, 128, 64, 0, 1}; /* 8 simdgroups of 16 x 128 partials */
+        c.i_split = 1;
+        CHECK(mq_msl_moe_plan_of(&pre, &mw, &c, &plan, &e) == MQ_E_ILLEGAL &&
+                  msg_has(&e, "threadgroup memory"),
+              "tile_m=16 tile_n=128 with 8 simdgroups refused for its threadgroup memory: '%s'",
+              e.msg);
+        mq_moe_weights_free(&mw);
+    }
+    mq_backend_close(be);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     if (system(cmd) != 0)
