@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "backend.h"
+#include "msl_program.h"
 #include "cli.h"
 #include "csvfile.h"
 #include "moe_bench.h"
@@ -195,12 +197,14 @@ typedef struct {
     int rotations;
     int sample[3], nsample;  /* tokens whose reference is kept */
     double *ref, *bound;     /* [nsample][hidden] */
+    double *bound_h;         /* the bound with FP16 intermediates (the unfused path on a
+                              * backend whose dense kernels write FP16), or NULL */
     float *out;
 } moe_case;
 
 /* The float64 reference of the sampled tokens of routing 0 (a sub-problem of
  * those tokens alone: a token's output depends on its row and routing only). */
-static int case_reference(moe_case *mc, char *err, size_t errlen)
+static int case_reference(moe_case *mc, int half_mid, char *err, size_t errlen)
 {
     const mq_moe_problem *p = mc->p;
     int H = p->hidden, K = p->top_k;
@@ -235,6 +239,17 @@ static int case_reference(moe_case *mc, char *err, size_t errlen)
     }
     mq_error e;
     int rc = mq_moe_reference(&sp, mc->mw, xs, ids, pr, mc->ref, mc->bound, &e) ? -1 : 0;
+    if (!rc && half_mid) {
+        double *ref_h = malloc((size_t)mc->nsample * H * sizeof *ref_h);
+        mc->bound_h = malloc((size_t)mc->nsample * H * sizeof *mc->bound_h);
+        rc = !ref_h || !mc->bound_h ||
+                     mq_moe_reference_arith(&sp, mc->mw, xs, ids, pr, 1, ref_h, mc->bound_h, &e)
+                 ? -1
+                 : 0;
+        if (rc && (!ref_h || !mc->bound_h))
+            snprintf(e.msg, sizeof e.msg, "out of memory");
+        free(ref_h);
+    }
     if (rc)
         snprintf(err, errlen, "the reference: %s", e.msg);
     free(xs);
@@ -244,7 +259,7 @@ static int case_reference(moe_case *mc, char *err, size_t errlen)
 }
 
 /* Outputs of the sampled tokens outside the bound; the worst ratio */
-static long case_verify(const moe_case *mc, double *worst)
+static long case_verify(const moe_case *mc, const double *bound, double *worst)
 {
     long bad = 0;
     int H = mc->p->hidden;
@@ -252,7 +267,7 @@ static long case_verify(const moe_case *mc, double *worst)
     for (int i = 0; i < mc->nsample; i++)
         for (int n = 0; n < H; n++) {
             double got = mc->out[(size_t)mc->sample[i] * H + n];
-            double r = fabs(got - mc->ref[(size_t)i * H + n]) / mc->bound[(size_t)i * H + n];
+            double r = fabs(got - mc->ref[(size_t)i * H + n]) / bound[(size_t)i * H + n];
             if (!(r <= 1))
                 bad++;
             if (!(r <= *worst))
@@ -268,9 +283,11 @@ typedef struct {
 } moe_meas;
 
 /* Run once on routing 0 and verify; then time over the rotated routings
- * until the budget is spent (5 repetitions at least, 200 at most). c NULL:
- * the unfused baseline. */
-static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double budget,
+ * until the budget is spent (5 repetitions at least, 200 at most): the
+ * device's own time where the backend has one, else the wall clock; a
+ * verify-only backend (the MSL executor) is not timed ("verified"). c
+ * NULL: the unfused baseline. */
+static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, double budget,
                     moe_meas *m)
 {
     mq_error e;
@@ -278,22 +295,26 @@ static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double
     if (c)
         mq_moe_candidate_str(c, m->cand, sizeof m->cand);
     else
-        snprintf(m->cand, sizeof m->cand, "unfused[per expert: mq_gemm x3, SwiGLU, sum]");
+        snprintf(m->cand, sizeof m->cand, "unfused[per expert: dense trellis x3, SwiGLU, sum]");
     const mq_moe_problem *p = mc->p;
 #define RUN(r)                                                                                 \
-    (c ? mq_moe_run(ctx, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, &e)          \
-       : mq_moe_run_unfused(ctx, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, NULL, &e))
+    (c ? b->run_moe(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, &e)            \
+       : b->run_moe_unfused(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, &e))
     if (RUN(0)) {
         snprintf(m->status, sizeof m->status, "error");
         snprintf(m->error, sizeof m->error, "%s", e.msg);
         return;
     }
-    long bad = case_verify(mc, &m->worst);
+    long bad = case_verify(mc, !c && mc->bound_h ? mc->bound_h : mc->bound, &m->worst);
     if (bad) {
         snprintf(m->status, sizeof m->status, "wrong");
         snprintf(m->error, sizeof m->error,
                  "%ld outputs of the sampled tokens outside the bound (worst %.3g x)", bad,
                  m->worst);
+        return;
+    }
+    if (b->verify_only) {
+        snprintf(m->status, sizeof m->status, "verified");
         return;
     }
     double samples[200], t_end = mq_now() + budget;
@@ -306,7 +327,8 @@ static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double
             snprintf(m->error, sizeof m->error, "routing %d: %.200s", r, e.msg);
             return;
         }
-        samples[n++] = mq_now() - t0;
+        double dt = b->device_time ? b->device_time(b) : -1;
+        samples[n++] = dt >= 0 ? dt : mq_now() - t0;
     }
 #undef RUN
     mq_stats_compute(samples, n, &m->st);
@@ -316,7 +338,8 @@ static void measure(mq_ctx *ctx, moe_case *mc, const mq_moe_candidate *c, double
 #define MOE_HEADER                                                                        \
     "schema,tool_version,git_rev,host,date,model,format,tokens,experts,top_k,hidden,inter,"   \
     "group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,path,candidate,"  \
-    "status,error,median_s,p10_s,p90_s,reps,touched_gbs,worst_of_bound"
+    "status,error,median_s,p10_s,p90_s,reps,touched_gbs,worst_of_bound,backend,device,"        \
+    "read_probe_gbs"
 
 /* The results file opened for appending: a new one gets its directory and
  * the header (written whole through a temporary file), an existing one must
@@ -332,18 +355,20 @@ static int open_results(const char *path, char *err, size_t errlen)
         FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
         if (!f)
             return -1;
-        fprintf(f, "# mq MoE results, schema 1\n" MOE_HEADER "\n");
+        fprintf(f, "# mq MoE results, schema 2\n" MOE_HEADER "\n");
         if (mq_atomic_commit(f, tmp, path, err, errlen))
             return -1;
     } else {
         mq_csv_table t;
         if (mq_csv_read_appended(path, &t, err, errlen))
             return -1;
-        int ok = t.nrows > 0 && t.rows[0].nfields == 28 &&
+        int ok = t.nrows > 0 && t.rows[0].nfields == 31 &&
                  !strcmp(t.rows[0].fields[0], "schema") && !strcmp(t.rows[0].fields[5], "model");
         mq_csv_free(&t);
         if (!ok) {
-            snprintf(err, errlen, "%s: not a moe-bench results file (its header is not '%.40s...')",
+            snprintf(err, errlen,
+                     "%s: not a moe-bench results file of schema 2 (its header is not "
+                     "'%.40s...', 31 columns)",
                      path, MOE_HEADER);
             return -1;
         }
@@ -363,21 +388,22 @@ static int open_results(const char *path, char *err, size_t errlen)
 /* One results row appended whole (or not at all); -1 with the message. */
 static int write_row(int fd, const char *out_path, const mq_moe_model *md,
                      const mq_moe_problem *p, const char *routing,
-                     const mq_moe_routing_summary *rs, int threads, const char *path,
-                     const moe_meas *m, size_t touched_bytes, char *err, size_t errlen)
+                     const mq_moe_routing_summary *rs, const mq_backend *b, const char *path,
+                     const moe_meas *m, size_t touched_bytes, double probe_gbs, char *err,
+                     size_t errlen)
 {
     char date[32], row[2048];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     double gbs = !strcmp(m->status, "ok") ? touched_bytes / m->st.median / 1e9 : 0;
     int len = snprintf(row, sizeof row,
-                       "1,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,\"%s\",%d,%.3f,%d,%d,%s,\"%s\",%s,"
-                       "\"%s\",%.9g,%.9g,%.9g,%d,%.4g,%.3g\n",
+                       "2,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,\"%s\",%d,%.3f,%d,%d,%s,\"%s\",%s,"
+                       "\"%s\",%.9g,%.9g,%.9g,%d,%.4g,%.3g,%s,\"%s\",%.4g\n",
                        MQ_TOOL_VERSION, mq_git_rev(), mq_host_name(), date, md->name,
                        mq_format_name(p->format), p->tokens, p->experts, p->top_k, p->hidden,
                        p->inter, p->group, routing, rs->max_tokens, rs->mean_tokens, rs->touched,
-                       threads, path, m->cand, m->status, m->error, m->st.median, m->st.p10,
-                       m->st.p90, m->st.n, gbs, m->worst);
+                       b->threads, path, m->cand, m->status, m->error, m->st.median, m->st.p10,
+                       m->st.p90, m->st.n, gbs, m->worst, b->name, b->device, probe_gbs);
     if (len < 0 || len >= (int)sizeof row) {
         snprintf(err, errlen, "%s: a results row is too long", out_path);
         return -1;
@@ -391,7 +417,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
     const mq_moe_model *mods = const_models;
     char err[512];
     mq_error e;
-    mq_ctx *ctx = NULL;
+    mq_backend *b = NULL;
     mq_route_kind kind = MQ_ROUTE_UNIFORM;
     int from_file = mq_route_kind_from_name(o->routing, &kind, NULL) != MQ_OK;
     /* a recorded routing, read and checked against every model before anything is
@@ -408,8 +434,15 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
     }
     if (!bad && (fd = open_results(out_path, err, sizeof err)) < 0)
         bad = 1;
-    if (!bad && mq_ctx_create(o->threads, &ctx, &e)) {
+    char note[256] = "";
+    mq_backend_opts bo = {o->threads};
+    if (!bad && !(b = mq_backend_open(o->backend ? o->backend : "cpu", &bo, note, sizeof note,
+                                      &e))) {
         snprintf(err, sizeof err, "%s", e.msg);
+        bad = 1;
+    }
+    if (!bad && (!b->run_moe || !b->run_moe_unfused)) {
+        snprintf(err, sizeof err, "backend %s does not run the MoE block", b->name);
         bad = 1;
     }
     if (bad) {
@@ -419,9 +452,13 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
         free(rfs);
         if (fd >= 0)
             close(fd);
+        if (b)
+            mq_backend_close(b);
         return 2;
     }
-    int rc = 0, threads = mq_ctx_threads(ctx);
+    if (note[0] && !o->quiet)
+        fprintf(stderr, "moe-bench: %s\n", note);
+    int rc = 0;
     for (int mi = 0; mi < nmodels && rc != 2; mi++) {
         const mq_moe_model *md = &mods[mi];
         mq_moe_problem base = {o->format, 1, md->hidden, md->inter, md->experts, md->top_k,
@@ -467,7 +504,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 x[i] = mq_float_to_half((float)(((double)(mix(&s) >> 11) * 0x1.0p-53 - 0.5) *
                                                 3.4641016));
             mc.x = x;
-            if (!ok || case_reference(&mc, err, sizeof err)) {
+            if (!ok || case_reference(&mc, b->arith.half_output, err, sizeof err)) {
                 fprintf(stderr, "moe-bench: %s, %d tokens: %s\n", md->name, p.tokens,
                         ok ? err : e.msg);
                 rc = 2;
@@ -477,16 +514,23 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             mq_moe_routing_summary rs = mq_moe_routing_summarize(&p, mc.ids[0]);
             size_t touched = mq_moe_weights_bytes_touched(&mw, mc.ids[0], p.tokens, p.top_k);
             mq_moe_candidate cs[512];
-            int nc = fused_space(&p, rs.max_tokens, cs, 512);
+            int nc = strcmp(b->name, "cpu") ? mq_msl_moe_space(&p, &mw, rs.max_tokens, 1, cs, 512)
+                                            : fused_space(&p, rs.max_tokens, cs, 512);
+            /* the device's read rate of the same bytes, rotated past its cache
+             * as the routings rotate the experts */
+            double probe_gbs = 0, probe_empty = 0;
+            if (b->probe_read_at && !b->verify_only &&
+                b->probe_read_at(b, touched, &probe_gbs, &probe_empty, &e))
+                probe_gbs = 0;
             if (o->max_candidates > 0 && nc > o->max_candidates)
                 nc = o->max_candidates;
             moe_meas best, m;
             memset(&best, 0, sizeof best);
             int have_best = 0;
             for (int ci = 0; ci < nc; ci++) {
-                measure(ctx, &mc, &cs[ci], o->budget_s, &m);
-                if (write_row(fd, out_path, md, &p, routing, &rs, threads, "fused", &m, touched,
-                              err, sizeof err)) {
+                measure(b, &mc, &cs[ci], o->budget_s, &m);
+                if (write_row(fd, out_path, md, &p, routing, &rs, b, "fused", &m, touched,
+                              probe_gbs, err, sizeof err)) {
                     fprintf(stderr, "moe-bench: %s\n", err);
                     rc = 2;
                     goto next_case;
@@ -501,23 +545,34 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 }
             }
             {
-                measure(ctx, &mc, NULL, o->budget_s * 4, &m);
-                if (write_row(fd, out_path, md, &p, routing, &rs, threads, "unfused", &m, touched,
-                              err, sizeof err)) {
+                measure(b, &mc, NULL, o->budget_s * 4, &m);
+                if (write_row(fd, out_path, md, &p, routing, &rs, b, "unfused", &m, touched,
+                              probe_gbs, err, sizeof err)) {
                     fprintf(stderr, "moe-bench: %s\n", err);
                     rc = 2;
                     goto next_case;
                 }
-                if (!strcmp(m.status, "wrong"))
+                if (!strcmp(m.status, "wrong")) {
+                    fprintf(stderr, "moe-bench: %s, %d tokens: unfused WRONG: %s\n", md->name,
+                            p.tokens, m.error);
                     rc = rc ? rc : 1;
-                if (have_best && !strcmp(m.status, "ok"))
+                }
+                if (have_best && !strcmp(m.status, "ok")) {
+                    double gbs = touched / best.st.median / 1e9;
                     printf("%-17s %-8s %5d tokens  %s max %d/expert, %d touched: fused %.4f ms "
-                           "(%s, %.1f GB/s)  unfused %.4f ms  speed-up %.2fx\n",
+                           "(%s, %.1f GB/s",
                            md->name, mq_format_name(p.format), p.tokens, routing, rs.max_tokens,
-                           rs.touched, best.st.median * 1e3, best.cand,
-                           touched / best.st.median / 1e9, m.st.median * 1e3,
+                           rs.touched, best.st.median * 1e3, best.cand, gbs);
+                    if (probe_gbs > 0)
+                        printf(" = %.1f%% of the read probe's %.1f GB/s", 100 * gbs / probe_gbs,
+                               probe_gbs);
+                    printf(")  unfused %.4f ms  speed-up %.2fx\n", m.st.median * 1e3,
                            m.st.median / best.st.median);
-                else
+                } else if (b->verify_only && !strcmp(m.status, "verified")) {
+                    printf("%-17s %5d tokens: %d fused candidates and the unfused baseline run "
+                           "on %s, verified (not timed)\n",
+                           md->name, p.tokens, nc, b->name);
+                } else
                     printf("%-17s %5d tokens: unfused %s %s\n", md->name, p.tokens, m.status,
                            m.error);
                 fflush(stdout);
@@ -533,13 +588,14 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             free(mc.out);
             free(mc.ref);
             free(mc.bound);
+            free(mc.bound_h);
         }
         mq_moe_weights_free(&mw);
     }
     for (int mi = 0; mi < nmodels; mi++)
         mq_moe_routing_file_free(&rfs[mi]);
     free(rfs);
-    mq_ctx_destroy(ctx);
+    mq_backend_close(b);
     if (close(fd)) {
         fprintf(stderr, "moe-bench: %s: %s\n", out_path, strerror(errno));
         return 2;

@@ -37,6 +37,7 @@ int mq_moe_routing_read(const char *path, int experts, mq_moe_routing_file *out,
 void mq_moe_routing_file_free(mq_moe_routing_file *r);
 
 typedef struct {
+    const char *backend;      /* cpu (default), cuda, msl-cpu (verifies, never times), auto */
     const char *routing;      /* uniform, zipf, one, or a CSV path */
     double zipf_s;
     mq_format format;

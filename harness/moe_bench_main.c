@@ -26,6 +26,9 @@ static void usage(FILE *f)
         "  --zipf S           the Zipf exponent of --routing zipf (default 1.2)\n"
         "  --format F         trellis2, trellis3, trellis4 (default trellis3)\n"
         "  --group G          32, 64 or 128 (default 128)\n"
+        "  --backend B        cpu (the CPU model, default), cuda (the Metal kernels on an\n"
+        "                     NVIDIA GPU), msl-cpu (the Metal kernels on the CPU executor:\n"
+        "                     verified, not timed), auto\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --budget S         timed seconds per fused candidate (default 0.2; the baseline 4x)\n"
         "  --max-candidates N the first N of the fused space only (default: all)\n"
@@ -61,11 +64,12 @@ int main(int argc, char **argv)
 {
     const char *suite = "qwen3-30b-a3b", *tokens_s = "1,4,16", *out = "results/host/moe.csv";
     int group = 128, seed = 1;
-    mq_moe_bench_opts o = {"uniform", 1.2, MQ_FMT_TRELLIS3, 128, 0, 0.2, 0, 8, 1, 0};
+    mq_moe_bench_opts o = {"cpu", "uniform", 1.2, MQ_FMT_TRELLIS3, 128, 0, 0.2, 0, 8, 1, 0};
     const mq_arg args[] = {
         MQ_OPT_STR("--suite", &suite),
         MQ_OPT_STR("--tokens", &tokens_s),
         MQ_OPT_STR("--routing", &o.routing),
+        MQ_OPT_STR("--backend", &o.backend),
         MQ_OPT_DOUBLE("--zipf", &o.zipf_s, 0, 10, "bad --zipf (0..10)"),
         MQ_OPT_CUSTOM("--format", &o.format, parse_format, NULL),
         MQ_OPT_INT("--group", &group, 1, 1 << 20, "bad group size"),

@@ -60,6 +60,11 @@
 #                                -> results/devcpu/decode/cpu-decode-THREADS[-warm].csv
 #                                (CPU_DECODE_DIR: another directory; cold rows: each best
 #                                against a cold read of its own size on the same workers)
+#   scripts/gpu-run.sh moe       the MoE block (moe-bench --backend cuda) on the GPU: the MSL
+#                                kernel's space against the unfused baseline (dense kernels per
+#                                expert), each case with the read probe of its touched bytes:
+#                                MOE_SUITE, MOE_TOKENS (default 1,2,4,8,16), MOE_BUDGET, MOE_ARGS,
+#                                MOE_NAME -> results/CHIP/moe/MOE_NAME.csv (default gpu-decode)
 #   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
 #                                MOE_TOKENS, MOE_BUDGET, MOE_ARGS, MOE_NAME
 #                                -> results/devcpu/MOE_NAME.csv (default moe-decode)
@@ -373,6 +378,19 @@ ab)
     say "== A/B, $(wc -l < "$D/ab.txt") candidates, ${AB_ROUNDS:-3} rounds (ab.txt):"
     tee -a "$S" < "$D/ab.txt"
     sort "$D/cold.txt" | tee -a "$S"
+    ;;
+moe)
+    # the MoE block (issue 16) on the GPU: moe-bench --backend cuda
+    D=results/$CHIP/moe
+    mkdir -p "$D"
+    name=${MOE_NAME:-gpu-decode}
+    make -j"$(nproc)" build/moe-bench > /dev/null 2>&1
+    say "== moe-bench --backend cuda --suite ${MOE_SUITE:-all} --tokens ${MOE_TOKENS:-1,2,4,8,16} ${MOE_ARGS:-}"
+    timeout "$STAGE_S" build/moe-bench --backend cuda --suite "${MOE_SUITE:-all}" \
+        --tokens "${MOE_TOKENS:-1,2,4,8,16}" --budget "${MOE_BUDGET:-0.03}" ${MOE_ARGS:-} \
+        --out "$D/$name.csv" > "$D/$name.log" 2>&1
+    say "moe-bench exit $?"
+    tee -a "$S" < "$D/$name.log"
     ;;
 cpu-moe)
     # the MoE block (issue 16) on this machine's cores: moe-bench, the fused

@@ -188,6 +188,15 @@ out=$("$bench" --routing "$dir/rec.csv" --max-candidates 1 --budget 0.005 \
       --rotations 1 --threads 2 --out "$dir/r.csv" 2>&1); rc=$?
 check "a recorded routing runs (exit $rc: $out)" [ "$rc" -eq 0 ]
 check "its rows name the file and its 2 tokens" grep -q "qwen3-30b-a3b,trellis3,2,128,8,.*rec.csv\",1,0.125,16," "$dir/r.csv"
+expect_usage_error "unknown backend 'tpu'" --backend tpu --out "$dir/x.csv"
+# the GPU path on the CPU executor: the MSL kernels of 2 fused candidates and the
+# unfused baseline's dense launches verified end to end, not timed
+out=$("$bench" --backend msl-cpu --suite qwen3-30b-a3b --tokens 3 --max-candidates 2 \
+      --threads 2 --out "$dir/g.csv" 2>&1); rc=$?
+check "moe-bench --backend msl-cpu exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+check "its 3 rows are verified, none timed, the backend named" \
+    [ "$(grep -c ',verified,.*,msl-cpu,' "$dir/g.csv")" -eq 3 ]
+check "and the unfused baseline ran as dense launches" grep -q 'unfused,"unfused\[per expert: dense' "$dir/g.csv"
 rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
