@@ -83,12 +83,13 @@ struct mq_backend {
                          float *out, const mq_moe_candidate *c, mq_error *err);
     /* the unfused baseline of the same block (each touched expert's rows
      * gathered, the dense kernels per expert and projection, SwiGLU and the
-     * weighted sum as passes of their own), timed as run_moe is. NULL: this
-     * backend does not run it */
+     * weighted sum as passes of their own), timed as run_moe is; each dense
+     * kernel the one `dense` gives for its (rows, N, K) (mq_table_lookup;
+     * NULL: the built-in rule). NULL: this backend does not run it */
     mq_status (*run_moe_unfused)(mq_backend *b, const mq_moe_problem *p,
                                  const mq_moe_weights *mw, const uint16_t *x,
                                  const int32_t *expert_ids, const float *probs, float *out,
-                                 mq_error *err);
+                                 const mq_table *dense, mq_error *err);
     void (*close)(mq_backend *b);
     void *state;
 };

@@ -75,9 +75,12 @@ static mq_status cpu_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_mo
 static mq_status cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
                                      const mq_moe_weights *mw, const uint16_t *x,
                                      const int32_t *ids, const float *probs, float *out,
-                                     mq_error *err)
+                                     const mq_table *dense, mq_error *err)
 {
-    return mq_moe_run_unfused((mq_ctx *)b->state, p, mw, x, ids, probs, out, NULL, err);
+    mq_ctx_set_table((mq_ctx *)b->state, dense); /* mq_gemm asks it for each expert's kernel */
+    mq_status st = mq_moe_run_unfused((mq_ctx *)b->state, p, mw, x, ids, probs, out, NULL, err);
+    mq_ctx_set_table((mq_ctx *)b->state, NULL);
+    return st;
 }
 
 static void cpu_close(mq_backend *b)

@@ -582,14 +582,14 @@ static mq_status cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_m
 static mq_status cuda_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
                                       const mq_moe_weights *mw, const uint16_t *x,
                                       const int32_t *ids, const float *probs, float *out,
-                                      mq_error *err)
+                                      const mq_table *dense, mq_error *err)
 {
     cuda_state *s = b->state;
     if (s->broken[0])
         return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
     mq_msl_moe_unfused u;
     mq_status st = mq_moe_routing_check(p, ids, probs, err);
-    if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, &u, err)))
+    if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, dense, &u, err)))
         return st;
     CUfunction *fns = calloc((size_t)u.nsteps, sizeof *fns);
     buffers *g = calloc((size_t)u.nsteps, sizeof *g);

@@ -227,11 +227,11 @@ static mq_status msl_cpu_run_moe(mq_backend *b, const mq_moe_problem *p,
 static mq_status msl_cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
                                          const mq_moe_weights *mw, const uint16_t *x,
                                          const int32_t *ids, const float *probs, float *out,
-                                         mq_error *err)
+                                         const mq_table *dense, mq_error *err)
 {
     mq_msl_moe_unfused u;
     mq_status st = mq_moe_routing_check(p, ids, probs, err);
-    if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, &u, err)))
+    if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, dense, &u, err)))
         return st;
     const void *in[4] = {x, ids, probs, &u.base.mp};
     st = moe_exec(b->state, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, u.steps, u.nsteps, u.dparams,

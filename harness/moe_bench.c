@@ -199,6 +199,7 @@ typedef struct {
     double *ref, *bound;     /* [nsample][hidden] */
     double *bound_h;         /* the bound with FP16 intermediates (the unfused path on a
                               * backend whose dense kernels write FP16), or NULL */
+    const mq_table *dense;   /* the unfused baseline's dense kernels (NULL: the rule) */
     float *out;
 } moe_case;
 
@@ -295,11 +296,13 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
     if (c)
         mq_moe_candidate_str(c, m->cand, sizeof m->cand);
     else
-        snprintf(m->cand, sizeof m->cand, "unfused[per expert: dense trellis x3, SwiGLU, sum]");
+        snprintf(m->cand, sizeof m->cand, "unfused[per expert: dense trellis x3 (%s), SwiGLU, sum]",
+                 mc->dense ? "tuned per shape in this run" : "the dense rule");
     const mq_moe_problem *p = mc->p;
 #define RUN(r)                                                                                 \
     (c ? b->run_moe(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, &e)            \
-       : b->run_moe_unfused(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, &e))
+       : b->run_moe_unfused(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out,        \
+                            mc->dense, &e))
     if (RUN(0)) {
         snprintf(m->status, sizeof m->status, "error");
         snprintf(m->error, sizeof m->error, "%s", e.msg);
@@ -333,6 +336,95 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
 #undef RUN
     mq_stats_compute(samples, n, &m->st);
     snprintf(m->status, sizeof m->status, "ok");
+}
+
+/* The unfused baseline's dense kernels on a device, tuned in this run: for
+ * each row-count bucket (powers of two up to the most rows an expert gets)
+ * and each projection shape (gate/up: N=inter K=hidden; down: N=hidden
+ * K=inter), every legal decode-path candidate (up to 16 rows; the tile
+ * kernels above) timed on the backend (median device time of 7 runs over
+ * experts in rotation) and the fastest kept, as rows of a table for
+ * mq_table_lookup, so the baseline runs the best dense kernel of each shape,
+ * not a fixed rule. NULL when nothing could be timed (the rule then). */
+static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
+                            int max_rows, int quiet)
+{
+    static const int tiles[][4] = {{MQ_VAR_TRELLIS_PACKED, 64, 64, 32},
+                                   {MQ_VAR_TRELLIS_PACKED, 32, 64, 32},
+                                   {MQ_VAR_TRELLIS_PACKED, 64, 128, 32},
+                                   {MQ_VAR_TRELLIS_PACKED, 128, 64, 64},
+                                   {MQ_VAR_TRELLIS_DECODE, 32, 128, 32}};
+    mq_table_row rows[64];
+    int nrows = 0, prev = 0;
+    const mq_limits lim = mq_limits_default();
+    mq_error e;
+    uint64_t seed = 99;
+    for (int n = 1; prev < max_rows && n <= 4096 && nrows + 2 <= 64; prev = n, n *= 2)
+        for (int j = 0; j < 2; j++) {
+            int K = j ? p->inter : p->hidden, N = j ? p->hidden : p->inter;
+            mq_problem dp = {p->format, n, N, K, p->group};
+            uint16_t *A = malloc((size_t)n * K * sizeof *A);
+            float *C = malloc((size_t)n * N * sizeof *C);
+            for (size_t i = 0; A && i < (size_t)n * K; i++)
+                A[i] = mq_float_to_half((float)((double)(mix(&seed) >> 11) * 0x1.0p-53 - 0.5));
+            mq_candidate cs[32];
+            int nc = 0;
+            for (int t = 0; n <= 16 && t < 4; t++)
+                for (int sgs = 1; sgs <= 8; sgs *= 2) {
+                    int tn = 16 << t;
+                    cs[nc].variant = MQ_VAR_GEMV_TRELLIS;
+                    cs[nc].p = (mq_params){n, tn, 8 * (128 / tn) * sgs, 0, 1};
+                    nc++;
+                }
+            for (int t = 0; n > 16 && t < 5; t++) {
+                cs[nc].variant = (mq_variant)tiles[t][0];
+                cs[nc].p = (mq_params){tiles[t][1], tiles[t][2], tiles[t][3], 0, 1};
+                nc++;
+            }
+            double best = 0;
+            mq_candidate bc;
+            memset(&bc, 0, sizeof bc);
+            for (int ci = 0; A && C && ci < nc; ci++) {
+                mq_plan plan;
+                if (mq_plan_candidate(&dp, &cs[ci], &lim, &plan, NULL))
+                    continue;
+                double t[7];
+                int k = 0;
+                for (int r = 0; r < 7; r++) {
+                    const mq_weights *w = &mw->w[j ? MQ_MOE_DOWN : MQ_MOE_GATE][r % (p->experts < 4 ? p->experts : 4)];
+                    if (b->run(b, &dp, w, A, C, &cs[ci], &lim, &e))
+                        break;
+                    double dt = b->device_time ? b->device_time(b) : -1;
+                    if (dt < 0)
+                        break;
+                    t[k++] = dt;
+                }
+                if (k < 7)
+                    continue;
+                mq_stats st;
+                mq_stats_compute(t, k, &st);
+                if (!best || st.median < best) {
+                    best = st.median;
+                    bc = cs[ci];
+                }
+            }
+            free(A);
+            free(C);
+            if (!best)
+                continue;
+            rows[nrows++] = (mq_table_row){p->format, p->group, N, K, prev + 1,
+                                           n >= max_rows ? 1 << 30 : n, bc, best, n};
+            if (!quiet) {
+                char cand[128];
+                mq_candidate_str(&bc, cand, sizeof cand);
+                fprintf(stderr, "moe-bench: the baseline's dense kernel for %d-%d rows of N=%d K=%d: "
+                                "%s (%.4f ms)\n", prev + 1, n, N, K, cand, best * 1e3);
+            }
+        }
+    mq_table *t = NULL;
+    if (nrows && mq_table_from_rows("", rows, nrows, &t, &e))
+        t = NULL;
+    return t;
 }
 
 #define MOE_HEADER                                                                        \
@@ -477,6 +569,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             p.tokens = from_file ? rf.tokens : tokens[ti];
             int R = from_file || o->rotations < 1 ? 1 : o->rotations;
             moe_case mc;
+            mq_table *dense = NULL;
             memset(&mc, 0, sizeof mc);
             mc.p = &p;
             mc.mw = &mw;
@@ -513,6 +606,8 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             const char *routing = from_file ? o->routing : mq_route_kind_name(kind);
             mq_moe_routing_summary rs = mq_moe_routing_summarize(&p, mc.ids[0]);
             size_t touched = mq_moe_weights_bytes_touched(&mw, mc.ids[0], p.tokens, p.top_k);
+            if (mq_backend_is_device(b) && !b->verify_only)
+                mc.dense = dense = tune_dense(b, &p, &mw, rs.max_tokens, o->quiet);
             mq_moe_candidate cs[512];
             int nc = strcmp(b->name, "cpu") ? mq_msl_moe_space(&p, &mw, rs.max_tokens, 1, cs, 512)
                                             : fused_space(&p, rs.max_tokens, cs, 512);
@@ -578,6 +673,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 fflush(stdout);
             }
         next_case:
+            mq_table_free(dense);
             for (int r = 0; mc.ids && mc.probs && r < R; r++) {
                 free(mc.ids[r]);
                 free(mc.probs[r]);

@@ -414,8 +414,8 @@ static mq_msl_moe_step glue_step(const mq_msl_moe_plan *b, const char *fn, size_
 }
 
 mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
-                                  const int32_t *expert_ids, mq_msl_moe_unfused *out,
-                                  mq_error *err)
+                                  const int32_t *expert_ids, const mq_table *dense,
+                                  mq_msl_moe_unfused *out, mq_error *err)
 {
     memset(out, 0, sizeof *out);
     mq_moe_candidate fc;
@@ -474,7 +474,7 @@ mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights 
             int K, N;
             moe_dims(mw, j, &K, &N);
             mq_problem dp = {p->format, n, N, K, p->group};
-            mq_candidate dc = unfused_dense(n);
+            mq_candidate dc = dense ? mq_table_lookup(dense, &dp, &lim, NULL) : unfused_dense(n);
             mq_msl_run_plan rp;
             /* the decode kernel's K step halved until its partials fit */
             while ((st = mq_msl_plan_run(&dp, &dc, &lim, &rp, err)) == MQ_E_ILLEGAL &&

@@ -158,9 +158,10 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
 int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
                      int i_splits, mq_moe_candidate *cs, int cap);
 /* The unfused baseline for one routing: route, gather, per touched
- * expert the dense kernel of gate, up and down (gemv_trellis_decode at up
- * to 16 rows, gemm_trellis_packed 64x64x32 above: the dense rule of the
- * CPU model's baseline), SwiGLU, the weighted sum. A step binds the MoE
+ * expert the dense kernel of gate, up and down (the one `dense` gives for
+ * its rows and shape, mq_table_lookup; NULL: gemv_trellis_decode at up to
+ * 16 rows, gemm_trellis_packed 64x64x32 above, the dense rule of the CPU
+ * model's baseline), SwiGLU, the weighted sum. A step binds the MoE
  * buffers at their own index (dense 0), or, for a dense kernel, buffer(i)
  * to MoE buffer bind[i] at byte offset off[i] (A, codes, scales, C, params,
  * the variant's extras). dparams: the dense launches' parameters, to be
@@ -183,8 +184,8 @@ typedef struct {
 } mq_msl_moe_unfused;
 
 mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
-                                  const int32_t *expert_ids, mq_msl_moe_unfused *out,
-                                  mq_error *err);
+                                  const int32_t *expert_ids, const mq_table *dense,
+                                  mq_msl_moe_unfused *out, mq_error *err);
 void mq_msl_moe_unfused_free(mq_msl_moe_unfused *u);
 /* Weight field f (MQ_MSL_MOE_INDICES .. MQ_MSL_MOE_GRID) in the kernel's
  * layout into dst (plan->bytes[f] bytes). */

@@ -85,7 +85,7 @@ static void moe_checks(mq_backend *b, double read_gbs)
         /* the unfused baseline's launches against the FP16-intermediate bound */
         double *bound_h = malloc(on * 8), *ref_h = malloc(on * 8);
         mq_moe_reference_arith(p, &mw, x, ids, pr, 1, ref_h, bound_h, &e);
-        st = b->run_moe_unfused(b, p, &mw, x, ids, pr, out, &e);
+        st = b->run_moe_unfused(b, p, &mw, x, ids, pr, out, NULL, &e);
         bad = 0;
         worst = 0;
         for (size_t i = 0; !st && i < on; i++) {

@@ -461,7 +461,7 @@ static void test_msl(void)
         }
         /* the unfused baseline as the GPUs run it: dense kernels per expert */
         double worst = 0;
-        int ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, &e) == MQ_OK;
+        int ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, NULL, &e) == MQ_OK;
         CHECK(ok, "%s: the unfused baseline's launches run: %s", rc->what, e.msg);
         long bad = ok ? outside(got, ref, bound_h, out_n, &worst) : -1;
         fprintf(stderr, "  MSL unfused %s: worst %.4f of its bound\n", rc->what, worst);
@@ -477,7 +477,7 @@ static void test_msl(void)
                   "%s: swapped probabilities caught in the MSL kernel's output (worst %.1f x)",
                   rc->what, worst);
             pr[0] = 0; /* and the first slot's expert dropped: the looser bound still sees it */
-            ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, &e) == MQ_OK;
+            ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, NULL, &e) == MQ_OK;
             CHECK(ok && outside(got, ref, bound_h, out_n, &worst) > 0,
                   "%s: a dropped expert caught in the unfused baseline's output (worst %.1f x) %s",
                   rc->what, worst, ok ? "" : e.msg);
