@@ -341,8 +341,8 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
 /* The unfused baseline's dense kernels on a device, tuned in this run: for
  * each row-count bucket (powers of two up to the most rows an expert gets)
  * and each projection shape (gate/up: N=inter K=hidden; down: N=hidden
- * K=inter), every legal decode-path candidate (up to 16 rows; the tile
- * kernels above) timed on the backend (median device time of 7 runs over
+ * K=inter), every legal decode-path candidate (16 rows a pass above 16
+ * rows, where the tile kernels join them) timed on the backend (median device time of 7 runs over
  * experts in rotation) and the fastest kept, as rows of a table for
  * mq_table_lookup, so the baseline runs the best dense kernel of each shape,
  * not a fixed rule. NULL when nothing could be timed (the rule then). */
@@ -369,11 +369,11 @@ static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
                 A[i] = mq_float_to_half((float)((double)(mix(&seed) >> 11) * 0x1.0p-53 - 0.5));
             mq_candidate cs[32];
             int nc = 0;
-            for (int t = 0; n <= 16 && t < 4; t++)
+            for (int t = 0; t < 4; t++) /* above 16 rows: 16 a pass, as the fused kernel */
                 for (int sgs = 1; sgs <= 8; sgs *= 2) {
                     int tn = 16 << t;
                     cs[nc].variant = MQ_VAR_GEMV_TRELLIS;
-                    cs[nc].p = (mq_params){n, tn, 8 * (128 / tn) * sgs, 0, 1};
+                    cs[nc].p = (mq_params){n < 16 ? n : 16, tn, 8 * (128 / tn) * sgs, 0, 1};
                     nc++;
                 }
             for (int t = 0; n > 16 && t < 5; t++) {
@@ -413,7 +413,8 @@ static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
             if (!best)
                 continue;
             rows[nrows++] = (mq_table_row){p->format, p->group, N, K, prev + 1,
-                                           n >= max_rows ? 1 << 30 : n, bc, best, n};
+                                           n >= max_rows ? 1 << 30 : n, bc, best, n,
+                                           0, 0, 0, 0};
             if (!quiet) {
                 char cand[128];
                 mq_candidate_str(&bc, cand, sizeof cand);

@@ -445,13 +445,18 @@ mq_status mq_moe_run_unfused(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_
 #define MQ_TABLE_SCHEMA 1
 
 /* One row: for (format, group, N, K) and m_lo <= M <= m_hi, run c. Rows
- * with N = K = 0 are the chip's default per format (and group). */
+ * with N = K = 0 are the chip's default per format (and group). A row with
+ * experts > 0 is the MoE block's (gemm_trellis_moe): for (format, group,
+ * hidden = N, inter = K, experts, top_k) and m_lo <= tokens <= m_hi, run
+ * c as its inner kernel with i_split and fuse_gate_up; the dense lookup
+ * never answers with one. */
 typedef struct {
     mq_format format;
     int group, N, K, m_lo, m_hi;
     mq_candidate c;
     double expected_s;
     int expected_m;  /* the M expected_s was measured (or predicted) at; 0: not known */
+    int experts, top_k, i_split, fuse_gate_up; /* MoE rows only; 0 otherwise */
 } mq_table_row;
 
 typedef struct mq_table mq_table;
@@ -472,6 +477,17 @@ typedef enum {
 } mq_lookup_level;
 
 const char *mq_lookup_level_name(mq_lookup_level l);
+
+/* The MoE block's candidate for p from the table's MoE rows: EXACT, the
+ * row of this (format, group, hidden, inter, experts, top_k) covering its
+ * tokens; NEAREST, the covering row of the format and group nearest in
+ * (log hidden, log inter, log experts / top_k); a row's candidate must be
+ * legal for p (mq_moe_candidate_check); else BUILTIN,
+ * mq_moe_default_candidate(p, threads). */
+mq_moe_candidate mq_table_lookup_moe(const mq_table *t, const mq_moe_problem *p, int threads,
+                                     mq_lookup_level *level);
+/* The table's MoE rows (mq_table_rows gives the dense ones). */
+int mq_table_moe_rows(const mq_table *t, const mq_table_row **rows);
 
 /* Load a table file written by tune. chip (may be NULL) must match the
  * table's; a newer schema, another chip or a malformed row is refused. */

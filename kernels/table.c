@@ -19,8 +19,8 @@
 
 struct mq_table {
     char chip[32];
-    mq_table_row *rows;
-    int n;
+    mq_table_row *rows; /* the dense rows, then the MoE rows */
+    int n, nmoe;
     int has_model;
     double fig[MQ_CHIP_NFIELDS]; /* the chip's figures, for the model */
     mq_model model;
@@ -45,6 +45,10 @@ const char *const mq_table_columns[MQ_TCOL_COUNT] = {
     [MQ_TCOL_SPEEDUP_STRIPE] = "speedup_stripe",
     [MQ_TCOL_SPEEDUP_MLX] = "speedup_mlx",
     [MQ_TCOL_EXPECTED_M] = "expected_m",
+    [MQ_TCOL_EXPERTS] = "experts",
+    [MQ_TCOL_TOP_K] = "top_k",
+    [MQ_TCOL_I_SPLIT] = "i_split",
+    [MQ_TCOL_FUSE_GATE_UP] = "fuse_gate_up",
 };
 
 static const char *const level_names[] = {"exact", "model", "nearest", "default", "builtin"};
@@ -63,9 +67,13 @@ mq_status mq_table_from_rows(const char *chip, const mq_table_row *rows, int n, 
         return mq_fail(err, MQ_E_NOMEM, "out of memory for a %d-row table", n);
     }
     snprintf(t->chip, sizeof t->chip, "%s", chip ? chip : "");
-    if (n > 0)
-        memcpy(t->rows, rows, sizeof *rows * (size_t)n);
-    t->n = n;
+    /* the dense rows first, the MoE rows after them (each in its order) */
+    for (int i = 0; i < n; i++)
+        if (rows[i].experts <= 0)
+            t->rows[t->n++] = rows[i];
+    for (int i = 0; i < n; i++)
+        if (rows[i].experts > 0)
+            t->rows[t->n + t->nmoe++] = rows[i];
     *out = t;
     return mq_ok(err);
 }
@@ -83,6 +91,59 @@ int mq_table_rows(const mq_table *t, const mq_table_row **rows)
 {
     *rows = t ? t->rows : NULL;
     return t ? t->n : 0;
+}
+
+int mq_table_moe_rows(const mq_table *t, const mq_table_row **rows)
+{
+    *rows = t ? t->rows + t->n : NULL;
+    return t ? t->nmoe : 0;
+}
+
+/* The MoE row's candidate for p, or 0 when it does not cover p's tokens or
+ * is not legal for p. */
+static int moe_row_serves(const mq_table_row *r, const mq_moe_problem *p, mq_moe_candidate *c)
+{
+    if (r->format != p->format || r->group != p->group || p->tokens < r->m_lo ||
+        p->tokens > r->m_hi)
+        return 0;
+    c->inner = r->c;
+    c->i_split = r->i_split;
+    c->fuse_gate_up = r->fuse_gate_up;
+    return mq_moe_candidate_check(p, c, NULL) == MQ_OK;
+}
+
+mq_moe_candidate mq_table_lookup_moe(const mq_table *t, const mq_moe_problem *p, int threads,
+                                     mq_lookup_level *level)
+{
+    mq_moe_candidate c, best;
+    double best_d = INFINITY;
+    for (int i = 0; t && i < t->nmoe; i++) {
+        const mq_table_row *r = &t->rows[t->n + i];
+        if (!moe_row_serves(r, p, &c))
+            continue;
+        if (r->N == p->hidden && r->K == p->inter && r->experts == p->experts &&
+            r->top_k == p->top_k) {
+            if (level)
+                *level = MQ_LOOKUP_EXACT;
+            return c;
+        }
+        double d = sqrt(pow(log((double)r->N / p->hidden), 2) +
+                        pow(log((double)r->K / p->inter), 2) +
+                        pow(log(((double)r->experts / r->top_k) / ((double)p->experts / p->top_k)),
+                            2));
+        if (d < best_d) {
+            best_d = d;
+            best = c;
+        }
+    }
+    if (best_d < INFINITY) {
+        if (level)
+            *level = MQ_LOOKUP_NEAREST;
+        return best;
+    }
+    if (level)
+        *level = MQ_LOOKUP_BUILTIN;
+    return mq_moe_default_candidate(p, threads);
 }
 
 /* The chip figures the model reads (caches and the tensor peak it does not). */
@@ -271,6 +332,9 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
             st = mq_fail(err, MQ_E_ARG, "%s:%d: the header lacks column '%s'", path,
                          t.nrows ? t.rows[0].line : 1, cols[j]);
     int em_col = mq_csv_column(&t, cols[MQ_TCOL_EXPECTED_M]); /* optional */
+    int moe_col[4]; /* optional: experts, top_k, i_split, fuse_gate_up */
+    for (int j = 0; j < 4; j++)
+        moe_col[j] = mq_csv_column(&t, cols[MQ_TCOL_EXPERTS + j]);
     mq_table_row *rows = st == MQ_OK && t.nrows > 1 ? calloc((size_t)t.nrows, sizeof *rows) : NULL;
     int n = 0;
     for (int i = 1; st == MQ_OK && i < t.nrows; i++) {
@@ -302,6 +366,13 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         if (!why[0] && em_col >= 0 &&
             mq_parse_int(f[em_col], 0, 1 << 30, &r->expected_m, b, sizeof b))
             snprintf(why, sizeof why, "expected_m: %s", b);
+        int *moe_v[4] = {&r->experts, &r->top_k, &r->i_split, &r->fuse_gate_up};
+        for (int j = 0; !why[0] && j < 4; j++)
+            if (moe_col[j] >= 0 && mq_parse_int(f[moe_col[j]], 0, 1 << 20, moe_v[j], b, sizeof b))
+                snprintf(why, sizeof why, "%s: %s", cols[MQ_TCOL_EXPERTS + j], b);
+        if (!why[0] && r->experts > 0 && (moe_col[1] < 0 || moe_col[2] < 0 || moe_col[3] < 0))
+            snprintf(why, sizeof why, "an MoE row (experts %d) without top_k, i_split and "
+                                      "fuse_gate_up columns", r->experts);
         if (!why[0] && r->m_lo > r->m_hi)
             snprintf(why, sizeof why, "m_lo %d is above m_hi %d", r->m_lo, r->m_hi);
         if (why[0])

@@ -25,6 +25,10 @@ enum {
     MQ_TCOL_SPEEDUP_STRIPE,
     MQ_TCOL_SPEEDUP_MLX,
     MQ_TCOL_EXPECTED_M,            /* optional: the M of expected_s (the model's calibration) */
+    MQ_TCOL_EXPERTS,               /* optional, the MoE rows' (0 on dense rows): */
+    MQ_TCOL_TOP_K,
+    MQ_TCOL_I_SPLIT,
+    MQ_TCOL_FUSE_GATE_UP,
     MQ_TCOL_COUNT
 };
 

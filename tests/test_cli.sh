@@ -197,6 +197,22 @@ check "moe-bench --backend msl-cpu exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 check "its 3 rows are verified, none timed, the backend named" \
     [ "$(grep -c ',verified,.*,msl-cpu,' "$dir/g.csv")" -eq 3 ]
 check "and the unfused baseline ran as dense launches" grep -q 'unfused,"unfused\[per expert: dense' "$dir/g.csv"
+# the MoE rows of a dispatch table: tune --moe-results takes the fastest verified fused
+# rows measured here (the CPU model on this host) into the table it writes
+printf 'model,layer,N,K\nx,a,256,512\n' > "$dir/one.csv"
+out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --budget 0.005 \
+      --quiet --threads 2 --out-dir "$dir/t" --moe-results "$dir/m.csv" 2>&1); rc=$?
+check "tune --moe-results exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+check "its table has the MoE layer's row (experts 128, top_k 8, from 1 token)" \
+    grep -q '^"trellis3","128","2048","768","1",.*"measured-moe",.*"128","8","[0-9]*","[01]"$' "$dir/t/table.csv"
+out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --quiet \
+      --out-dir "$dir/t" --moe-results "$dir/g.csv" 2>&1); rc=$?
+check "rows measured on another backend are refused, exit 2 (got $rc: $out)" \
+    [ "$rc" -eq 2 ] && case "$out" in *"no verified, timed fused rows of backend cpu"*) true ;; *) false ;; esac
+out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --quiet \
+      --out-dir "$dir/t" --moe-results "$dir/none.csv" 2>&1); rc=$?
+check "a missing --moe-results file: exit 2 naming it (got $rc: $out)" \
+    [ "$rc" -eq 2 ] && case "$out" in *"none.csv"*) true ;; *) false ;; esac
 rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

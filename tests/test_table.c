@@ -23,6 +23,7 @@
 #include "mq.h"
 #include "results.h"
 #include "model_store.h"
+#include "moe_rows.h"
 #include "space.h"
 #include "table_write.h"
 #include "testdata.h"
@@ -377,7 +378,8 @@ static void test_refusals(void)
           "a newer schema is refused: '%s'", e.msg);
     s[7] = '1';
     char bad[17000];
-    snprintf(bad, sizeof bad, "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1,1\n",
+    snprintf(bad, sizeof bad,
+             "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1,1,0,0,0,0\n",
              text);
     write_text(in_dir("bad.csv"), bad);
     CHECK(mq_table_load(in_dir("bad.csv"), NULL, &t, &e) != MQ_OK &&
@@ -517,6 +519,103 @@ static void test_stored_measurements(const char *tune)
           mape, rho);
 }
 
+/* The MoE block's rows: made from moe-bench results (the fastest verified
+ * fused row per layer and token count, ranges merged, other backends'
+ * rows left out), written with the dense rows, loaded back, and served by
+ * mq_table_lookup_moe only. */
+static void test_moe_rows(void)
+{
+    static const char *hdr = "host,format,tokens,experts,top_k,hidden,inter,group,path,candidate,"
+                             "status,median_s,backend,device\n";
+    const char *c1 = "gemm_trellis_moe[gemv_trellis_decode tm=1 tn=64 tk=128 tg=0 sk=1] "
+                     "i_split=2 fuse_gate_up=1";
+    const char *c2 = "gemm_trellis_moe[gemv_trellis_decode tm=4 tn=64 tk=128 tg=0 sk=1] "
+                     "i_split=1 fuse_gate_up=1";
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%s"
+             "h,trellis3,1,8,2,256,384,128,fused,\"%s\",ok,2e-4,cpu,\"\"\n"
+             "h,trellis3,1,8,2,256,384,128,fused,\"%s\",ok,3e-4,cpu,\"\"\n"
+             "h,trellis3,2,8,2,256,384,128,fused,\"%s\",ok,3e-4,cpu,\"\"\n"
+             "h,trellis3,4,8,2,256,384,128,fused,\"%s\",ok,5e-4,cpu,\"\"\n"
+             "h,trellis3,4,8,2,256,384,128,fused,\"%s\",wrong,1e-5,cpu,\"\"\n"
+             "h,trellis3,4,8,2,256,384,128,unfused,\"x\",ok,1e-5,cpu,\"\"\n"
+             "h,trellis3,4,8,2,256,384,128,fused,\"%s\",ok,1e-6,cuda,\"GPU\"\n"
+             "other,trellis3,4,8,2,256,384,128,fused,\"%s\",ok,1e-6,cpu,\"\"\n",
+             hdr, c1, c2, c1, c2, c1, c1, c1);
+    write_text(in_dir("moe.csv"), text);
+    mq_table_entry *me = NULL;
+    char err[512];
+    int n = mq_moe_table_entries(in_dir("moe.csv"), "cpu", "", "h", &me, err, sizeof err);
+    CHECK(n == 2 && me[0].row.m_lo == 1 && me[0].row.m_hi == 2 && me[0].row.i_split == 2 &&
+              me[1].row.m_lo == 3 && me[1].row.m_hi == 1 << 30 && me[1].row.c.p.tile_m == 4 &&
+              me[0].row.experts == 8 && me[0].row.top_k == 2 && me[0].row.N == 256 &&
+              me[0].row.K == 384 && fabs(me[0].row.expected_s - 2e-4) < 1e-12,
+          "expected 2 MoE rows (tokens 1-2: the faster of token 1's two rows, merged with "
+          "token 2; 3 on: tile_m 4), the wrong, unfused and foreign rows left out: got %d (%s)",
+          n, n < 0 ? err : "");
+    mq_table_entry *none = NULL;
+    CHECK(mq_moe_table_entries(in_dir("moe.csv"), "cuda", "H200", "h", &none, err, sizeof err) ==
+                  -1 &&
+              strstr(err, "no verified, timed fused rows of backend cuda on H200"),
+          "no rows of this device: '%s'", err);
+    snprintf(text, sizeof text, "%sh,trellis3,1,8,2,256,384,128,fused,\"gemm_trellis_moe[x]\","
+                                "ok,2e-4,cpu,\"\"\n", hdr);
+    write_text(in_dir("moe-bad.csv"), text);
+    mq_table_entry *bad = NULL;
+    CHECK(mq_moe_table_entries(in_dir("moe-bad.csv"), "cpu", "", "h", &bad, err, sizeof err) ==
+                  -1 && strstr(err, "moe-bad.csv:2:") && strstr(err, "candidate"),
+          "an unreadable candidate is named with its line: '%s'", err);
+    /* written after the dense rows, read back, served by the MoE lookup only */
+    mq_candidate dc = {MQ_VAR_GEMV_DECODE, {1, 64, 128, 0, 1}};
+    mq_choice ch[1] = {choice(MQ_FMT_FP4, 1, 4096, 4096, dc)};
+    mq_table_entry *de = NULL;
+    int nd = mq_table_build(ch, 1, &de);
+    mq_table_entry *all = calloc((size_t)(nd + n), sizeof *all);
+    if (nd > 0 && n > 0 && all) {
+        memcpy(all, de, sizeof *de * (size_t)nd);
+        memcpy(all + nd, me, sizeof *me * (size_t)n);
+    }
+    CHECK(mq_table_write_csv(in_dir("moe-table.csv"), "host", "cpu", "measured", all, nd + n,
+                             NULL, NULL, err, sizeof err) == 0,
+          "the table with MoE rows is written: %s", err);
+    mq_table *t = NULL;
+    mq_error e;
+    const mq_table_row *rows;
+    CHECK(mq_table_load(in_dir("moe-table.csv"), "host", &t, &e) == MQ_OK &&
+              mq_table_moe_rows(t, &rows) == 2 && mq_table_rows(t, &rows) == nd,
+          "loaded back: %d dense and 2 MoE rows (%s)", nd, e.msg);
+    mq_lookup_level lv = MQ_LOOKUP_EXACT;
+    mq_problem dp = {MQ_FMT_FP4, 1, 4096, 4096, 128};
+    mq_candidate got = mq_table_lookup(t, &dp, NULL, &lv);
+    CHECK(lv == MQ_LOOKUP_EXACT && same(&got, &dc), "the dense lookup still answers exactly");
+    mq_moe_problem mp = {MQ_FMT_TRELLIS3, 2, 256, 384, 8, 2, 128};
+    mq_moe_candidate mc = mq_table_lookup_moe(t, &mp, 4, &lv);
+    CHECK(lv == MQ_LOOKUP_EXACT && mc.i_split == 2 && mc.inner.p.tile_m == 1,
+          "2 tokens of the tuned layer: its row, exactly (level %s, i_split %d)",
+          mq_lookup_level_name(lv), mc.i_split);
+    mp.tokens = 9;
+    mc = mq_table_lookup_moe(t, &mp, 4, &lv);
+    CHECK(lv == MQ_LOOKUP_EXACT && mc.inner.p.tile_m == 4, "9 tokens: the last range's row");
+    mq_moe_problem other = {MQ_FMT_TRELLIS3, 3, 512, 768, 16, 4, 128};
+    mc = mq_table_lookup_moe(t, &other, 4, &lv);
+    CHECK(lv == MQ_LOOKUP_NEAREST && mc.inner.p.tile_m == 4,
+          "another layer: the nearest layer's row for its tokens (level %s)",
+          mq_lookup_level_name(lv));
+    mq_moe_problem small = {MQ_FMT_TRELLIS3, 1, 256, 128, 8, 2, 128}; /* 1 group: no i_split 2 */
+    mc = mq_table_lookup_moe(t, &small, 4, &lv);
+    CHECK(lv == MQ_LOOKUP_BUILTIN && mc.i_split == 1,
+          "a row whose candidate is not legal for the problem is passed over (level %s)",
+          mq_lookup_level_name(lv));
+    mq_moe_problem t4 = {MQ_FMT_TRELLIS4, 1, 256, 384, 8, 2, 128};
+    mq_table_lookup_moe(t, &t4, 4, &lv);
+    CHECK(lv == MQ_LOOKUP_BUILTIN, "another format: the built-in default");
+    mq_table_free(t);
+    free(all);
+    free(de);
+    free(me);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -528,6 +627,7 @@ int main(int argc, char **argv)
     test_round_trip();
     test_refusals();
     test_model_lookup();
+    test_moe_rows();
     test_killed_tune(tune);
     test_stored_measurements(tune);
     char cmd[600];

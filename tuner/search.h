@@ -22,6 +22,7 @@ typedef struct {
     int evals, init;   /* guided: candidates timed per shape; of them, the spread sample */
     int exhaustive, resume, quiet;
     mq_measure_opts mo;
+    const char *moe_results; /* moe-bench results whose best fused rows join the table */
 } mq_tune_opts;
 
 /* The model's rows: features and measured seconds, across all shapes. */

@@ -49,6 +49,9 @@ static void usage(FILE *f)
         "  --resume           finish an interrupted run: reuse every row this build measured on\n"
         "                     this host (DIR/tune-results.csv), with the chip as that run\n"
         "                     measured it (DIR/tune-chip.csv)\n"
+        "  --moe-results FILE add the MoE block's rows (the fastest verified gemm_trellis_moe\n"
+        "                     per model layer and token range) from a moe-bench results file\n"
+        "                     measured where tune measures (same backend; host or device)\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            only the summary\n"
         "  --check SUITE      host: instead of tuning, check DIR/table.csv on SUITE's shapes\n"
@@ -90,6 +93,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_DOUBLE("--budget", &o->t.mo.budget_s, 1e-6, 3600, "bad --budget"),
         MQ_OPT_INT("--threads", &o->threads, 1, 1024, "bad thread count"),
         MQ_OPT_FLAG("--resume", &o->t.resume),
+        MQ_OPT_STR("--moe-results", &o->t.moe_results),
         MQ_OPT_FLAG("--quiet", &o->t.quiet),
     };
     int rc = mq_args_parse("tune", argc, argv, 1, args, sizeof args / sizeof args[0], NULL, 0,

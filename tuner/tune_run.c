@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "model_store.h"
+#include "moe_rows.h"
+#include "version.h"
 #include "probes.h"
 #include "summary.h"
 #include "tune_run.h"
@@ -125,8 +127,8 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
                   const char *pred_note, const char *dir, mq_table_set *ts)
 {
     const mq_tune_opts *o = T->o;
-    int rc = 0, nent = 0;
-    mq_table_entry *ent = NULL;
+    int rc = 0, nent = 0, nmoe = 0;
+    mq_table_entry *ent = NULL, *moe = NULL;
     /* two layers of one shape are one problem */
     char *repeat = calloc((size_t)(suite->n ? suite->n : 1), 1);
     int distinct = 0, nprob = 0;
@@ -146,6 +148,22 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
         fprintf(stderr, "tune: out of memory\n");
         rc = 2;
         goto done;
+    }
+    /* the MoE rows first: a file that cannot serve stops the run before it measures */
+    if (o->moe_results) {
+        char err[4600];
+        if (!measured) {
+            fprintf(stderr, "tune: --moe-results: %s's table is predicted; MoE rows come from "
+                            "moe-bench on the machine tune measures\n", T->chip->name);
+            rc = 2;
+            goto done;
+        }
+        if ((nmoe = mq_moe_table_entries(o->moe_results, T->be->name, T->be->device,
+                                         mq_host_name(), &moe, err, sizeof err)) < 0) {
+            fprintf(stderr, "tune: --moe-results: %s\n", err);
+            rc = 2;
+            goto done;
+        }
     }
     for (int f = 0; f < MQ_FMT_COUNT; f++)
         for (int s = 0; (o->formats & (1u << f)) && s < suite->n; s++) {
@@ -206,6 +224,18 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
         snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
                  T->chip->name);
     nent = mq_table_build(choices, nchoice, &ent);
+    if (nent >= 0 && nmoe > 0) { /* the MoE rows after the dense ones */
+        mq_table_entry *all = realloc(ent, sizeof *ent * (size_t)(nent + nmoe));
+        if (all) {
+            memcpy(all + nent, moe, sizeof *moe * (size_t)nmoe);
+            ent = all;
+            nent += nmoe;
+        } else {
+            nent = -1;
+        }
+    }
+    free(moe);
+    moe = NULL;
     rc = publish(T, ent, nent, &fit, fit_note, measured, dir, ts);
     if (rc)
         goto done;
@@ -239,6 +269,7 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
 done:
     mq_bench_problem_free(&T->bp);
     free(ent);
+    free(moe);
     free(choices);
     free(repeat);
     return rc;
