@@ -9,8 +9,7 @@
 //   gemm_trellis_moe       grid (inter / TILE_N, experts): gate and up of
 //                          TILE_N intermediate columns for every row of one
 //                          touched expert (untouched slots return), FP32,
-//                          h = silu(gate) * up rounded to half (half the
-//                          simdgroups on gate, half on up)
+//                          h = silu(gate) * up rounded to half
 //   gemm_trellis_moe_down  grid (hidden / TILE_N, experts, i_split): the
 //                          down projection of those rows over one chunk of
 //                          the intermediate dimension into the chunk's
@@ -214,25 +213,6 @@ inline float moe_sum_partials(threadgroup const float *red, uint i)
 
 #define MOE_RED_FLOATS (SIMDGROUPS * TILE_M * TILE_N)
 
-// Gate and up: with two simdgroups or more, the first half of them runs
-// gate and the second half up, each lane holding one projection's TILE_M x
-// 4 sums as the dense decode kernel does (both in one lane would double its
-// registers: at 8 rows and more they spilled); one simdgroup runs both.
-#if SIMDGROUPS >= 2
-#define MOE_SG_PER (SIMDGROUPS / 2) // simdgroups per projection
-#else
-#define MOE_SG_PER 1
-#endif
-#define MOE_GU_STEP (8 * GEMV_LK * MOE_SG_PER) // K per step of one projection
-
-inline float moe_sum_range(threadgroup const float *red, uint i, uint g0, uint g1)
-{
-    float s = red[g0 * uint(TILE_M * TILE_N) + i];
-    for (uint g = g0 + 1u; g < g1; g++)
-        s += red[g * uint(TILE_M * TILE_N) + i];
-    return s;
-}
-
 kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
                              constant MoeParams &p [[buffer(3)]],
                              device const uint *route_buf [[buffer(4)]],
@@ -243,11 +223,9 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
                              device const float *grid [[buffer(9)]],
                              device half *h [[buffer(10)]], GEMV_POSITIONS)
 {
-    threadgroup float cb[32];              // gate's codebook, then up's
-    threadgroup float red[MOE_RED_FLOATS]; // the simdgroups' partials
-#if SIMDGROUPS == 1
-    threadgroup float gsum[TILE_M * TILE_N]; // gate, finished
-#endif
+    threadgroup float cb[32];                          // gate's codebook, then up's
+    threadgroup float red[MOE_RED_FLOATS];             // the simdgroups' partials
+    threadgroup float gsum[TILE_M * TILE_N];           // gate, finished
     if (tid < 32u)
         cb[tid] = grid[(tid / 16u) * 16u + min(tid % 16u, p.n_levels - 1u)];
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -257,64 +235,27 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
     if (tg.y >= ntouched[0])
         return; // the grid is sized for every expert; this slot has none
     const uint e = touched[tg.y], off = offs[e], n = offs[e + 1u] - off;
+    const MoeProj qg = moe_proj(0u, e, p, indices, tscales, su, sv);
+    const MoeProj qu = moe_proj(1u, e, p, indices, tscales, su, sv);
     const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
     const uint col0 = tg.x * uint(TILE_N), n0 = col0 + ln * 4u;
     const bool cols = n0 < p.inter; // inter % 16 == 0: all 4 columns or none
-    const uint gshift = mq_group_shift(p.group);
-    const uint kl = (sg % uint(MOE_SG_PER)) * (8u * uint(GEMV_LK)) + lk * 8u;
-#if SIMDGROUPS >= 2
-    const uint proj = sg / uint(MOE_SG_PER); // 0 gate, 1 up
-    const MoeProj q = moe_proj(proj, e, p, indices, tscales, su, sv);
-    float cf[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-    for (uint c = 0; c < 4u && cols; c++)
-        cf[c] = q.sv[n0 + c];
-#else
-    const MoeProj qg = moe_proj(0u, e, p, indices, tscales, su, sv);
-    const MoeProj qu = moe_proj(1u, e, p, indices, tscales, su, sv);
+    const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u, gshift = mq_group_shift(p.group);
     float cg[4] = {1.0f, 1.0f, 1.0f, 1.0f}, cu[4] = {1.0f, 1.0f, 1.0f, 1.0f};
     for (uint c = 0; c < 4u && cols; c++) {
         cg[c] = qg.sv[n0 + c];
         cu[c] = qu.sv[n0 + c];
     }
-#endif
     for (uint r0 = 0; r0 < n; r0 += uint(TILE_M)) {
         const uint nr = min(uint(TILE_M), n - r0);
         uint tok[TILE_M];
         for (uint m = 0; m < uint(TILE_M); m++)
             tok[m] = row_token[off + r0 + min(m, nr - 1u)];
-#if SIMDGROUPS >= 2
-        float acc[TILE_M][4];
-        for (uint m = 0; m < uint(TILE_M); m++)
-            for (uint c = 0; c < 4u; c++)
-                acc[m][c] = 0.0f;
-        for (uint k = kl; cols && k < p.hidden; k += uint(MOE_GU_STEP)) {
-            MoeStep s;
-            moe_load_step(q, k, n0, gshift, cf, cb + 16u * proj, s);
-            for (uint m = 0; m < uint(TILE_M); m++) {
-                if (m >= nr)
-                    break;
-                float a[8];
-                moe_load_a(x, tok[m], p.hidden, k, a);
-                moe_fma_step(s, a, acc[m]);
-            }
-        }
-        moe_reduce_lanes(acc);
-        moe_put_partials(acc, red, sg, lane);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
-            const uint m = i / uint(TILE_N), col = col0 + i % uint(TILE_N);
-            if (m < nr && col < p.inter) { // SwiGLU in float, h rounded to half
-                const float g = moe_sum_range(red, i, 0u, uint(MOE_SG_PER));
-                const float u = moe_sum_range(red, i, uint(MOE_SG_PER), uint(SIMDGROUPS));
-                h[size_t(off + r0 + m) * p.inter + col] = half(g / (1.0f + metal::exp(-g)) * u);
-            }
-        }
-#else
         float ag[TILE_M][4], au[TILE_M][4];
         for (uint m = 0; m < uint(TILE_M); m++)
             for (uint c = 0; c < 4u; c++)
                 ag[m][c] = au[m][c] = 0.0f;
-        for (uint k = kl; cols && k < p.hidden; k += uint(MOE_GU_STEP)) {
+        for (uint k = kl; cols && k < p.hidden; k += uint(TILE_K)) {
             MoeStep sg_, su_;
             moe_load_step(qg, k, n0, gshift, cg, cb, sg_);
             moe_load_step(qu, k, n0, gshift, cu, cb + 16, su_);
@@ -332,18 +273,17 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
         moe_put_partials(ag, red, sg, lane);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
-            gsum[i] = red[i];
+            gsum[i] = moe_sum_partials(red, i);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         moe_put_partials(au, red, sg, lane);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
             const uint m = i / uint(TILE_N), col = col0 + i % uint(TILE_N);
             if (m < nr && col < p.inter) { // SwiGLU in float, h rounded to half
-                const float g = gsum[i], u = red[i];
+                const float g = gsum[i], u = moe_sum_partials(red, i);
                 h[size_t(off + r0 + m) * p.inter + col] = half(g / (1.0f + metal::exp(-g)) * u);
             }
         }
-#endif
         threadgroup_barrier(mem_flags::mem_threadgroup); // red is reused by the next pass
     }
 }

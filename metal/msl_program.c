@@ -306,9 +306,7 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                        "the MSL kernel computes gate and up in one pass (fuse_gate_up=1)");
     /* lanes: tile_n / 4 along N, the rest along K, 8 K each; simdgroups split tile_k */
     int simdgroups = q->tile_k / (8 * (32 / (q->tile_n / 4)));
-    /* the codebooks, the simdgroups' partials, and with one simdgroup the
-     * finished gate too */
-    size_t tg = (size_t)4 * (32 + (size_t)(simdgroups + (simdgroups == 1)) * q->tile_m * q->tile_n);
+    size_t tg = (size_t)4 * (32 + (size_t)(simdgroups + 1) * q->tile_m * q->tile_n);
     if (tg > 32768)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "tile_m=%d x tile_n=%d x %d simdgroups needs %zu bytes of threadgroup "
