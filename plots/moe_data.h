@@ -11,13 +11,15 @@ typedef struct {
     int nseries;         /* models drawn */
     char labels[512];    /* their names, space separated */
     char host[64], format[16], routing[128];
+    char device[96];     /* the device the rows were timed on ("": the CPU model) */
     int threads, rows;   /* rows used (ok) */
 } mq_plot_moe_info;
 
-/* Write, per model (in the file's order), a block "tokens fused_ms" then a
+/* Write, per model (in the files' order), a block "tokens fused_ms" then a
  * block "tokens unfused_ms" (blocks separated by two blank lines; a model
- * missing either path is left out). 0, or -1 with "PATH: problem". */
-int mq_plot_moe_data(const char *path, FILE *data, mq_plot_moe_info *info, char *err,
-                     size_t errlen);
+ * missing either path is left out), from npaths results files merged (e.g.
+ * decode and prefill runs). 0, or -1 with "PATH: problem". */
+int mq_plot_moe_data(const char *const *paths, int npaths, FILE *data, mq_plot_moe_info *info,
+                     char *err, size_t errlen);
 
 #endif

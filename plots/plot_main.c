@@ -432,8 +432,9 @@ static int plot_history(const options *o, const char *outdir, char *err, size_t 
 /* The MoE plot of one moe-bench results file: OUTDIR/moe-FILE.{png,svg}. */
 static int plot_moe(const options *o, const char *outdir, char *err, size_t errlen)
 {
-    if (o->nresults != 1) {
-        snprintf(err, errlen, "plot moe takes one --results FILE (a moe-bench results file)");
+    if (o->nresults < 1) {
+        snprintf(err, errlen, "plot moe takes --results FILE (moe-bench results; repeat to "
+                              "merge runs)");
         return -1;
     }
     mq_scratch s = {.n = 0};
@@ -446,7 +447,7 @@ static int plot_moe(const options *o, const char *outdir, char *err, size_t errl
     if (!f)
         snprintf(err, errlen, "%s: cannot write: %s", s.dir, strerror(errno));
     else
-        rc = mq_plot_moe_data(o->results[0], f, &mi, err, errlen);
+        rc = mq_plot_moe_data((const char *const *)o->results, o->nresults, f, &mi, err, errlen);
     if (f)
         fclose(f);
     if (rc == 0) {
@@ -455,10 +456,16 @@ static int plot_moe(const options *o, const char *outdir, char *err, size_t errl
         int stem = (int)strcspn(b, ".");
         snprintf(base, sizeof base, "%s%.*s", strncmp(b, "moe", 3) ? "moe-" : "",
                  stem < 200 ? stem : 200, b);
+        char where[256];
+        if (mi.device[0])
+            snprintf(where, sizeof where, "on %s", mi.device);
+        else
+            snprintf(where, sizeof where, "on the CPU model: %s, %d threads", mi.host,
+                     mi.threads);
         snprintf(title, sizeof title,
-                 "MoE block (gemm_trellis_moe, %s, %s routing) on the CPU model: %s, %d threads\n"
+                 "MoE block (gemm_trellis_moe, %s, %s routing) %s\n"
                  "solid: the best fused candidate at each token count; dashed: the unfused "
-                 "baseline", mi.format, mi.routing, mi.host, mi.threads);
+                 "baseline", mi.format, mi.routing, where);
         FILE *v = fmemopen(vars, sizeof vars, "w");
         if (v) {
             mq_gp_string(v, "data", dpath);

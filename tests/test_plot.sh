@@ -77,7 +77,7 @@ check "plot moe draws the committed 16-core decode results (got $rc)" [ "$rc" -e
 check "as PNG and SVG" [ -s "$out/moe-decode.png" -a -s "$out/moe-decode.svg" ]
 check "with every model of the file in its key" [ "$(grep -c 'fused' "$out/moe-decode.svg")" -ge 8 ]
 expect_fail 2 "not a moe-bench results file" moe --results "$out/bad.csv" --out "$out"
-expect_fail 2 "one --results FILE" moe --out "$out"
+expect_fail 2 "takes --results FILE" moe --out "$out"
 # a drawing that fails leaves the image already there as it was
 cp "$out/roofline-host.png" "$out/before.png"
 MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out" >/dev/null 2>&1; rc=$?
