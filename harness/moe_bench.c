@@ -188,6 +188,8 @@ static int fused_space(const mq_moe_problem *p, int max_rows, mq_moe_candidate *
     return n;
 }
 
+#define MOE_MAX_ROTATIONS 64 /* --rotations at most */
+
 typedef struct {
     const mq_moe_problem *p;
     const mq_moe_weights *mw;
@@ -196,19 +198,19 @@ typedef struct {
     float **probs;
     int rotations;
     int sample[3], nsample;  /* tokens whose reference is kept */
-    double *ref, *bound;     /* [nsample][hidden] */
-    double *bound_h;         /* the bound with FP16 intermediates (the unfused path on a
-                              * backend whose dense kernels write FP16), or NULL */
+    int half_mid;            /* the unfused path's dense kernels write FP16 (a device) */
+    /* per routing, made when first needed: [nsample][hidden] each */
+    double *ref[MOE_MAX_ROTATIONS], *bound[MOE_MAX_ROTATIONS];
+    double *bound_h[MOE_MAX_ROTATIONS]; /* with FP16 intermediates (the unfused path when
+                                         * half_mid) */
     const mq_table *dense;   /* the unfused baseline's dense kernels (NULL: the rule) */
     float *out;
 } moe_case;
 
-/* The float64 reference of the sampled tokens of routing 0 (a sub-problem of
- * those tokens alone: a token's output depends on its row and routing only). */
-static int case_reference(moe_case *mc, int half_mid, char *err, size_t errlen)
+/* The sampled tokens: first, middle, last (distinct). */
+static void case_samples(moe_case *mc)
 {
     const mq_moe_problem *p = mc->p;
-    int H = p->hidden, K = p->top_k;
     int cand[3] = {0, p->tokens / 2, p->tokens - 1};
     mc->nsample = 0;
     for (int i = 0; i < 3; i++) {
@@ -218,61 +220,73 @@ static int case_reference(moe_case *mc, int half_mid, char *err, size_t errlen)
         if (!dup)
             mc->sample[mc->nsample++] = cand[i];
     }
+}
+
+/* The float64 reference of the sampled tokens of routing r (a sub-problem
+ * of those tokens alone: a token's output depends on its row and routing
+ * only), and its bound for the path checked (unfused with half_mid: the
+ * FP16-intermediate one); made once per routing and path. */
+static int case_reference(moe_case *mc, int r, int unfused, char *err, size_t errlen)
+{
+    int half = unfused && mc->half_mid;
+    if (mc->ref[r] && (half ? mc->bound_h[r] : mc->bound[r]))
+        return 0;
+    const mq_moe_problem *p = mc->p;
+    int H = p->hidden, K = p->top_k;
     mq_moe_problem sp = *p;
     sp.tokens = mc->nsample;
-    uint16_t *xs = malloc((size_t)mc->nsample * H * sizeof *xs);
+    size_t n = (size_t)mc->nsample * H;
+    uint16_t *xs = malloc(n * sizeof *xs);
     int32_t *ids = malloc((size_t)3 * K * sizeof *ids);
     float *pr = malloc((size_t)3 * K * sizeof *pr);
-    mc->ref = malloc((size_t)mc->nsample * H * sizeof *mc->ref);
-    mc->bound = malloc((size_t)mc->nsample * H * sizeof *mc->bound);
-    if (!xs || !ids || !pr || !mc->ref || !mc->bound) {
-        free(xs);
-        free(ids);
-        free(pr);
-        snprintf(err, errlen, "out of memory for the reference");
-        return -1;
-    }
-    for (int i = 0; i < mc->nsample; i++) {
-        int t = mc->sample[i];
-        memcpy(xs + (size_t)i * H, mc->x + (size_t)t * H, (size_t)H * sizeof *xs);
-        memcpy(ids + i * K, mc->ids[0] + (size_t)t * K, (size_t)K * sizeof *ids);
-        memcpy(pr + i * K, mc->probs[0] + (size_t)t * K, (size_t)K * sizeof *pr);
-    }
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound);
+    int rc = -1;
     mq_error e;
-    int rc = mq_moe_reference(&sp, mc->mw, xs, ids, pr, mc->ref, mc->bound, &e) ? -1 : 0;
-    if (!rc && half_mid) {
-        double *ref_h = malloc((size_t)mc->nsample * H * sizeof *ref_h);
-        mc->bound_h = malloc((size_t)mc->nsample * H * sizeof *mc->bound_h);
-        rc = !ref_h || !mc->bound_h ||
-                     mq_moe_reference_arith(&sp, mc->mw, xs, ids, pr, 1, ref_h, mc->bound_h, &e)
-                 ? -1
-                 : 0;
-        if (rc && (!ref_h || !mc->bound_h))
-            snprintf(e.msg, sizeof e.msg, "out of memory");
-        free(ref_h);
+    snprintf(e.msg, sizeof e.msg, "out of memory");
+    if (xs && ids && pr && ref && bound) {
+        for (int i = 0; i < mc->nsample; i++) {
+            int t = mc->sample[i];
+            memcpy(xs + (size_t)i * H, mc->x + (size_t)t * H, (size_t)H * sizeof *xs);
+            memcpy(ids + i * K, mc->ids[r] + (size_t)t * K, (size_t)K * sizeof *ids);
+            memcpy(pr + i * K, mc->probs[r] + (size_t)t * K, (size_t)K * sizeof *pr);
+        }
+        rc = mq_moe_reference_arith(&sp, mc->mw, xs, ids, pr, half, ref, bound, &e) ? -1 : 0;
     }
-    if (rc)
-        snprintf(err, errlen, "the reference: %s", e.msg);
+    if (!rc) {
+        if (!mc->ref[r]) {
+            mc->ref[r] = ref;
+            ref = NULL;
+        }
+        double **slot = half ? &mc->bound_h[r] : &mc->bound[r];
+        *slot = bound;
+        bound = NULL;
+    } else {
+        snprintf(err, errlen, "the reference of routing %d: %s", r, e.msg);
+    }
     free(xs);
     free(ids);
     free(pr);
+    free(ref);
+    free(bound);
     return rc;
 }
 
-/* Outputs of the sampled tokens outside the bound; the worst ratio */
-static long case_verify(const moe_case *mc, const double *bound, double *worst)
+/* Outputs of the sampled tokens of routing r outside the bound of the path
+ * checked; the worst ratio (made worse only) */
+static long case_verify(const moe_case *mc, int r, int unfused, double *worst)
 {
     long bad = 0;
     int H = mc->p->hidden;
-    *worst = 0;
+    const double *ref = mc->ref[r];
+    const double *bound = unfused && mc->half_mid ? mc->bound_h[r] : mc->bound[r];
     for (int i = 0; i < mc->nsample; i++)
         for (int n = 0; n < H; n++) {
             double got = mc->out[(size_t)mc->sample[i] * H + n];
-            double r = fabs(got - mc->ref[(size_t)i * H + n]) / bound[(size_t)i * H + n];
-            if (!(r <= 1))
+            double q = fabs(got - ref[(size_t)i * H + n]) / bound[(size_t)i * H + n];
+            if (!(q <= 1))
                 bad++;
-            if (!(r <= *worst))
-                *worst = r;
+            if (!(q <= *worst))
+                *worst = q;
         }
     return bad;
 }
@@ -303,12 +317,18 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
     (c ? b->run_moe(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, &e)            \
        : b->run_moe_unfused(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out,        \
                             mc->dense, &e))
+    char err[300];
+    if (case_reference(mc, 0, !c, err, sizeof err)) {
+        snprintf(m->status, sizeof m->status, "error");
+        snprintf(m->error, sizeof m->error, "%.200s", err);
+        return;
+    }
     if (RUN(0)) {
         snprintf(m->status, sizeof m->status, "error");
         snprintf(m->error, sizeof m->error, "%s", e.msg);
         return;
     }
-    long bad = case_verify(mc, !c && mc->bound_h ? mc->bound_h : mc->bound, &m->worst);
+    long bad = case_verify(mc, 0, !c, &m->worst);
     if (bad) {
         snprintf(m->status, sizeof m->status, "wrong");
         snprintf(m->error, sizeof m->error,
@@ -324,6 +344,13 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
     int n = 0;
     while (n < 200 && (n < 5 || mq_now() < t_end)) {
         int r = (n + 1) % mc->rotations;
+        /* every routing's output is checked too (its reference made once, before its
+         * first timed run, outside the timed region) */
+        if (case_reference(mc, r, !c, err, sizeof err)) {
+            snprintf(m->status, sizeof m->status, "error");
+            snprintf(m->error, sizeof m->error, "%.200s", err);
+            return;
+        }
         double t0 = mq_now();
         if (RUN(r)) { /* a run that fails gets no time: its rows would be too fast */
             snprintf(m->status, sizeof m->status, "error");
@@ -332,6 +359,13 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
         }
         double dt = b->device_time ? b->device_time(b) : -1;
         samples[n++] = dt >= 0 ? dt : mq_now() - t0;
+        if ((bad = case_verify(mc, r, !c, &m->worst)) != 0) {
+            snprintf(m->status, sizeof m->status, "wrong");
+            snprintf(m->error, sizeof m->error,
+                     "routing %d: %ld outputs of the sampled tokens outside the bound (worst "
+                     "%.3g x)", r, bad, m->worst);
+            return;
+        }
     }
 #undef RUN
     mq_stats_compute(samples, n, &m->st);
@@ -598,7 +632,9 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 x[i] = mq_float_to_half((float)(((double)(mix(&s) >> 11) * 0x1.0p-53 - 0.5) *
                                                 3.4641016));
             mc.x = x;
-            if (!ok || case_reference(&mc, b->arith.half_output, err, sizeof err)) {
+            case_samples(&mc);
+            mc.half_mid = b->arith.half_output;
+            if (!ok || case_reference(&mc, 0, 0, err, sizeof err)) {
                 fprintf(stderr, "moe-bench: %s, %d tokens: %s\n", md->name, p.tokens,
                         ok ? err : e.msg);
                 rc = 2;
@@ -683,9 +719,11 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             free(mc.probs);
             free(x);
             free(mc.out);
-            free(mc.ref);
-            free(mc.bound);
-            free(mc.bound_h);
+            for (int r = 0; r < MOE_MAX_ROTATIONS; r++) {
+                free(mc.ref[r]);
+                free(mc.bound[r]);
+                free(mc.bound_h[r]);
+            }
         }
         mq_moe_weights_free(&mw);
     }
