@@ -68,13 +68,8 @@ static void moe_checks(mq_backend *b, double read_gbs)
         while (mq_msl_moe_plan_of(p, &mw, &c, &plan, NULL) == MQ_E_ILLEGAL && c.inner.p.tile_k > 32)
             c.inner.p.tile_k /= 2;
         int st = b->run_moe(b, p, &mw, x, ids, pr, out, &c, &e);
-        long bad = 0;
         double worst = 0;
-        for (size_t i = 0; !st && i < on; i++) {
-            double r = fabs(out[i] - ref[i]) / bound[i];
-            bad += !(r <= 1);
-            worst = r > worst ? r : worst;
-        }
+        long bad = st ? 0 : td_outside(out, ref, bound, on, &worst);
         CHECK(st == 0 && bad == 0,
               "expected gemm_trellis_moe on the GPU (%s, %d tokens, %d experts, top %d, %d rows a "
               "pass, i_split %d) within the bound: %s%ld outside, worst %.3f of it",
@@ -86,13 +81,8 @@ static void moe_checks(mq_backend *b, double read_gbs)
         double *bound_h = malloc(on * 8), *ref_h = malloc(on * 8);
         mq_moe_reference_arith(p, &mw, x, ids, pr, 1, ref_h, bound_h, &e);
         st = b->run_moe_unfused(b, p, &mw, x, ids, pr, out, NULL, &e);
-        bad = 0;
         worst = 0;
-        for (size_t i = 0; !st && i < on; i++) {
-            double r = fabs(out[i] - ref_h[i]) / bound_h[i];
-            bad += !(r <= 1);
-            worst = r > worst ? r : worst;
-        }
+        bad = st ? 0 : td_outside(out, ref_h, bound_h, on, &worst);
         CHECK(st == 0 && bad == 0,
               "expected the unfused baseline on the GPU (%s, %d tokens) within its bound: %s%ld "
               "outside, worst %.3f of it",

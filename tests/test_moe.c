@@ -245,21 +245,6 @@ static void test_reference(void)
 }
 
 /* |got - ref| <= bound everywhere; the worst ratio into *worst */
-static long outside(const float *got, const double *ref, const double *bound, size_t n,
-                    double *worst)
-{
-    long bad = 0;
-    *worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double r = fabs(got[i] - ref[i]) / bound[i];
-        if (!(r <= 1))
-            bad++;
-        if (!(r <= *worst))
-            *worst = r;
-    }
-    return bad;
-}
-
 /* Candidates of a small grid: inner kernels x i_split x fuse_gate_up */
 static int moe_candidates(const mq_moe_problem *p, mq_moe_candidate *cs, int cap)
 {
@@ -340,7 +325,7 @@ static void test_runs(void)
                 CHECK(0, "%s: %s runs: %s", rc->what, s, e.msg);
                 continue;
             }
-            long bad = outside(got, ref, bound, out_n, &worst);
+            long bad = td_outside(got, ref, bound, out_n, &worst);
             worst_all = fmax(worst_all, worst);
             if (bad) {
                 char s[256];
@@ -360,11 +345,11 @@ static void test_runs(void)
               rc->what, nondet);
         double worst = 0;
         CHECK(mq_moe_run_unfused(ctx, &p, &mw, x, ids, pr, got, NULL, &e) == MQ_OK &&
-                  outside(got, ref, bound, out_n, &worst) == 0,
+                  td_outside(got, ref, bound, out_n, &worst) == 0,
               "%s: the unfused baseline within the bound (worst %.3f): %s", rc->what, worst,
               e.msg);
         CHECK(mq_moe_run(ctx, &p, &mw, x, ids, pr, got, NULL, &e) == MQ_OK &&
-                  outside(got, ref, bound, out_n, &worst) == 0,
+                  td_outside(got, ref, bound, out_n, &worst) == 0,
               "%s: the default candidate within the bound (worst %.3f): %s", rc->what, worst,
               e.msg);
         /* a planted defect: the first token's two probabilities swapped (or, with one
@@ -377,7 +362,7 @@ static void test_runs(void)
             pr[0] *= 0.5f;
         }
         mq_moe_run(ctx, &p, &mw, x, ids, pr, got, &cs[0], &e);
-        CHECK(outside(got, ref, bound, out_n, &worst) > 0,
+        CHECK(td_outside(got, ref, bound, out_n, &worst) > 0,
               "%s: a defect (the first token's probabilities changed) is caught (worst %.1f x)",
               rc->what, worst);
         mq_moe_weights_free(&mw);
@@ -453,7 +438,7 @@ static void test_msl(void)
             c.i_split = split;
             int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
             CHECK(ok, "%s, i_split %d: the dispatches run: %s", rc->what, split, e.msg);
-            long bad = ok ? outside(got, ref, bound, out_n, &worst) : -1;
+            long bad = ok ? td_outside(got, ref, bound, out_n, &worst) : -1;
             fprintf(stderr, "  MSL %s, i_split %d: worst %.4f of the bound\n", rc->what, split,
                     worst);
             CHECK(bad == 0, "%s, i_split %d: the MSL kernel within the reference's bound: %ld "
@@ -463,7 +448,7 @@ static void test_msl(void)
         double worst = 0;
         int ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, NULL, &e) == MQ_OK;
         CHECK(ok, "%s: the unfused baseline's launches run: %s", rc->what, e.msg);
-        long bad = ok ? outside(got, ref, bound_h, out_n, &worst) : -1;
+        long bad = ok ? td_outside(got, ref, bound_h, out_n, &worst) : -1;
         fprintf(stderr, "  MSL unfused %s: worst %.4f of its bound\n", rc->what, worst);
         CHECK(bad == 0, "%s: the unfused baseline within the FP16-intermediate bound: %ld "
                         "outside, worst %.3f of it", rc->what, bad, worst);
@@ -473,12 +458,12 @@ static void test_msl(void)
             pr[1] = t0;
             c.i_split = 1;
             ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
-            CHECK(ok && outside(got, ref, bound, out_n, &worst) > 0,
+            CHECK(ok && td_outside(got, ref, bound, out_n, &worst) > 0,
                   "%s: swapped probabilities caught in the MSL kernel's output (worst %.1f x)",
                   rc->what, worst);
             pr[0] = 0; /* and the first slot's expert dropped: the looser bound still sees it */
             ok = be->run_moe_unfused(be, &p, &mw, x, ids, pr, got, NULL, &e) == MQ_OK;
-            CHECK(ok && outside(got, ref, bound_h, out_n, &worst) > 0,
+            CHECK(ok && td_outside(got, ref, bound_h, out_n, &worst) > 0,
                   "%s: a dropped expert caught in the unfused baseline's output (worst %.1f x) %s",
                   rc->what, worst, ok ? "" : e.msg);
         }

@@ -182,3 +182,18 @@ mq_model td_model(const double *shared, int n)
         m.theta[j] = shared[j];
     return m;
 }
+
+long td_outside(const float *got, const double *ref, const double *bound, size_t n,
+                double *worst)
+{
+    long bad = 0;
+    *worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs(got[i] - ref[i]) / bound[i];
+        if (!(r <= 1))
+            bad++;
+        if (!(r <= *worst))
+            *worst = r;
+    }
+    return bad;
+}

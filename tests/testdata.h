@@ -22,6 +22,10 @@ mq_model td_model(const double *shared, int n);
 float td_uniform(uint32_t *state);
 void td_fill_weights(float *W, int K, int N, uint32_t seed);
 void td_fill_activations(uint16_t *A, int M, int K, uint32_t seed);
+/* Outputs of got[n] outside ref +- bound (a NaN is outside); *worst the
+ * largest |got - ref| / bound. */
+long td_outside(const float *got, const double *ref, const double *bound, size_t n,
+                double *worst);
 
 /* Tolerance for FP32 accumulation of K products against the float64
  * reference: |C - ref| <= (2K + 3) * 2^-24 * sum_k |a*w|. This is the
