@@ -558,7 +558,7 @@ static mq_status cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_m
     buffers g[MQ_MSL_MOE_DISPATCHES];
     unsigned grid[MQ_MSL_MOE_DISPATCHES][4];
     for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++)
-        if ((st = function_of(s, MQ_MSL_MOE_FILE, plan.defines, plan.d[k].function, &fns[k],
+        if ((st = function_of(s, MQ_MSL_MOE_FILE, plan.d[k].defines, plan.d[k].function, &fns[k],
                               err)))
             return st;
     const void *in[4] = {x, ids, probs, &plan.mp};

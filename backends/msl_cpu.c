@@ -215,7 +215,7 @@ static mq_status msl_cpu_run_moe(mq_backend *b, const mq_moe_problem *p,
     for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
         steps[k].file = MQ_MSL_MOE_FILE;
         steps[k].function = plan.d[k].function;
-        snprintf(steps[k].defines, sizeof steps[k].defines, "%s", plan.defines);
+        snprintf(steps[k].defines, sizeof steps[k].defines, "%s", plan.d[k].defines);
         memcpy(steps[k].grid, plan.d[k].grid, sizeof steps[k].grid);
         steps[k].threads = plan.d[k].threads;
     }

@@ -181,7 +181,7 @@ static int fused_space(const mq_moe_problem *p, int max_rows, mq_moe_candidate *
     for (int i = 0; i < ni; i++)
         for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++)
             for (int f = 1; f >= 0; f--) {
-                mq_moe_candidate c = {inner[i], splits[s], f};
+                mq_moe_candidate c = {inner[i], splits[s], f, 0, 0};
                 if (n < cap && mq_moe_candidate_check(p, &c, NULL) == MQ_OK)
                     cs[n++] = c;
             }
@@ -372,6 +372,30 @@ static void measure(mq_backend *b, moe_case *mc, const mq_moe_candidate *c, doub
     snprintf(m->status, sizeof m->status, "ok");
 }
 
+/* The second stage of the MSL kernel's search: the best gate/up tile kept,
+ * the down kernel's own tile_n (16..128) and simdgroups (1..8) with i_split
+ * 1..16, the legal ones not measured yet, at most max. The count. */
+static int down_stage(const mq_moe_problem *p, const mq_moe_weights *mw,
+                      const mq_moe_candidate *best, mq_moe_candidate *cs, int cap, int max)
+{
+    static const int splits[] = {1, 2, 4, 8, 16};
+    int n = 0;
+    for (int s = 0; s < 5; s++)
+        for (int tn = 16; tn <= 128; tn *= 2)
+            for (int sgs = 1; sgs <= 8; sgs *= 2) {
+                mq_moe_candidate c = *best;
+                c.i_split = splits[s];
+                c.down_tile_n = tn;
+                c.down_tile_k = 8 * (128 / tn) * sgs;
+                if (tn == best->inner.p.tile_n && c.down_tile_k == best->inner.p.tile_k)
+                    continue; /* the space had it */
+                mq_msl_moe_plan plan;
+                if (n < cap && n < max && mq_msl_moe_plan_of(p, mw, &c, &plan, NULL) == MQ_OK)
+                    cs[n++] = c;
+            }
+    return n;
+}
+
 /* The unfused baseline's dense kernels on a device, tuned in this run: for
  * each row-count bucket (powers of two up to the most rows an expert gets)
  * and each projection shape (gate/up: N=inter K=hidden; down: N=hidden
@@ -448,7 +472,7 @@ static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
                 continue;
             rows[nrows++] = (mq_table_row){p->format, p->group, N, K, prev + 1,
                                            n >= max_rows ? 1 << 30 : n, bc, best, n,
-                                           0, 0, 0, 0};
+                                           0, 0, 0, 0, 0, 0};
             if (!quiet) {
                 char cand[128];
                 mq_candidate_str(&bc, cand, sizeof cand);
@@ -658,7 +682,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 nc = o->max_candidates;
             moe_meas best, m;
             memset(&best, 0, sizeof best);
-            int have_best = 0;
+            int have_best = 0, best_ci = -1, staged = 0;
             for (int ci = 0; ci < nc; ci++) {
                 measure(b, &mc, &cs[ci], o->budget_s, &m);
                 if (write_row(fd, out_path, md, &p, routing, &rs, b, "fused", &m, touched,
@@ -673,7 +697,15 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                     rc = rc ? rc : 1;
                 } else if (!strcmp(m.status, "ok") && (!have_best || m.st.median < best.st.median)) {
                     best = m;
+                    best_ci = ci;
                     have_best = 1;
+                }
+                /* on a device, once the space is measured: the down kernel's own
+                 * tiles (and i_split) with the best gate/up tile fixed */
+                if (ci == nc - 1 && !staged && best_ci >= 0 && strcmp(b->name, "cpu")) {
+                    staged = 1;
+                    nc += down_stage(&p, &mw, &cs[best_ci], cs + nc, 512 - nc,
+                                     o->max_candidates > 0 ? o->max_candidates : 512);
                 }
             }
             {

@@ -82,6 +82,21 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
                        "splits the intermediate dimension itself: i_split)");
     if (c->fuse_gate_up != 0 && c->fuse_gate_up != 1)
         return mq_fail(err, MQ_E_ILLEGAL, "fuse_gate_up=%d is not 0 or 1", c->fuse_gate_up);
+    if ((c->down_tile_n != 0) != (c->down_tile_k != 0))
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "down_tile_n=%d and down_tile_k=%d: both set (the down projection's own "
+                       "tile) or neither",
+                       c->down_tile_n, c->down_tile_k);
+    if (c->down_tile_n) { /* legal for the decode path on the down shape (the MSL kernel's) */
+        mq_candidate d = {MQ_VAR_GEMV_TRELLIS,
+                          {c->inner.p.tile_m, c->down_tile_n, c->down_tile_k, 0, 1}};
+        mq_problem dn = {p->format, mq_min(p->tokens, 16), p->hidden, p->inter, p->group};
+        mq_limits lim = mq_limits_default();
+        mq_plan plan;
+        mq_error why;
+        if (mq_plan_candidate(&dn, &d, &lim, &plan, &why))
+            return mq_fail(err, MQ_E_ILLEGAL, "the down tile: %s", why.msg);
+    }
     /* the inner kernel must be legal on both projections' shapes */
     mq_problem gu = {p->format, mq_min(p->tokens, 16), p->inter, p->hidden, p->group};
     mq_problem dn = {p->format, mq_min(p->tokens, 16), p->hidden, p->inter, p->group};
@@ -112,6 +127,9 @@ int mq_moe_candidate_str(const mq_moe_candidate *c, char *buf, size_t n)
 {
     char inner[128];
     mq_candidate_str(&c->inner, inner, sizeof inner);
+    if (c->down_tile_n)
+        return snprintf(buf, n, "gemm_trellis_moe[%s] i_split=%d fuse_gate_up=%d down=%dx%d",
+                        inner, c->i_split, c->fuse_gate_up, c->down_tile_n, c->down_tile_k);
     return snprintf(buf, n, "gemm_trellis_moe[%s] i_split=%d fuse_gate_up=%d", inner,
                     c->i_split, c->fuse_gate_up);
 }
@@ -373,6 +391,10 @@ mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights 
     }
     if ((st = mq_moe_candidate_check(p, c, err)))
         return st;
+    if (c->down_tile_n)
+        return mq_fail(err, MQ_E_ILLEGAL, "down=%dx%d: the CPU model's down projection runs "
+                                          "the inner kernel's tiles (a down tile is the MSL "
+                                          "kernel's)", c->down_tile_n, c->down_tile_k);
     moe_job j;
     if ((st = job_init(&j, ctx, p, mw, c, x, expert_ids, probs, out, c->i_split,
                        mq_moe_chunk_len(p, c), err)))

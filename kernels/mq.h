@@ -412,6 +412,9 @@ typedef struct {
     mq_candidate inner;
     int i_split;
     int fuse_gate_up;
+    /* the MSL kernel only: the down projection's own tile_n and tile_k (0:
+     * the inner kernel's); the CPU model refuses them */
+    int down_tile_n, down_tile_k;
 } mq_moe_candidate;
 
 /* Check a candidate; MQ_E_ILLEGAL with the reason. */
@@ -457,6 +460,7 @@ typedef struct {
     double expected_s;
     int expected_m;  /* the M expected_s was measured (or predicted) at; 0: not known */
     int experts, top_k, i_split, fuse_gate_up; /* MoE rows only; 0 otherwise */
+    int down_tile_n, down_tile_k;              /* MoE rows: the MSL down tile (0: none) */
 } mq_table_row;
 
 typedef struct mq_table mq_table;

@@ -49,6 +49,8 @@ const char *const mq_table_columns[MQ_TCOL_COUNT] = {
     [MQ_TCOL_TOP_K] = "top_k",
     [MQ_TCOL_I_SPLIT] = "i_split",
     [MQ_TCOL_FUSE_GATE_UP] = "fuse_gate_up",
+    [MQ_TCOL_DOWN_TILE_N] = "down_tile_n",
+    [MQ_TCOL_DOWN_TILE_K] = "down_tile_k",
 };
 
 static const char *const level_names[] = {"exact", "model", "nearest", "default", "builtin"};
@@ -109,6 +111,8 @@ static int moe_row_serves(const mq_table_row *r, const mq_moe_problem *p, mq_moe
     c->inner = r->c;
     c->i_split = r->i_split;
     c->fuse_gate_up = r->fuse_gate_up;
+    c->down_tile_n = r->down_tile_n;
+    c->down_tile_k = r->down_tile_k;
     return mq_moe_candidate_check(p, c, NULL) == MQ_OK;
 }
 
@@ -332,8 +336,8 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
             st = mq_fail(err, MQ_E_ARG, "%s:%d: the header lacks column '%s'", path,
                          t.nrows ? t.rows[0].line : 1, cols[j]);
     int em_col = mq_csv_column(&t, cols[MQ_TCOL_EXPECTED_M]); /* optional */
-    int moe_col[4]; /* optional: experts, top_k, i_split, fuse_gate_up */
-    for (int j = 0; j < 4; j++)
+    int moe_col[6]; /* optional: experts, top_k, i_split, fuse_gate_up, down_tile_n/k */
+    for (int j = 0; j < 6; j++)
         moe_col[j] = mq_csv_column(&t, cols[MQ_TCOL_EXPERTS + j]);
     mq_table_row *rows = st == MQ_OK && t.nrows > 1 ? calloc((size_t)t.nrows, sizeof *rows) : NULL;
     int n = 0;
@@ -366,8 +370,9 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
         if (!why[0] && em_col >= 0 &&
             mq_parse_int(f[em_col], 0, 1 << 30, &r->expected_m, b, sizeof b))
             snprintf(why, sizeof why, "expected_m: %s", b);
-        int *moe_v[4] = {&r->experts, &r->top_k, &r->i_split, &r->fuse_gate_up};
-        for (int j = 0; !why[0] && j < 4; j++)
+        int *moe_v[6] = {&r->experts,      &r->top_k,       &r->i_split,
+                         &r->fuse_gate_up, &r->down_tile_n, &r->down_tile_k};
+        for (int j = 0; !why[0] && j < 6; j++)
             if (moe_col[j] >= 0 && mq_parse_int(f[moe_col[j]], 0, 1 << 20, moe_v[j], b, sizeof b))
                 snprintf(why, sizeof why, "%s: %s", cols[MQ_TCOL_EXPERTS + j], b);
         if (!why[0] && r->experts > 0 && (moe_col[1] < 0 || moe_col[2] < 0 || moe_col[3] < 0))

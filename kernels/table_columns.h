@@ -29,6 +29,8 @@ enum {
     MQ_TCOL_TOP_K,
     MQ_TCOL_I_SPLIT,
     MQ_TCOL_FUSE_GATE_UP,
+    MQ_TCOL_DOWN_TILE_N,
+    MQ_TCOL_DOWN_TILE_K,
     MQ_TCOL_COUNT
 };
 

@@ -312,6 +312,16 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                        "tile_m=%d x tile_n=%d x %d simdgroups needs %zu bytes of threadgroup "
                        "memory (32768 at most)",
                        q->tile_m, q->tile_n, simdgroups, tg);
+    /* the down kernel: its own tile, or the inner one's */
+    int dtn = c->down_tile_n ? c->down_tile_n : q->tile_n;
+    int dtk = c->down_tile_k ? c->down_tile_k : q->tile_k;
+    int dsg = dtk / (8 * (32 / (dtn / 4)));
+    size_t dtg = (size_t)4 * (16 + (size_t)dsg * q->tile_m * dtn);
+    if (dtg > 32768)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "the down tile: tile_m=%d x tile_n=%d x %d simdgroups needs %zu bytes of "
+                       "threadgroup memory (32768 at most)",
+                       q->tile_m, dtn, dsg, dtg);
     size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
     unsigned threads = 32u * (unsigned)simdgroups;
     int len = mq_moe_chunk_len(p, c);
@@ -325,15 +335,24 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     /* the grids are sized for every expert a routing could touch (the
      * touched ones are known on the device only) */
     unsigned slots = (unsigned)(R < E ? R : E);
-    out->d[0] = (mq_msl_dispatch){"moe_route", {1, 1, 1}, threads};
-    out->d[1] = (mq_msl_dispatch){
-        "gemm_trellis_moe", {(unsigned)CDIV(p->inter, q->tile_n), slots, 1}, threads};
-    out->d[2] = (mq_msl_dispatch){"gemm_trellis_moe_down",
-                                  {(unsigned)CDIV(p->hidden, q->tile_n), slots,
-                                   (unsigned)c->i_split},
-                                  threads};
-    out->d[3] = (mq_msl_dispatch){
-        "moe_combine", {(unsigned)CDIV(p->tokens * p->hidden, (int)threads), 1, 1}, threads};
+    static const char *const fn[MQ_MSL_MOE_DISPATCHES] = {
+        "moe_route", "gemm_trellis_moe", "gemm_trellis_moe_down", "moe_combine"};
+    const unsigned grids[MQ_MSL_MOE_DISPATCHES][3] = {
+        {1, 1, 1},
+        {(unsigned)CDIV(p->inter, q->tile_n), slots, 1},
+        {(unsigned)CDIV(p->hidden, dtn), slots, (unsigned)c->i_split},
+        {(unsigned)CDIV(p->tokens * p->hidden, (int)threads), 1, 1}};
+    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
+        out->d[k].function = fn[k];
+        memcpy(out->d[k].grid, grids[k], sizeof grids[k]);
+        out->d[k].threads = k == 2 ? 32u * (unsigned)dsg : threads;
+        if (k == 2)
+            snprintf(out->d[k].defines, sizeof out->d[k].defines,
+                     "TRELLIS_BITS=%d TILE_M=%d TILE_N=%d TILE_K=%d",
+                     mq_format_bits(p->format), q->tile_m, dtn, dtk);
+        else
+            snprintf(out->d[k].defines, sizeof out->d[k].defines, "%s", out->defines);
+    }
     size_t *b = out->bytes;
     b[MQ_MSL_MOE_X] = (size_t)p->tokens * p->hidden * 2;
     b[MQ_MSL_MOE_IDS] = b[MQ_MSL_MOE_PROBS] = R * 4;

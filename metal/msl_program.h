@@ -124,10 +124,12 @@ typedef enum {
 #define MQ_MSL_MOE_FUSED_NBUF MQ_MSL_MOE_XG /* the fused block binds the ones before */
 #define MQ_MSL_MOE_DPARAMS_STRIDE 256
 
-/* One dispatch: the kernel, threadgroups per grid, threads per threadgroup
- * (every dispatch binds the buffers at their mq_msl_moe_buffer index). */
+/* One dispatch: the kernel, its module's defines, threadgroups per grid,
+ * threads per threadgroup (every dispatch binds the buffers at their
+ * mq_msl_moe_buffer index). */
 typedef struct {
     const char *function;
+    char defines[96];
     unsigned grid[3], threads;
 } mq_msl_dispatch;
 
@@ -137,9 +139,11 @@ typedef struct {
  * first: mq_moe_candidate_check): the inner kernel must be the streaming
  * form (gemv_trellis_decode: tile_m rows a pass, tile_n columns, tile_k of
  * K a threadgroup step; the tile engine is the CPU model's), gate and up
- * fused, i_split chunks of the intermediate dimension for down; its
- * parameters, the defines ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64
- * TILE_K=128"), the dispatches in order and every buffer's size in bytes.
+ * fused, i_split chunks of the intermediate dimension for down, the down
+ * kernel's own tile_n and tile_k where set; its parameters, the defines of
+ * the gate/up kernel ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128"; each
+ * dispatch carries its own), the dispatches in order and every buffer's
+ * size in bytes.
  * MQ_E_ILLEGAL with the reason for a candidate it cannot run. */
 typedef struct {
     mq_msl_moe_params mp;

@@ -379,6 +379,21 @@ static void test_runs(void)
     mq_ctx_destroy(ctx1);
 }
 
+/* mq_moe_run on a 2-worker context with c: 1 when it is refused as illegal
+ * naming the down tile */
+static int mq_moe_run_check_cpu_refuses(const mq_moe_problem *p, const mq_moe_weights *mw,
+                                        const uint16_t *x, const int32_t *ids, const float *pr,
+                                        float *out, const mq_moe_candidate *c, mq_error *e)
+{
+    mq_ctx *ctx = NULL;
+    if (mq_ctx_create(2, &ctx, e))
+        return 0;
+    int refused = mq_moe_run(ctx, p, mw, x, ids, pr, out, c, e) == MQ_E_ILLEGAL &&
+                  strstr(e->msg, "down=16x128") != NULL;
+    mq_ctx_destroy(ctx);
+    return refused;
+}
+
 /* ---- the MSL kernels on the CPU executor (the msl-cpu backend) ---- */
 
 static void test_msl(void)
@@ -443,6 +458,20 @@ static void test_msl(void)
                     worst);
             CHECK(bad == 0, "%s, i_split %d: the MSL kernel within the reference's bound: %ld "
                             "outside, worst %.3f of it", rc->what, split, bad, worst);
+        }
+        { /* the down kernel with its own tile (two simdgroups of 16 columns) */
+            double worst = 0;
+            mq_moe_candidate d = c;
+            d.i_split = 3;
+            d.down_tile_n = 16;
+            d.down_tile_k = 128;
+            int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &d, &e) == MQ_OK;
+            long bad = ok ? td_outside(got, ref, bound, out_n, &worst) : -1;
+            CHECK(ok && bad == 0, "%s, down tile 16x128: within the bound (%ld outside, worst "
+                                  "%.3f) %s", rc->what, bad, worst, ok ? "" : e.msg);
+            mq_error ce;
+            CHECK(mq_moe_run_check_cpu_refuses(&p, &mw, x, ids, pr, got, &d, &ce),
+                  "the CPU model refuses a down tile, naming it: '%s'", ce.msg);
         }
         /* the unfused baseline as the GPUs run it: dense kernels per expert */
         double worst = 0;

@@ -61,7 +61,7 @@ int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out)
         mq_table_entry *t = &e[m++];
         t->row = (mq_table_row){s[i].p.format, s[i].p.group, s[i].p.N, s[i].p.K,
                                 first ? 1 : s[i - 1].p.M + 1, last ? 1 << 30 : s[i].p.M,
-                                s[i].c, s[i].expected_s, s[i].p.M, 0, 0, 0, 0};
+                                s[i].c, s[i].expected_s, s[i].p.M, 0, 0, 0, 0, 0, 0};
         t->measured = s[i].measured;
         memcpy(t->speedup, s[i].speedup, sizeof t->speedup);
     }
@@ -88,7 +88,7 @@ int mq_table_build(const mq_choice *ch, int n, mq_table_entry **out)
         }
         mq_table_entry *t = &e[m++];
         t->row = (mq_table_row){s[i].p.format, s[i].p.group, 0, 0, 1, 1 << 30, s[best].c, 0, 0,
-                                0, 0, 0, 0};
+                                0, 0, 0, 0, 0, 0};
         t->measured = s[best].measured;
     }
     free(s);
@@ -188,8 +188,9 @@ int mq_table_write_csv(const char *path, const char *chip, const char *backend,
         for (int j = 0; j < MQ_BASE_COUNT; j++)
             snprintf(v[MQ_TCOL_SPEEDUP_SEED + j], 64, "%.3f", e[i].speedup[j]);
         snprintf(v[MQ_TCOL_EXPECTED_M], 64, "%d", r->expected_m);
-        const int moe[4] = {r->experts, r->top_k, r->i_split, r->fuse_gate_up};
-        for (int j = 0; j < 4; j++)
+        const int moe[6] = {r->experts,      r->top_k,       r->i_split,
+                            r->fuse_gate_up, r->down_tile_n, r->down_tile_k};
+        for (int j = 0; j < 6; j++)
             snprintf(v[MQ_TCOL_EXPERTS + j], 64, "%d", moe[j]);
         for (int j = 0; j < MQ_TCOL_COUNT; j++)
             field(f, v[j], j == MQ_TCOL_COUNT - 1);
@@ -234,11 +235,12 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
         const mq_table_row *r = &e[i].row;
         char vb[96];
         fprintf(f, "    {%s, %d, %d, %d, %d, %d, {%s, {%d, %d, %d, %d, %d}}, %.6g, %d, %d, %d, %d, "
-                   "%d},\n",
+                   "%d, %d, %d},\n",
                 fmt_enum[r->format], r->group, r->N, r->K, r->m_lo, r->m_hi,
                 var_enum(r->c.variant, vb, sizeof vb), r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k,
                 r->c.p.num_threadgroups, r->c.p.split_k, r->expected_s, r->expected_m,
-                r->experts, r->top_k, r->i_split, r->fuse_gate_up);
+                r->experts, r->top_k, r->i_split, r->fuse_gate_up, r->down_tile_n,
+                r->down_tile_k);
     }
     fprintf(f, "};\nstatic const int mq_table_%s_count = %d;\n\n", chip, n);
     static mq_table_param q[MQ_TABLE_MODEL_MAX];
