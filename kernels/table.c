@@ -120,6 +120,7 @@ mq_moe_candidate mq_table_lookup_moe(const mq_table *t, const mq_moe_problem *p,
                                      mq_lookup_level *level)
 {
     mq_moe_candidate c, best;
+    memset(&best, 0, sizeof best);
     double best_d = INFINITY;
     for (int i = 0; t && i < t->nmoe; i++) {
         const mq_table_row *r = &t->rows[t->n + i];
