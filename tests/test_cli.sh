@@ -204,7 +204,7 @@ out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4
       --quiet --threads 2 --out-dir "$dir/t" --moe-results "$dir/m.csv" 2>&1); rc=$?
 check "tune --moe-results exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 check "its table has the MoE layer's row (experts 128, top_k 8, from 1 token)" \
-    grep -q '^"trellis3","128","2048","768","1",.*"measured-moe",.*"128","8","[0-9]*","[01]"$' "$dir/t/table.csv"
+    grep -q '^"trellis3","128","2048","768","1",.*"measured-moe",.*"128","8","[0-9]*","[01]","0","0"$' "$dir/t/table.csv"
 out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --quiet \
       --out-dir "$dir/t" --moe-results "$dir/g.csv" 2>&1); rc=$?
 check "rows measured on another backend are refused, exit 2 (got $rc: $out)" \

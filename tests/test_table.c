@@ -379,7 +379,7 @@ static void test_refusals(void)
     s[7] = '1';
     char bad[17000];
     snprintf(bad, sizeof bad,
-             "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1,1,0,0,0,0\n",
+             "%sfp4,128,x,4096,1,1,marlin_gemm_fp4,64,64,32,0,1,1e-3,measured,1,1,1,1,0,0,0,0,0,0\n",
              text);
     write_text(in_dir("bad.csv"), bad);
     CHECK(mq_table_load(in_dir("bad.csv"), NULL, &t, &e) != MQ_OK &&
