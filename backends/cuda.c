@@ -474,10 +474,9 @@ static uint64_t moe_print(const mq_moe_weights *mw)
 /* The MoE buffers of a run: the weight fields uploaded once per weight set
  * (again when it changed in place), the inputs copied, out poisoned (an
  * element no thread writes cannot pass); the first nbuf buffers. */
-static mq_status moe_setup(cuda_state *s, const mq_moe_problem *p, const mq_moe_weights *mw,
-                           const void *const in[4], const size_t *bytes, int nbuf, mq_error *err)
+static mq_status moe_setup(cuda_state *s, const mq_moe_weights *mw, const void *const in[4],
+                           const size_t *bytes, int nbuf, mq_error *err)
 {
-    (void)p;
     mq_status st;
     uint64_t print = moe_print(mw);
     int upload = s->moe_w != mw || s->moe_print != print;
@@ -562,7 +561,7 @@ static mq_status cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_m
                               err)))
             return st;
     const void *in[4] = {x, ids, probs, &plan.mp};
-    if ((st = moe_setup(s, p, mw, in, plan.bytes, MQ_MSL_MOE_FUSED_NBUF, err)))
+    if ((st = moe_setup(s, mw, in, plan.bytes, MQ_MSL_MOE_FUSED_NBUF, err)))
         return st;
     for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
         memset(&g[k], 0, sizeof g[k]);
@@ -607,7 +606,7 @@ static mq_status cuda_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
         st = function_of(s, u.steps[k].file, u.steps[k].defines, u.steps[k].function, &fns[k],
                          err);
     const void *in[4] = {x, ids, probs, &u.base.mp};
-    if (st || (st = moe_setup(s, p, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, err)))
+    if (st || (st = moe_setup(s, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, err)))
         goto done;
     if ((r = s->api.MemcpyHtoD(s->moe[MQ_MSL_MOE_DPARAMS].p, u.dparams, u.dparams_bytes))) {
         st = cu_fail(s, err, r, "copying the dense launches' parameters");

@@ -304,8 +304,13 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     if (!c->fuse_gate_up)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "the MSL kernel computes gate and up in one pass (fuse_gate_up=1)");
-    /* lanes: tile_n / 4 along N, the rest along K, 8 K each; simdgroups split tile_k */
-    int simdgroups = q->tile_k / (8 * (32 / (q->tile_n / 4)));
+    /* the decode path's planner counts the simdgroups of a tile (kernels/variants.c) */
+    const mq_limits roomy = {1 << 20, 4096, 32, 0};
+    mq_problem gu = {p->format, q->tile_m, p->inter, p->hidden, p->group};
+    mq_plan gp, dp;
+    if ((st = mq_plan_candidate(&gu, &c->inner, &roomy, &gp, err)))
+        return st;
+    int simdgroups = gp.simdgroups;
     size_t tg = (size_t)4 * (32 + (size_t)(simdgroups + 1) * q->tile_m * q->tile_n);
     if (tg > 32768)
         return mq_fail(err, MQ_E_ILLEGAL,
@@ -315,7 +320,11 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     /* the down kernel: its own tile, or the inner one's */
     int dtn = c->down_tile_n ? c->down_tile_n : q->tile_n;
     int dtk = c->down_tile_k ? c->down_tile_k : q->tile_k;
-    int dsg = dtk / (8 * (32 / (dtn / 4)));
+    mq_problem dn = {p->format, q->tile_m, p->hidden, p->inter, p->group};
+    mq_candidate dc = {MQ_VAR_GEMV_TRELLIS, {q->tile_m, dtn, dtk, 0, 1}};
+    if ((st = mq_plan_candidate(&dn, &dc, &roomy, &dp, err)))
+        return st;
+    int dsg = dp.simdgroups;
     size_t dtg = (size_t)4 * (16 + (size_t)dsg * q->tile_m * dtn);
     if (dtg > 32768)
         return mq_fail(err, MQ_E_ILLEGAL,
@@ -325,7 +334,6 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;
     unsigned threads = 32u * (unsigned)simdgroups;
     int len = mq_moe_chunk_len(p, c);
-    out->tg_bytes = tg;
     out->mp = (mq_msl_moe_params){(uint32_t)p->tokens, (uint32_t)p->hidden, (uint32_t)p->inter,
                                   (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
                                   (uint32_t)mw->w[0][0].n_levels, (uint32_t)len,

@@ -149,7 +149,6 @@ typedef struct {
     mq_msl_moe_params mp;
     char defines[96];
     mq_msl_dispatch d[MQ_MSL_MOE_DISPATCHES];
-    size_t tg_bytes; /* the projection kernels' threadgroup memory */
     size_t bytes[MQ_MSL_MOE_NBUF];
 } mq_msl_moe_plan;
 
