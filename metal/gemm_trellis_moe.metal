@@ -9,7 +9,11 @@
 //   gemm_trellis_moe       grid (inter / TILE_N, experts): gate and up of
 //                          TILE_N intermediate columns for every row of one
 //                          touched expert (untouched slots return), FP32,
-//                          h = silu(gate) * up rounded to half
+//                          h = silu(gate) * up rounded to half; MOE_FUSE=1
+//                          decodes both projections in each K step (one
+//                          pass), MOE_FUSE=0 gate then up (two passes over
+//                          K through the dense kernel's body, one
+//                          projection's weights and sums live at a time)
 //   gemm_trellis_moe_down  grid (hidden / TILE_N, experts, i_split): the
 //                          down projection of those rows over one chunk of
 //                          the intermediate dimension into the chunk's
@@ -25,7 +29,8 @@
 //   moe_weighted_sum       the token's experts' FP16 down outputs times
 //                          their probabilities, in slot order
 // Both projection kernels stream the weights as the decode path does
-// (metal/mq_gemv.h): each lane owns 4 columns and 8 K of a step, one tile
+// (metal/mq_gemv.h, whose K loop and reductions they call, but for the
+// one-pass gate/up): each lane owns 4 columns and 8 K of a step, one tile
 // row's 8 rows of indices per BITS 16-byte loads, the codebooks in
 // threadgroup memory, su folded into the activations, tscale x sv once per
 // column and 8 K; lanes along K and the simdgroups split K, meeting by
@@ -36,6 +41,10 @@
 // [tile_bytes], tscales [E][groups][N], su [E][K], sv [E][N]); one 16-entry
 // codebook per projection. TRELLIS_BITS: 2, 3, 4.
 #include "mq_gemv.h"
+
+#ifndef MOE_FUSE
+#define MOE_FUSE 1
+#endif
 
 struct MoeParams {
     uint tokens, hidden, inter, experts, top_k, group;
@@ -173,42 +182,22 @@ inline void moe_fma_step(thread const MoeStep &s, thread const float *a, thread 
     }
 }
 
-// The 8 activations of half row `row` (stride ld) at k..k+7
-inline void moe_load_a(device const half *A, uint row, uint ld, uint k, thread float *a)
+// MOE_FUSE=0: one projection (gate or up) of the pass's rows over all of
+// hidden through the dense kernel's K loop, summed over the lanes and put
+// in red for mq_gemv_red_sum after a barrier.
+inline void moe_proj_sums(device const half *x, thread const uint *tok, uint nr,
+                          thread const MqWeights &w, constant MoeParams &p, uint gshift, uint n0,
+                          bool cols, uint kl, threadgroup const float *cb, threadgroup float *red,
+                          uint sg, uint lane)
 {
-    const uint4 v = *(device const uint4 *)(A + size_t(row) * ld + k);
-    for (uint i = 0; i < 4u; i++) {
-        a[2u * i] = float(as_type<half>(ushort(v[i] & 0xffffu)));
-        a[2u * i + 1u] = float(as_type<half>(ushort(v[i] >> 16)));
-    }
-}
-
-// Sum acc over the lanes along K (every lane gets the sum), then over the
-// simdgroups: lanes along K 0 put their partials in red, and after the
-// barrier thread i of TILE_M x TILE_N adds them in simdgroup order.
-inline void moe_reduce_lanes(thread float (*acc)[4])
-{
-    for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)
-        for (uint m = 0; m < uint(TILE_M); m++)
-            for (uint c = 0; c < 4u; c++)
-                acc[m][c] += simd_shuffle_xor(acc[m][c], ushort(off));
-}
-
-inline void moe_put_partials(thread float (*acc)[4], threadgroup float *red, uint sg, uint lane)
-{
-    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
-    if (lk == 0u)
-        for (uint m = 0; m < uint(TILE_M); m++)
-            for (uint c = 0; c < 4u; c++)
-                red[(sg * uint(TILE_M) + m) * uint(TILE_N) + ln * 4u + c] = acc[m][c];
-}
-
-inline float moe_sum_partials(threadgroup const float *red, uint i)
-{
-    float s = red[i];
-    for (uint g = 1; g < uint(SIMDGROUPS); g++)
-        s += red[g * uint(TILE_M * TILE_N) + i];
-    return s;
+    float acc[TILE_M][4];
+    for (uint m = 0; m < uint(TILE_M); m++)
+        for (uint c = 0; c < 4u; c++)
+            acc[m][c] = 0.0f;
+    mq_gemv_acc<GEMV_TRELLIS, TRELLIS_BITS>(x, p.hidden, 0u, tok, nr, w, p.inter, 0u, p.hidden,
+                                            gshift, n0, cols, kl, cb, acc);
+    mq_gemv_lane_sum(acc);
+    mq_gemv_red_put(acc, red, sg, lane);
 }
 
 #define MOE_RED_FLOATS (SIMDGROUPS * TILE_M * TILE_N)
@@ -241,16 +230,22 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
     const uint col0 = tg.x * uint(TILE_N), n0 = col0 + ln * 4u;
     const bool cols = n0 < p.inter; // inter % 16 == 0: all 4 columns or none
     const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u, gshift = mq_group_shift(p.group);
+#if MOE_FUSE
     float cg[4] = {1.0f, 1.0f, 1.0f, 1.0f}, cu[4] = {1.0f, 1.0f, 1.0f, 1.0f};
     for (uint c = 0; c < 4u && cols; c++) {
         cg[c] = qg.sv[n0 + c];
         cu[c] = qu.sv[n0 + c];
     }
+#else
+    const MqWeights wg = {nullptr, nullptr, nullptr, qg.indices, qg.tscales, grid, qg.su, qg.sv};
+    const MqWeights wu = {nullptr, nullptr, nullptr, qu.indices, qu.tscales, grid, qu.su, qu.sv};
+#endif
     for (uint r0 = 0; r0 < n; r0 += uint(TILE_M)) {
         const uint nr = min(uint(TILE_M), n - r0);
         uint tok[TILE_M];
         for (uint m = 0; m < uint(TILE_M); m++)
             tok[m] = row_token[off + r0 + min(m, nr - 1u)];
+#if MOE_FUSE
         float ag[TILE_M][4], au[TILE_M][4];
         for (uint m = 0; m < uint(TILE_M); m++)
             for (uint c = 0; c < 4u; c++)
@@ -263,24 +258,33 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
                 if (m >= nr)
                     break;
                 float a[8];
-                moe_load_a(x, tok[m], p.hidden, k, a);
+                gemv_load_a(x, tok[m] * p.hidden + k, a);
                 moe_fma_step(sg_, a, ag[m]);
                 moe_fma_step(su_, a, au[m]);
             }
         }
-        moe_reduce_lanes(ag);
-        moe_reduce_lanes(au);
-        moe_put_partials(ag, red, sg, lane);
+        mq_gemv_lane_sum(ag);
+        mq_gemv_lane_sum(au);
+        mq_gemv_red_put(ag, red, sg, lane);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
-            gsum[i] = moe_sum_partials(red, i);
+            gsum[i] = mq_gemv_red_sum(red, i);
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        moe_put_partials(au, red, sg, lane);
+        mq_gemv_red_put(au, red, sg, lane);
+#else
+        // gate, then up: the dense kernel's K loop once per projection
+        moe_proj_sums(x, tok, nr, wg, p, gshift, n0, cols, kl, cb, red, sg, lane);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
+            gsum[i] = mq_gemv_red_sum(red, i);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        moe_proj_sums(x, tok, nr, wu, p, gshift, n0, cols, kl, cb + 16, red, sg, lane);
+#endif
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
             const uint m = i / uint(TILE_N), col = col0 + i % uint(TILE_N);
             if (m < nr && col < p.inter) { // SwiGLU in float, h rounded to half
-                const float g = gsum[i], u = moe_sum_partials(red, i);
+                const float g = gsum[i], u = mq_gemv_red_sum(red, i);
                 h[size_t(off + r0 + m) * p.inter + col] = half(g / (1.0f + metal::exp(-g)) * u);
             }
         }
@@ -315,37 +319,26 @@ kernel void gemm_trellis_moe_down(constant MoeParams &p [[buffer(3)]],
     const uint e = touched[tg3.y], off = offs[e], n = offs[e + 1u] - off, c = tg3.z;
     const uint i0 = c * p.i_chunk, i1 = min(p.inter, i0 + p.i_chunk);
     const MoeProj qd = moe_proj(2u, e, p, indices, tscales, su, sv);
+    const MqWeights wd = {nullptr, nullptr, nullptr, qd.indices, qd.tscales, grid, qd.su, qd.sv};
     const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
     const uint col0 = tg3.x * uint(TILE_N), n0 = col0 + ln * 4u;
     const bool cols = n0 < p.hidden;
     const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u, gshift = mq_group_shift(p.group);
-    float cd[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-    for (uint k = 0; k < 4u && cols; k++)
-        cd[k] = qd.sv[n0 + k];
     for (uint r0 = 0; r0 < n; r0 += uint(TILE_M)) {
         const uint nr = min(uint(TILE_M), n - r0);
         float acc[TILE_M][4];
         for (uint m = 0; m < uint(TILE_M); m++)
             for (uint k = 0; k < 4u; k++)
                 acc[m][k] = 0.0f;
-        for (uint k = i0 + kl; cols && k < i1; k += uint(TILE_K)) {
-            MoeStep s;
-            moe_load_step(qd, k, n0, gshift, cd, cb, s);
-            for (uint m = 0; m < uint(TILE_M); m++) {
-                if (m >= nr)
-                    break;
-                float a[8];
-                moe_load_a(h, off + r0 + m, p.inter, k, a);
-                moe_fma_step(s, a, acc[m]);
-            }
-        }
-        moe_reduce_lanes(acc);
-        moe_put_partials(acc, red, sg, lane);
+        mq_gemv_acc<GEMV_TRELLIS, TRELLIS_BITS>(h, p.inter, off + r0, nullptr, nr, wd, p.hidden,
+                                                i0, i1, gshift, n0, cols, kl, cb, acc);
+        mq_gemv_lane_sum(acc);
+        mq_gemv_red_put(acc, red, sg, lane);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
             const uint m = i / uint(TILE_N), col = col0 + i % uint(TILE_N);
             if (m < nr && col < p.hidden)
-                y[(size_t(c) * rows + off + r0 + m) * p.hidden + col] = moe_sum_partials(red, i);
+                y[(size_t(c) * rows + off + r0 + m) * p.hidden + col] = mq_gemv_red_sum(red, i);
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }

@@ -47,10 +47,10 @@ static_assert(TILE_K % (8 * GEMV_LK) == 0 && SIMDGROUPS >= 1,
 
 enum { GEMV_FP4 = 0, GEMV_U4 = 1, GEMV_TRELLIS = 2 };
 
-// The 8 activations of row `row` at k..k+7 (one 16-byte load) as floats.
-inline void gemv_load_a(device const half *A, uint row, uint K, uint k, thread float *a)
+// The 8 activations at A + at .. at + 7 (one 16-byte load) as floats.
+inline void gemv_load_a(device const half *A, uint at, thread float *a)
 {
-    const uint4 v = *(device const uint4 *)(A + row * K + k);
+    const uint4 v = *(device const uint4 *)(A + at);
     for (uint i = 0; i < 4u; i++) {
         const uint x = v[i];
         a[2u * i] = float(as_type<half>(ushort(x & 0xffffu)));
@@ -98,22 +98,20 @@ inline uint gemv_trellis_row(thread const uint4 *tv, uint r, uint d)
     return uint(x >> ((sb % 32u) + d));
 }
 
+// One lane's share of rows x 4 columns over K in [k_lo, k_hi): acc[m][c]
+// += the products of row m of A (leading dimension ld: row0 + m, or tok[m]
+// where tok is given, e.g. the MoE kernels' gathered tokens) with columns
+// n0..n0+3, on this lane's steps (k = k_lo + kl, + TILE_K ...); rows past
+// `rows` are not touched. cols: the lane has columns (N % 4 == 0: all 4 or
+// none). (tok as an array for the contiguous case too cost the dense
+// kernels 2-15 registers.)
 template <int DEQ, int BITS>
-inline void mq_gemv(device const half *A, thread const MqWeights &w, device half *C,
-                    constant MqParams &p, threadgroup float *red, threadgroup const float *cb,
-                    uint2 tg, uint tid, uint sg, uint lane)
+inline void mq_gemv_acc(device const half *A, uint ld, uint row0, thread const uint *tok, uint rows,
+                        thread const MqWeights &w, uint N, uint k_lo, uint k_hi, uint gshift,
+                        uint n0, bool cols, uint kl, threadgroup const float *cb,
+                        thread float (*acc)[4])
 {
-    const uint N = p.N, K = p.K;
-    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
-    const uint col0 = tg.x * uint(TILE_N), n0 = col0 + ln * 4u, row0 = tg.y * uint(TILE_M);
-    const uint rows = min(uint(TILE_M), p.M - row0);
-    const bool cols = n0 < N; // N % 4 == 0: all 4 columns or none
-    const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u;
     const uint tiles_n = (N + 15u) / 16u;
-    float acc[TILE_M][4];
-    for (uint m = 0; m < uint(TILE_M); m++)
-        for (uint c = 0; c < 4u; c++)
-            acc[m][c] = 0.0f;
     float colf[4] = {1.0f, 1.0f, 1.0f, 1.0f}; // per column: 2^14 (fp4), sv (trellis)
     for (uint c = 0; c < 4u; c++) {
         if (DEQ == GEMV_FP4)
@@ -121,7 +119,7 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
         else if (DEQ == GEMV_TRELLIS && cols)
             colf[c] = w.sv[n0 + c];
     }
-    const uint steps = (K + uint(TILE_K) - 1u) / uint(TILE_K);
+    const uint steps = (k_hi - k_lo + uint(TILE_K) - 1u) / uint(TILE_K);
     for (uint s0 = 0; s0 < steps; s0 += uint(GEMV_UNROLL)) {
         // every load of GEMV_UNROLL steps first
         uint4 wv[GEMV_UNROLL];
@@ -130,11 +128,11 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
         float zb[GEMV_UNROLL][4];
         bool ok[GEMV_UNROLL];
         for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
-            const uint k = (s0 + u) * uint(TILE_K) + kl;
-            ok[u] = cols && k < K;
+            const uint k = k_lo + (s0 + u) * uint(TILE_K) + kl;
+            ok[u] = cols && k < k_hi;
             if (!ok[u])
                 continue;
-            const uint g = mq_group_of(k, p) * N + n0;
+            const uint g = (k >> gshift) * N + n0;
             if (DEQ == GEMV_TRELLIS) {
                 device const uint4 *blk = (device const uint4 *)(
                     w.indices + ((k / 16u) * tiles_n + n0 / 16u) * (32u * uint(BITS)) +
@@ -161,7 +159,7 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
         for (uint u = 0; u < uint(GEMV_UNROLL); u++) {
             if (!ok[u])
                 continue;
-            const uint k = (s0 + u) * uint(TILE_K) + kl;
+            const uint k = k_lo + (s0 + u) * uint(TILE_K) + kl;
             float q[4][8];
             uint tr[8];
             if (DEQ == GEMV_TRELLIS)
@@ -189,7 +187,7 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
                 if (m >= rows)
                     break;
                 float a[8];
-                gemv_load_a(A, row0 + m, K, k, a);
+                gemv_load_a(A, (tok ? tok[m] : row0 + m) * ld + k, a);
                 if (DEQ == GEMV_TRELLIS)
                     for (uint r = 0; r < 8u; r++)
                         a[r] *= sgn[r];
@@ -202,25 +200,65 @@ inline void mq_gemv(device const half *A, thread const MqWeights &w, device half
             }
         }
     }
-    // the lanes along K, then the simdgroups
+}
+
+// acc summed over the lanes along K: every lane gets its columns' sums.
+inline void mq_gemv_lane_sum(thread float (*acc)[4])
+{
     for (uint off = uint(GEMV_LN); off < 32u; off *= 2u)
         for (uint m = 0; m < uint(TILE_M); m++)
             for (uint c = 0; c < 4u; c++)
                 acc[m][c] += simd_shuffle_xor(acc[m][c], ushort(off));
-#if SIMDGROUPS > 1
-    if (lk == 0u && cols)
+}
+
+// After mq_gemv_lane_sum: the simdgroup's sums into red [SIMDGROUPS][TILE_M]
+// [TILE_N] (the lanes along K 0 write), to be added by mq_gemv_red_sum
+// after a barrier.
+inline void mq_gemv_red_put(thread float (*acc)[4], threadgroup float *red, uint sg, uint lane)
+{
+    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
+    if (lk == 0u)
         for (uint m = 0; m < uint(TILE_M); m++)
             for (uint c = 0; c < 4u; c++)
                 red[(sg * uint(TILE_M) + m) * uint(TILE_N) + ln * 4u + c] = acc[m][c];
+}
+
+// Element i (= m x TILE_N + column) summed over the simdgroups in order.
+inline float mq_gemv_red_sum(threadgroup const float *red, uint i)
+{
+    float s = red[i];
+    for (uint g = 1; g < uint(SIMDGROUPS); g++)
+        s += red[g * uint(TILE_M * TILE_N) + i];
+    return s;
+}
+
+template <int DEQ, int BITS>
+inline void mq_gemv(device const half *A, thread const MqWeights &w, device half *C,
+                    constant MqParams &p, threadgroup float *red, threadgroup const float *cb,
+                    uint2 tg, uint tid, uint sg, uint lane)
+{
+    const uint N = p.N, K = p.K;
+    const uint ln = lane % uint(GEMV_LN), lk = lane / uint(GEMV_LN);
+    const uint col0 = tg.x * uint(TILE_N), n0 = col0 + ln * 4u, row0 = tg.y * uint(TILE_M);
+    const uint rows = min(uint(TILE_M), p.M - row0);
+    const bool cols = n0 < N; // N % 4 == 0: all 4 columns or none
+    const uint kl = sg * (8u * uint(GEMV_LK)) + lk * 8u;
+    float acc[TILE_M][4];
+    for (uint m = 0; m < uint(TILE_M); m++)
+        for (uint c = 0; c < 4u; c++)
+            acc[m][c] = 0.0f;
+    mq_gemv_acc<DEQ, BITS>(A, K, row0, nullptr, rows, w, N, 0u, K, mq_group_shift(p.group), n0,
+                           cols, kl, cb, acc);
+    // the lanes along K, then the simdgroups
+    mq_gemv_lane_sum(acc);
+#if SIMDGROUPS > 1
+    if (cols)
+        mq_gemv_red_put(acc, red, sg, lane);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS)) {
         const uint m = i / uint(TILE_N), n = col0 + i % uint(TILE_N);
-        if (m < rows && n < N) {
-            float s = red[m * uint(TILE_N) + i % uint(TILE_N)];
-            for (uint g = 1; g < uint(SIMDGROUPS); g++)
-                s += red[(g * uint(TILE_M) + m) * uint(TILE_N) + i % uint(TILE_N)];
-            C[(row0 + m) * N + n] = half(s);
-        }
+        if (m < rows && n < N)
+            C[(row0 + m) * N + n] = half(mq_gemv_red_sum(red, i));
     }
 #else
     (void)red;

@@ -301,9 +301,6 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                        "the MSL kernel streams the weights (inner gemv_trellis_decode); %s is "
                        "the CPU model's",
                        mq_variant_get(c->inner.variant)->name);
-    if (!c->fuse_gate_up)
-        return mq_fail(err, MQ_E_ILLEGAL,
-                       "the MSL kernel computes gate and up in one pass (fuse_gate_up=1)");
     /* the decode path's planner counts the simdgroups of a tile (kernels/variants.c) */
     const mq_limits roomy = {1 << 20, 4096, 32, 0};
     mq_problem gu = {p->format, q->tile_m, p->inter, p->hidden, p->group};
@@ -338,8 +335,9 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                                   (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
                                   (uint32_t)mw->w[0][0].n_levels, (uint32_t)len,
                                   (uint32_t)c->i_split};
-    snprintf(out->defines, sizeof out->defines, "TRELLIS_BITS=%d TILE_M=%d TILE_N=%d TILE_K=%d",
-             mq_format_bits(p->format), q->tile_m, q->tile_n, q->tile_k);
+    snprintf(out->defines, sizeof out->defines,
+             "TRELLIS_BITS=%d TILE_M=%d TILE_N=%d TILE_K=%d MOE_FUSE=%d", mq_format_bits(p->format),
+             q->tile_m, q->tile_n, q->tile_k, c->fuse_gate_up);
     /* the grids are sized for every expert a routing could touch (the
      * touched ones are known on the device only) */
     unsigned slots = (unsigned)(R < E ? R : E);
@@ -392,18 +390,19 @@ int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_
     for (int s = 0; s < (i_splits ? 5 : 1); s++)
         for (int tm = lo; tm <= hi; tm *= 2)
             for (int t = 0; t < 4; t++)
-                for (int sgs = 8; sgs >= 1; sgs /= 2) {
-                    int tn = tns[t], k_per_sg = 8 * (32 / (tn / 4));
-                    mq_moe_candidate c;
-                    memset(&c, 0, sizeof c);
-                    c.inner.variant = MQ_VAR_GEMV_TRELLIS;
-                    c.inner.p = (mq_params){tm, tn, k_per_sg * sgs, 0, 1};
-                    c.i_split = splits[s];
-                    c.fuse_gate_up = 1;
-                    mq_msl_moe_plan plan;
-                    if (n < cap && mq_msl_moe_plan_of(p, mw, &c, &plan, NULL) == MQ_OK)
-                        cs[n++] = c;
-                }
+                for (int sgs = 8; sgs >= 1; sgs /= 2)
+                    for (int fuse = 0; fuse <= 1; fuse++) {
+                        int tn = tns[t], k_per_sg = 8 * (32 / (tn / 4));
+                        mq_moe_candidate c;
+                        memset(&c, 0, sizeof c);
+                        c.inner.variant = MQ_VAR_GEMV_TRELLIS;
+                        c.inner.p = (mq_params){tm, tn, k_per_sg * sgs, 0, 1};
+                        c.i_split = splits[s];
+                        c.fuse_gate_up = fuse;
+                        mq_msl_moe_plan plan;
+                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, &plan, NULL) == MQ_OK)
+                            cs[n++] = c;
+                    }
     return n;
 }
 

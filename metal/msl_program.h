@@ -139,9 +139,13 @@ typedef struct {
  * first: mq_moe_candidate_check): the inner kernel must be the streaming
  * form (gemv_trellis_decode: tile_m rows a pass, tile_n columns, tile_k of
  * K a threadgroup step; the tile engine is the CPU model's), gate and up
- * fused, i_split chunks of the intermediate dimension for down, the down
+ * in one pass over K (fuse_gate_up 1: both projections decoded each step)
+ * or two (0: gate, then up, in the same threadgroup; one projection's
+ * weights and sums held at a time; SwiGLU stays in that kernel either
+ * way), i_split chunks of the intermediate dimension for down, the down
  * kernel's own tile_n and tile_k where set; its parameters, the defines of
- * the gate/up kernel ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128"; each
+ * the gate/up kernel ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128
+ * MOE_FUSE=1"; each
  * dispatch carries its own), the dispatches in order and every buffer's
  * size in bytes.
  * MQ_E_ILLEGAL with the reason for a candidate it cannot run. */
@@ -157,7 +161,8 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
 /* The MSL kernel's candidate space for p, legal ones only, likeliest
  * first: tile_m the smallest power of two that holds max_rows rows (at most
  * 16; max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along
- * K, i_split 1, 2, 4, 8, 16 (i_splits 0: 1 only). The count, at most cap. */
+ * K, gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0:
+ * 1 only). The count, at most cap. */
 int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
                      int i_splits, mq_moe_candidate *cs, int cap);
 /* The unfused baseline for one routing: route, gather, per touched

@@ -448,17 +448,24 @@ static void test_msl(void)
         mq_moe_routing_generate(&p, rc->route, 1.5, 47 + ci, ids, pr, &e);
         mq_moe_reference(&p, &mw, x, ids, pr, ref, bound, &e);
         mq_moe_reference_arith(&p, &mw, x, ids, pr, 1, ref, bound_h, &e);
-        for (int split = 1; split <= 3; split += 2) { /* 96 = 3 groups of 32: 1 or 3 chunks */
-            double worst = 0;
-            c.i_split = split;
-            int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
-            CHECK(ok, "%s, i_split %d: the dispatches run: %s", rc->what, split, e.msg);
-            long bad = ok ? td_outside(got, ref, bound, out_n, &worst) : -1;
-            fprintf(stderr, "  MSL %s, i_split %d: worst %.4f of the bound\n", rc->what, split,
-                    worst);
-            CHECK(bad == 0, "%s, i_split %d: the MSL kernel within the reference's bound: %ld "
-                            "outside, worst %.3f of it", rc->what, split, bad, worst);
-        }
+        /* 96 = 3 groups of 32: 1 or 3 chunks; gate and up in two passes or one */
+        for (int split = 1; split <= 3; split += 2)
+            for (int fuse = 0; fuse <= 1; fuse++) {
+                double worst = 0;
+                c.i_split = split;
+                c.fuse_gate_up = fuse;
+                int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
+                CHECK(ok, "%s, i_split %d, fuse_gate_up %d: the dispatches run: %s", rc->what,
+                      split, fuse, e.msg);
+                long bad = ok ? td_outside(got, ref, bound, out_n, &worst) : -1;
+                fprintf(stderr, "  MSL %s, i_split %d, fuse_gate_up %d: worst %.4f of the bound\n",
+                        rc->what, split, fuse, worst);
+                CHECK(bad == 0,
+                      "%s, i_split %d, fuse_gate_up %d: the MSL kernel within the reference's "
+                      "bound: %ld outside, worst %.3f of it",
+                      rc->what, split, fuse, bad, worst);
+            }
+        c.fuse_gate_up = 1;
         { /* the down kernel with its own tile (two simdgroups of 16 columns) */
             double worst = 0;
             mq_moe_candidate d = c;
