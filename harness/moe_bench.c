@@ -297,6 +297,25 @@ typedef struct {
     double worst;
 } moe_meas;
 
+/* The fewest rows any touched expert gets in any of the case's routings. */
+static int fewest_rows(const moe_case *mc)
+{
+    const mq_moe_problem *p = mc->p;
+    int fewest = p->tokens * p->top_k;
+    int *count = calloc((size_t)p->experts, sizeof *count);
+    for (int r = 0; count && r < mc->rotations; r++) {
+        memset(count, 0, (size_t)p->experts * sizeof *count);
+        for (int i = 0; i < p->tokens * p->top_k; i++)
+            count[mc->ids[r][i]]++;
+        for (int e = 0; e < p->experts; e++)
+            if (count[e] && count[e] < fewest)
+                fewest = count[e];
+    }
+    int ok = count != NULL;
+    free(count);
+    return ok ? fewest : 1;
+}
+
 /* Run once on routing 0 and verify; then time over the rotated routings
  * until the budget is spent (5 repetitions at least, 200 at most): the
  * device's own time where the backend has one, else the wall clock; a
@@ -405,7 +424,7 @@ static int down_stage(const mq_moe_problem *p, const mq_moe_weights *mw,
  * mq_table_lookup, so the baseline runs the best dense kernel of each shape,
  * not a fixed rule. NULL when nothing could be timed (the rule then). */
 static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
-                            int max_rows, int quiet)
+                            int min_rows, int max_rows, int quiet)
 {
     static const int tiles[][4] = {{MQ_VAR_TRELLIS_PACKED, 64, 64, 32},
                                    {MQ_VAR_TRELLIS_PACKED, 32, 64, 32},
@@ -417,7 +436,11 @@ static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
     const mq_limits lim = mq_limits_default();
     mq_error e;
     uint64_t seed = 99;
-    for (int n = 1; prev < max_rows && n <= 4096 && nrows + 2 <= 64; prev = n, n *= 2)
+    int n = 1;
+    while (n * 2 < min_rows) /* buckets no routing reaches are not tuned: the first row tuned */
+        n *= 2;              /* takes every count below it */
+    const int first = n;
+    for (; prev < max_rows && n <= 4096 && nrows + 2 <= 64; prev = n, n *= 2)
         for (int j = 0; j < 2; j++) {
             int K = j ? p->inter : p->hidden, N = j ? p->hidden : p->inter;
             mq_problem dp = {p->format, n, N, K, p->group};
@@ -470,14 +493,14 @@ static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
             free(C);
             if (!best)
                 continue;
-            rows[nrows++] = (mq_table_row){p->format, p->group, N, K, prev + 1,
+            rows[nrows++] = (mq_table_row){p->format, p->group, N, K, n == first ? 1 : prev + 1,
                                            n >= max_rows ? 1 << 30 : n, bc, best, n,
                                            0, 0, 0, 0, 0, 0};
             if (!quiet) {
                 char cand[128];
                 mq_candidate_str(&bc, cand, sizeof cand);
                 fprintf(stderr, "moe-bench: the baseline's dense kernel for %d-%d rows of N=%d K=%d: "
-                                "%s (%.4f ms)\n", prev + 1, n, N, K, cand, best * 1e3);
+                                "%s (%.4f ms)\n", rows[nrows - 1].m_lo, n, N, K, cand, best * 1e3);
             }
         }
     mq_table *t = NULL;
@@ -560,6 +583,39 @@ static int write_row(int fd, const char *out_path, const mq_moe_model *md,
         return -1;
     }
     return mq_append_row(fd, out_path, row, (size_t)len, err, errlen);
+}
+
+/* What a case's rows share. */
+typedef struct {
+    int fd;
+    const char *out_path;
+    const mq_moe_model *md;
+    const mq_moe_problem *p;
+    const char *routing;
+    const mq_moe_routing_summary *rs;
+    mq_backend *b;
+    size_t touched;
+    double probe_gbs;
+} moe_rowctx;
+
+/* Measure c (NULL: the unfused baseline), append its row and say so when
+ * it computed a wrong result: 2 when the row could not be written, 1
+ * wrong, 0 otherwise. */
+static int measure_row(const moe_rowctx *x, moe_case *mc, const mq_moe_candidate *c,
+                       double budget, moe_meas *m)
+{
+    char err[512];
+    measure(x->b, mc, c, budget, m);
+    if (write_row(x->fd, x->out_path, x->md, x->p, x->routing, x->rs, x->b,
+                  c ? "fused" : "unfused", m, x->touched, x->probe_gbs, err, sizeof err)) {
+        fprintf(stderr, "moe-bench: %s\n", err);
+        return 2;
+    }
+    if (strcmp(m->status, "wrong"))
+        return 0;
+    fprintf(stderr, "moe-bench: %s, %d tokens: %s WRONG: %s\n", x->md->name, x->p->tokens,
+            c ? m->cand : "unfused", m->error);
+    return 1;
 }
 
 int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *tokens, int ntokens,
@@ -668,7 +724,8 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             mq_moe_routing_summary rs = mq_moe_routing_summarize(&p, mc.ids[0]);
             size_t touched = mq_moe_weights_bytes_touched(&mw, mc.ids[0], p.tokens, p.top_k);
             if (mq_backend_is_device(b) && !b->verify_only)
-                mc.dense = dense = tune_dense(b, &p, &mw, rs.max_tokens, o->quiet);
+                mc.dense = dense = tune_dense(b, &p, &mw, fewest_rows(&mc), rs.max_tokens,
+                                              o->quiet);
             mq_moe_candidate cs[512];
             int nc = strcmp(b->name, "cpu") ? mq_msl_moe_space(&p, &mw, rs.max_tokens, 1, cs, 512)
                                             : fused_space(&p, rs.max_tokens, cs, 512);
@@ -680,20 +737,25 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 probe_gbs = 0;
             if (o->max_candidates > 0 && nc > o->max_candidates)
                 nc = o->max_candidates;
-            moe_meas best, m;
+            moe_meas best, m, mu;
             memset(&best, 0, sizeof best);
+            /* the baseline first, so a run stopped in the fused space still
+             * has what its rows compare with */
+            const moe_rowctx rx = {fd, out_path, md, &p, routing, &rs, b, touched, probe_gbs};
+            int st = measure_row(&rx, &mc, NULL, o->budget_s * 4, &mu);
+            if (st == 2) {
+                rc = 2;
+                goto next_case;
+            }
+            if (st)
+                rc = rc ? rc : 1;
             int have_best = 0, best_ci = -1, staged = 0;
             for (int ci = 0; ci < nc; ci++) {
-                measure(b, &mc, &cs[ci], o->budget_s, &m);
-                if (write_row(fd, out_path, md, &p, routing, &rs, b, "fused", &m, touched,
-                              probe_gbs, err, sizeof err)) {
-                    fprintf(stderr, "moe-bench: %s\n", err);
+                if ((st = measure_row(&rx, &mc, &cs[ci], o->budget_s, &m)) == 2) {
                     rc = 2;
                     goto next_case;
                 }
-                if (!strcmp(m.status, "wrong")) {
-                    fprintf(stderr, "moe-bench: %s, %d tokens: %s WRONG: %s\n", md->name,
-                            p.tokens, m.cand, m.error);
+                if (st) {
                     rc = rc ? rc : 1;
                 } else if (!strcmp(m.status, "ok") && (!have_best || m.st.median < best.st.median)) {
                     best = m;
@@ -709,18 +771,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 }
             }
             {
-                measure(b, &mc, NULL, o->budget_s * 4, &m);
-                if (write_row(fd, out_path, md, &p, routing, &rs, b, "unfused", &m, touched,
-                              probe_gbs, err, sizeof err)) {
-                    fprintf(stderr, "moe-bench: %s\n", err);
-                    rc = 2;
-                    goto next_case;
-                }
-                if (!strcmp(m.status, "wrong")) {
-                    fprintf(stderr, "moe-bench: %s, %d tokens: unfused WRONG: %s\n", md->name,
-                            p.tokens, m.error);
-                    rc = rc ? rc : 1;
-                }
+                m = mu;
                 if (have_best && !strcmp(m.status, "ok")) {
                     double gbs = touched / best.st.median / 1e9;
                     printf("%-17s %-8s %5d tokens  %s max %d/expert, %d touched: fused %.4f ms "
