@@ -416,7 +416,8 @@ static int down_stage(const mq_moe_problem *p, const mq_moe_weights *mw,
 }
 
 /* The unfused baseline's dense kernels on a device, tuned in this run: for
- * each row-count bucket (powers of two up to the most rows an expert gets)
+ * each row-count bucket (powers of two from the fewest rows a touched expert gets in
+ * the case's routings, the first bucket taking every count below, up to the most)
  * and each projection shape (gate/up: N=inter K=hidden; down: N=hidden
  * K=inter), every legal decode-path candidate (16 rows a pass above 16
  * rows, where the tile kernels join them) timed on the backend (median device time of 7 runs over
@@ -771,8 +772,7 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                 }
             }
             {
-                m = mu;
-                if (have_best && !strcmp(m.status, "ok")) {
+                if (have_best && !strcmp(mu.status, "ok")) {
                     double gbs = touched / best.st.median / 1e9;
                     printf("%-17s %-8s %5d tokens  %s max %d/expert, %d touched: fused %.4f ms "
                            "(%s, %.1f GB/s",
@@ -781,15 +781,15 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
                     if (probe_gbs > 0)
                         printf(" = %.1f%% of the read probe's %.1f GB/s", 100 * gbs / probe_gbs,
                                probe_gbs);
-                    printf(")  unfused %.4f ms  speed-up %.2fx\n", m.st.median * 1e3,
-                           m.st.median / best.st.median);
-                } else if (b->verify_only && !strcmp(m.status, "verified")) {
+                    printf(")  unfused %.4f ms  speed-up %.2fx\n", mu.st.median * 1e3,
+                           mu.st.median / best.st.median);
+                } else if (b->verify_only && !strcmp(mu.status, "verified")) {
                     printf("%-17s %5d tokens: %d fused candidates and the unfused baseline run "
                            "on %s, verified (not timed)\n",
                            md->name, p.tokens, nc, b->name);
                 } else
-                    printf("%-17s %5d tokens: unfused %s %s\n", md->name, p.tokens, m.status,
-                           m.error);
+                    printf("%-17s %5d tokens: unfused %s %s\n", md->name, p.tokens, mu.status,
+                           mu.error);
                 fflush(stdout);
             }
         next_case:

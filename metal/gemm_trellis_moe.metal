@@ -200,6 +200,16 @@ inline void moe_proj_sums(device const half *x, thread const uint *tok, uint nr,
     mq_gemv_red_put(acc, red, sg, lane);
 }
 
+// Gate's sums, put in red by every simdgroup, finished into gsum (red is
+// free again after it).
+inline void moe_keep_gate(threadgroup const float *red, threadgroup float *gsum, uint tid)
+{
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
+        gsum[i] = mq_gemv_red_sum(red, i);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+
 #define MOE_RED_FLOATS (SIMDGROUPS * TILE_M * TILE_N)
 
 kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
@@ -266,18 +276,12 @@ kernel void gemm_trellis_moe(device const half *x [[buffer(0)]],
         mq_gemv_lane_sum(ag);
         mq_gemv_lane_sum(au);
         mq_gemv_red_put(ag, red, sg, lane);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
-            gsum[i] = mq_gemv_red_sum(red, i);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
+        moe_keep_gate(red, gsum, tid);
         mq_gemv_red_put(au, red, sg, lane);
 #else
         // gate, then up: the dense kernel's K loop once per projection
         moe_proj_sums(x, tok, nr, wg, p, gshift, n0, cols, kl, cb, red, sg, lane);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint i = tid; i < uint(TILE_M * TILE_N); i += uint(THREADS))
-            gsum[i] = mq_gemv_red_sum(red, i);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
+        moe_keep_gate(red, gsum, tid);
         moe_proj_sums(x, tok, nr, wu, p, gshift, n0, cols, kl, cb + 16, red, sg, lane);
 #endif
         threadgroup_barrier(mem_flags::mem_threadgroup);

@@ -103,8 +103,7 @@ inline uint gemv_trellis_row(thread const uint4 *tv, uint r, uint d)
 // where tok is given, e.g. the MoE kernels' gathered tokens) with columns
 // n0..n0+3, on this lane's steps (k = k_lo + kl, + TILE_K ...); rows past
 // `rows` are not touched. cols: the lane has columns (N % 4 == 0: all 4 or
-// none). (tok as an array for the contiguous case too cost the dense
-// kernels 2-15 registers.)
+// none).
 template <int DEQ, int BITS>
 inline void mq_gemv_acc(device const half *A, uint ld, uint row0, thread const uint *tok, uint rows,
                         thread const MqWeights &w, uint N, uint k_lo, uint k_hi, uint gshift,
