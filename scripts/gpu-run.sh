@@ -54,6 +54,9 @@
 #                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
 #                                and counters are readable, with each one's SASS (ncu-decode:
 #                                the same stage's earlier name)
+#   scripts/gpu-run.sh variants  kernel-source variants (VARIANTS="NAME=DIR ...", each DIR a copy
+#                                of metal/ read through MQ_METAL_DIR) of this build, interleaved
+#                                rounds over AB_SPECS -> results/CHIP/AB_DIR/var.txt
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
 #                                M=1 of the two decode shapes, fp4 u4 trellis3, a few GEMV
 #                                candidates, 1 2 4 8 and all threads, cold and warm weights
@@ -378,6 +381,54 @@ ab)
     say "== A/B, $(wc -l < "$D/ab.txt") candidates, ${AB_ROUNDS:-3} rounds (ab.txt):"
     tee -a "$S" < "$D/ab.txt"
     sort "$D/cold.txt" | tee -a "$S"
+    ;;
+variants)
+    # kernel-source variants for this one build, interleaved: VARIANTS is
+    # "NAME=DIR ..." (DIR: a copy of metal/ with a change, read through
+    # MQ_METAL_DIR; each its own compile cache), AB_SPECS as in ab; round r
+    # runs every variant in VARIANTS' order, AB_ROUNDS rounds
+    # -> results/CHIP/AB_DIR (default variants)/NAME.csv and .log; var.txt:
+    # per candidate each variant's medians and its speed-up over the first
+    D=results/$CHIP/${AB_DIR:-variants}
+    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/var.txt"
+    printf '%s\n' "$AB_SPECS" > /tmp/var-specs.txt
+    r=1
+    while [ "$r" -le "${AB_ROUNDS:-3}" ]; do
+        for v in $VARIANTS; do
+            name=${v%%=*} dir=${v#*=}
+            awk '{print $1, $2}' /tmp/var-specs.txt | sort -u | while read -r sh f; do
+                set --
+                while read -r s2 f2 spec; do
+                    [ "$s2 $f2" = "$sh $f" ] && set -- "$@" --candidate "$spec"
+                done < /tmp/var-specs.txt
+                MQ_METAL_DIR=$dir MQ_CUDA_CACHE=/tmp/mq-cache/var-$name timeout "$STAGE_S" build/bench \
+                    --backend cuda --shape "$sh" --formats "$f" --budget 0.05 --quiet \
+                    --out "$D/$name.csv" "$@" < /dev/null > /tmp/var.log 2>&1
+                e=$?
+                { echo "== round $r $name $f $sh exit $e"; cat /tmp/var.log; } >> "$D/$name.log"
+                grep -E "wrong|error" /tmp/var.log | sed "s/^/$name: /" | head -3 | tee -a "$S"
+            done
+        done
+        r=$((r + 1))
+    done
+    first=${VARIANTS%%=*}
+    for v in $VARIANTS; do
+        name=${v%%=*}
+        tr -d '"' < "$D/$name.csv" | awk -F, -v cfg="$name" '$19 == "ok" {
+            print cfg, $8 " " $9 "x" $10 "x" $11 " " $13 " " $14 "x" $15 "x" $16 " tg=" $17 " sk=" $18, $21 }'
+    done | awk -v first="$first" '{ key = $2 " " $3 " " $4 " " $5 " " $6 " " $7; t[key, $1, ++n[key, $1]] = $8
+            keys[key] = 1; if (!($1 in seen)) { seen[$1] = 1; order[++nv] = $1 } }
+        function med(k, c,   i, m, v, j, x) { m = n[k, c]; for (i = 1; i <= m; i++) v[i] = t[k, c, i]
+            for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+        function list(k, c,   i, s) { s = ""; for (i = 1; i <= n[k, c]; i++) s = s sprintf(" %.4f", t[k, c, i] * 1e3); return s }
+        END { for (k in keys) { line = k
+                for (i = 1; i <= nv; i++) if (n[k, order[i]])
+                    line = line sprintf(" | %s ms%s (%.3fx)", order[i], list(k, order[i]),
+                                        n[k, first] ? med(k, first) / med(k, order[i]) : 0)
+                print line } }' | sort > "$D/var.txt"
+    say "== variants, $(wc -l < "$D/var.txt") candidates, ${AB_ROUNDS:-3} rounds (var.txt; (x): speed-up over $first):"
+    tee -a "$S" < "$D/var.txt"
     ;;
 moe)
     # the MoE block (issue 16) on the GPU: moe-bench --backend cuda
