@@ -5,7 +5,8 @@
 #   make portable   the test suite without AVX-512 (the portable vector paths)
 #   make tune       the main job: tune --chip m4max (TUNE_ARGS='--chip host' etc.)
 #   make bench      the kernel benchmark on this machine (prints, writes results/)
-#   make nightly    the nightly regression run (make nightly-accept: new baseline)
+#   make nightly    the nightly A/B regression run (make nightly-accept: new baseline;
+#                   make nightly-bisect GOOD=REV BAD=REV: the commit that slowed a kernel)
 #   make plots      redraw the README's pictures from the committed example results
 #   make fuzz-run   the parsers' libFuzzer targets, a few seconds each (make fuzz: build)
 #   make race       the MSL executor under ThreadSanitizer: a missing barrier is a race
@@ -21,7 +22,7 @@ OPT     ?= -O3
 SAN     ?=
 CFLAGS  ?= $(OPT) $(ARCH) -g $(SAN)
 # required flags, kept even when CFLAGS is given on the command line
-override CFLAGS += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror)
+override CFLAGS += -DMQ_SOURCE_DIR='"$(CURDIR)"' -std=c11 -D_DEFAULT_SOURCE -ffp-contract=fast -Wall -Wextra -pthread $(if $(WERROR),-Werror) $(if $(PLANT),-DMQ_PLANT)
 override LDLIBS += -lgsl -lgslcblas -lcsv -lm -pthread -ldl
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -58,7 +59,7 @@ TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/moe-bench $(BUILD)/tune
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
-.PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept deps install clean FORCE
+.PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept nightly-bisect deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN)
@@ -174,6 +175,12 @@ nightly: deps
 
 nightly-accept:
 	scripts/nightly.sh --accept
+
+# make nightly-bisect GOOD=REV BAD=REV [BENCH=TEXT]: the first commit after
+# GOOD that the A/B finds slower (scripts/nightly.sh bisect)
+nightly-bisect:
+	@test -n "$(GOOD)" -a -n "$(BAD)" || { echo "usage: make nightly-bisect GOOD=REV BAD=REV [BENCH=TEXT]" >&2; exit 2; }
+	scripts/nightly.sh bisect $(GOOD) $(BAD) $(if $(BENCH),--bench '$(BENCH)')
 
 tune: deps $(BUILD)/tune
 	$(BUILD)/tune $(if $(TUNE_ARGS),$(TUNE_ARGS),--chip m4max)

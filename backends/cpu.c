@@ -9,18 +9,47 @@
 
 #include "backend.h"
 
-static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
-                         const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
-                         mq_error *err)
-{
-    return mq_gemm((mq_ctx *)b->state, p, w, A, C, c, lim, err);
-}
-
 static double seconds_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+#ifdef MQ_PLANT
+/* A planted slowdown, for testing the nightly's A/B and bisect only: built
+ * in by `make PLANT=1` (never in a normal build), it reads
+ * MQ_PLANT_SLOWDOWN="VARIANT:FRACTION" and makes every run of that variant
+ * longer by FRACTION of the run's own time, the calling thread busy the
+ * while, as more work in the kernel would keep it. */
+static double planted_fraction(const mq_candidate *c)
+{
+    const char *e = getenv("MQ_PLANT_SLOWDOWN"), *colon = e ? strchr(e, ':') : NULL;
+    const mq_variant_info *vi = mq_variant_get(c->variant);
+    if (!colon || !vi || strlen(vi->name) != (size_t)(colon - e) ||
+        strncmp(vi->name, e, (size_t)(colon - e)))
+        return 0;
+    double f = atof(colon + 1);
+    return f > 0 && f < 10 ? f : 0;
+}
+#endif
+
+static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
+                         const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
+                         mq_error *err)
+{
+#ifdef MQ_PLANT
+    double t0 = seconds_now(), f = planted_fraction(c);
+    mq_status st = mq_gemm((mq_ctx *)b->state, p, w, A, C, c, lim, err);
+    if (f > 0 && st == MQ_OK) {
+        double until = seconds_now() + f * (seconds_now() - t0);
+        while (seconds_now() < until)
+            ;
+    }
+    return st;
+#else
+    return mq_gemm((mq_ctx *)b->state, p, w, A, C, c, lim, err);
+#endif
 }
 
 /* A read of the weights' own size, cold, timed as a candidate is (the wall
@@ -38,10 +67,18 @@ static mq_status cpu_probe_read_at(mq_backend *b, size_t bytes, double *gbs, dou
     if (stride == 0 || copies * stride > ((size_t)4 << 30))
         return mq_fail(err, MQ_E_ARG, "cpu: a %zu-byte read probe does not fit in 4 GiB of copies",
                        bytes);
-    unsigned char *buf = aligned_alloc(4096, copies * stride);
-    if (!buf)
-        return mq_fail(err, MQ_E_NOMEM, "cpu: out of memory for the sized read probe");
-    memset(buf, 0x3c, copies * stride);
+    /* one buffer for the process, grown as needed: the summary reads one
+     * per problem, and fresh pages would be faulted in and zeroed each time */
+    static unsigned char *buf;
+    static size_t cap;
+    if (copies * stride > cap) {
+        free(buf);
+        buf = aligned_alloc(4096, copies * stride);
+        cap = buf ? copies * stride : 0;
+        if (!buf)
+            return mq_fail(err, MQ_E_NOMEM, "cpu: out of memory for the sized read probe");
+        memset(buf, 0x3c, cap); /* written once, so every page is really there */
+    }
     enum { REPS = 15 };
     double t_read[REPS], t_empty[REPS];
     volatile float sink = 0;
@@ -57,7 +94,6 @@ static mq_status cpu_probe_read_at(mq_backend *b, size_t bytes, double *gbs, dou
         }
     }
     (void)sink;
-    free(buf);
     gsl_sort(t_read, 1, REPS);
     gsl_sort(t_empty, 1, REPS);
     *gbs = (double)bytes / gsl_stats_median_from_sorted_data(t_read, 1, REPS) / 1e9;

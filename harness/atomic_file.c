@@ -1,4 +1,5 @@
 /* atomic_file.c - see atomic_file.h. */
+#include <csv.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -161,4 +162,34 @@ long mq_cut_torn_tail(int fd, const char *path, char *err, size_t errlen)
         return -1;
     }
     return (long)(end - pos);
+}
+
+int mq_append_csv_row(int fd, const char *path, const char *header, const char *const *fields,
+                      int n, long *cut, char *err, size_t errlen)
+{
+    char row[8192];
+    size_t len = 0;
+    struct stat sb;
+    long c = mq_cut_torn_tail(fd, path, err, errlen);
+    if (cut)
+        *cut = c;
+    int bad = c < 0;
+    if (!bad && fstat(fd, &sb) == 0 && sb.st_size == 0)
+        len = (size_t)snprintf(row, sizeof row, "%s", header);
+    for (int i = 0; !bad && i < n; i++) {
+        size_t need = csv_write(NULL, 0, fields[i], strlen(fields[i]));
+        if (len + need + 2 > sizeof row) {
+            snprintf(err, errlen, "%s: a row of more than %zu bytes", path, sizeof row);
+            bad = 1;
+            break;
+        }
+        len += csv_write(row + len, sizeof row - len, fields[i], strlen(fields[i]));
+        row[len++] = i == n - 1 ? '\n' : ',';
+    }
+    bad = bad || mq_append_row(fd, path, row, len, err, errlen);
+    if (close(fd) && !bad) {
+        snprintf(err, errlen, "%s: cannot append a row: %s", path, strerror(errno));
+        bad = 1;
+    }
+    return bad ? -1 : 0;
 }

@@ -39,4 +39,11 @@ int mq_append_row(int fd, const char *path, const char *row, size_t len, char *e
  * bytes removed (0: the file was whole), or -1 with a message. */
 long mq_cut_torn_tail(int fd, const char *path, char *err, size_t errlen);
 
+/* Append one CSV row of n fields (quoted as libcsv quotes them) to fd,
+ * opened with O_APPEND on path, then close fd: a torn last row is cut off
+ * first (its bytes go to *cut when cut is given), the header line (ending
+ * in '\n') goes first into an empty file, and the row lands whole or not at
+ * all. -1 with a message naming the file on failure. */
+int mq_append_csv_row(int fd, const char *path, const char *header, const char *const *fields,
+                      int n, long *cut, char *err, size_t errlen);
 #endif

@@ -102,9 +102,23 @@ static size_t device_cache_bytes;
 
 void mq_bench_set_device_cache(size_t bytes) { device_cache_bytes = bytes; }
 
+/* The float weights before quantization: one buffer for the process, grown
+ * as shapes need, so each shape does not fault in hundreds of MB afresh. */
+static float *float_weights(size_t n)
+{
+    static float *buf;
+    static size_t cap;
+    if (n > cap) {
+        free(buf);
+        buf = malloc(n * sizeof *buf);
+        cap = buf ? n : 0;
+    }
+    return buf;
+}
+
 static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq_error *err)
 {
-    float *W = malloc(sizeof(float) * (size_t)p->K * p->N);
+    float *W = float_weights((size_t)p->K * p->N);
     if (!W)
         return mq_fail(err, MQ_E_NOMEM, "out of memory for N=%d K=%d weights", p->N, p->K), -1;
     uint32_t st = 12345u + (uint32_t)p->N * 7u + (uint32_t)p->K;
@@ -114,7 +128,6 @@ static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq
     }
     mq_weights w0;
     mq_status qs = mq_quantize(p->format, W, p->K, p->N, p->group, NULL, &w0, err);
-    free(W);
     if (qs)
         return -1;
     /* enough copies that the set exceeds twice the last-level cache: the
@@ -133,9 +146,9 @@ static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq
         return mq_fail(err, MQ_E_NOMEM, "out of memory for weight copies"), -1;
     }
     bp->copies[0] = w0;
-    for (int i = 1; i < bp->ncopies; i++)
-        if (mq_weights_copy(&bp->copies[i], &w0, err))
-            return -1;
+    if (bp->ncopies > 1 &&
+        mq_weights_copies(&w0, bp->ncopies - 1, bp->copies + 1, &bp->copies_block, err))
+        return -1;
     return 0;
 }
 
@@ -166,7 +179,8 @@ int mq_bench_problem_setup(mq_bench_problem *bp, const mq_problem *p, int warm, 
 void mq_bench_problem_free(mq_bench_problem *bp)
 {
     for (int i = 0; bp->copies && i < bp->ncopies; i++)
-        mq_weights_free(&bp->copies[i]);
+        mq_weights_free(&bp->copies[i]); /* copies 1.. borrow copies_block */
+    mq_weights_copies_free(bp->copies_block);
     free(bp->copies);
     free(bp->A);
     free(bp->C);

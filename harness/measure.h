@@ -17,6 +17,7 @@ typedef struct {
     mq_problem p;         /* the current problem: its M selects rows of A */
     mq_weights *copies;   /* rotated so a decode run is not an L3-hot run */
     int ncopies, next_copy, warm;
+    void *copies_block;   /* copies 1.. live in it (mq_weights_copies) */
     uint16_t *A;          /* [max_m][K]; row r depends only on r */
     float *C;             /* [max_m][N] */
     int max_m;

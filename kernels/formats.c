@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "mq_internal.h"
 
@@ -94,27 +93,6 @@ void mq_trellis_set_index(uint8_t *tile, int bits, int idx_in_tile, unsigned val
         tile[byte + 1] = (uint8_t)((tile[byte + 1] & ~(m >> 8)) | (v >> 8));
 }
 
-/* Zeroed memory for a weight array. Large arrays get 2 MiB alignment and a
- * transparent-huge-page hint: a kernel walks B rows N words apart, and with
- * 4 KiB pages nearly every row is a TLB miss. */
-static void *alloc_array(size_t count, size_t size)
-{
-    size_t bytes = count * size, huge = (size_t)2 << 20;
-    if (count && bytes / count != size)
-        return NULL;
-    if (bytes < huge)
-        return calloc(count ? count : 1, size);
-    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
-    void *p = aligned_alloc(huge, rounded);
-    if (!p)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE); /* a hint: failure changes nothing */
-#endif
-    memset(p, 0, bytes);
-    return p;
-}
-
 static mq_status check_dims(mq_format f, int K, int N, int group, mq_error *err)
 {
     if ((unsigned)f >= MQ_FMT_COUNT)
@@ -164,19 +142,19 @@ mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group,
     size_t groups = (size_t)mq_group_count(K, group) * (size_t)N;
     int ok;
     if (!mq_format_is_trellis(f)) {
-        w->packed = alloc_array((size_t)(K / 8) * (size_t)N, sizeof *w->packed);
-        w->scales = alloc_array(groups, sizeof *w->scales);
+        w->packed = mq_big_alloc((size_t)(K / 8) * (size_t)N, sizeof *w->packed);
+        w->scales = mq_big_alloc(groups, sizeof *w->scales);
         ok = w->packed && w->scales;
         if (f == MQ_FMT_U4) {
-            w->zeros = alloc_array(groups, 1);
+            w->zeros = mq_big_alloc(groups, 1);
             ok = ok && w->zeros;
         }
     } else {
         int bits = mq_format_bits(f);
         size_t tiles = (size_t)mq_cdiv(K, MQ_TRELLIS_TILE) * (size_t)mq_cdiv(N, MQ_TRELLIS_TILE);
         w->n_levels = 1 << bits;
-        w->indices = alloc_array(tiles, (size_t)mq_trellis_tile_bytes(bits));
-        w->tscales = alloc_array(groups, sizeof *w->tscales);
+        w->indices = mq_big_alloc(tiles, (size_t)mq_trellis_tile_bytes(bits));
+        w->tscales = mq_big_alloc(groups, sizeof *w->tscales);
         w->grid = calloc((size_t)w->n_levels, sizeof *w->grid);
         w->su = malloc((size_t)K * sizeof *w->su);
         w->sv = malloc((size_t)N * sizeof *w->sv);
@@ -198,14 +176,14 @@ void mq_weights_free(mq_weights *w)
 {
     if (!w || !w->owned)
         return;
-    free(w->packed);
-    free(w->scales);
-    free(w->zeros);
-    free(w->indices);
-    free(w->tscales);
-    free(w->grid);
-    free(w->su);
-    free(w->sv);
+    mq_big_free(w->packed);
+    mq_big_free(w->scales);
+    mq_big_free(w->zeros);
+    mq_big_free(w->indices);
+    mq_big_free(w->tscales);
+    mq_big_free(w->grid);
+    mq_big_free(w->su);
+    mq_big_free(w->sv);
     memset(w, 0, sizeof *w);
 }
 
@@ -299,6 +277,68 @@ mq_status mq_weights_check(const mq_weights *w, mq_error *err)
                                idx, k, n, w->n_levels);
         }
     return mq_ok(err);
+}
+
+/* The arrays of w in a fixed order, with their sizes in bytes (0: absent). */
+static int weight_fields(const mq_weights *w, void ***field, size_t *bytes)
+{
+    size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
+    size_t tiles = (size_t)mq_cdiv(w->K, MQ_TRELLIS_TILE) * (size_t)mq_cdiv(w->N, MQ_TRELLIS_TILE);
+    int tr = mq_format_is_trellis(w->format);
+    mq_weights *m = (mq_weights *)w;
+    void **f[8] = {(void **)&m->packed, (void **)&m->scales,  (void **)&m->zeros,
+                   (void **)&m->indices, (void **)&m->tscales, (void **)&m->grid,
+                   (void **)&m->su,      (void **)&m->sv};
+    size_t b[8] = {tr ? 0 : K / 8 * N * 4,
+                   tr ? 0 : G * N * 2,
+                   w->zeros ? G * N : 0,
+                   tr ? tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(w->format)) : 0,
+                   tr ? G * N * 4 : 0,
+                   tr ? (size_t)w->n_levels * 4 : 0,
+                   tr ? K * 4 : 0,
+                   tr ? N * 4 : 0};
+    for (int i = 0; i < 8; i++) {
+        field[i] = f[i];
+        bytes[i] = *f[i] ? b[i] : 0;
+    }
+    return 8;
+}
+
+mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void **block,
+                            mq_error *err)
+{
+    if (!src || !out || !block || n < 1)
+        return mq_fail(err, MQ_E_ARG, "mq_weights_copies: null weights or n=%d", n);
+    void **field[8];
+    size_t bytes[8], one = 0;
+    int nf = weight_fields(src, field, bytes);
+    for (int i = 0; i < nf; i++)
+        one += (bytes[i] + 63) & ~(size_t)63; /* each array 64-byte aligned */
+    *block = mq_big_alloc_raw((size_t)n, one); /* every byte read is copied in below */
+    if (!*block)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for %d copies of %zu bytes of weights", n,
+                       one);
+    uint8_t *at = *block;
+    for (int c = 0; c < n; c++) {
+        out[c] = *src;
+        out[c].owned = 0;
+        void **dfield[8];
+        size_t dbytes[8];
+        weight_fields(&out[c], dfield, dbytes);
+        for (int i = 0; i < nf; i++) {
+            if (!bytes[i])
+                continue;
+            memcpy(at, *field[i], bytes[i]);
+            *dfield[i] = at;
+            at += (bytes[i] + 63) & ~(size_t)63;
+        }
+    }
+    return mq_ok(err);
+}
+
+void mq_weights_copies_free(void *block)
+{
+    mq_big_free(block);
 }
 
 size_t mq_weights_bytes(const mq_weights *w)

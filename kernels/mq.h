@@ -100,6 +100,18 @@ typedef struct {
 /* Allocate zeroed arrays for a format and shape (trellis: n_levels = 2^bits). */
 mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group, mq_error *err);
 void mq_weights_free(mq_weights *w);
+/* Keep up to `bytes` of freed large weight arrays for reuse by later
+ * allocations in this process (default 0: none kept), so a caller that sets
+ * up many weights in turn reuses pages the OS has already zeroed and mapped
+ * instead of faulting in fresh ones. 0 releases what is kept. */
+void mq_weights_cache_limit(size_t bytes);
+/* n copies of src in one block of memory (*block; mq_weights_copies_free
+ * gives it back), out[i] borrowing its arrays (owned = 0: mq_weights_free
+ * leaves them). One block per set, so sets of similar size reuse each
+ * other's pages through mq_weights_cache_limit. */
+mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void **block,
+                            mq_error *err);
+void mq_weights_copies_free(void *block);
 /* Deep copy into dst (owned by dst); used to rotate weights past the caches. */
 mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err);
 /* Validate weights as loaded: shape, group, zero points <= 15, trellis

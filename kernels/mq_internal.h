@@ -119,4 +119,11 @@ void mq_dequant_b_tile(const mq_weights *w, int k0, int kk, int col0, int nv,
 /* E2M1 values as FP32 (exactly the FP16 table). */
 extern const float mq_fp4_values[16];
 
+/* big_alloc.c: a weight array, zeroed (2 MiB aligned and THP-hinted from 2
+ * MiB up); NULL on overflow or out of memory. mq_big_free takes it, or any
+ * malloc'd pointer, back. */
+void *mq_big_alloc(size_t count, size_t size);
+void *mq_big_alloc_raw(size_t count, size_t size); /* not zeroed */
+void mq_big_free(void *p);
+
 #endif

@@ -17,6 +17,7 @@
 #include "args.h"
 #include "atomic_file.h"
 #include "cli.h"
+#include "compare_ab.h"
 #include "regress.h"
 #include "results.h"
 #include "run_compare.h"
@@ -26,6 +27,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: compare BASE.csv NEW.csv [options]\n"
             "       compare --median-of OUT.csv RUN.csv...   (a baseline from several runs)\n"
+            "       compare --ab DIR [options]   (an A/B night's rounds: compare --ab --help)\n"
             "Compares every benchmark (chip, backend, problem, candidate) measured ok in both\n"
             "results files: Mann-Whitney U on the raw samples and a minimum effect size.\n"
             "Exit status: 1 when anything regressed, 0 otherwise, 2 on bad input.\n\n"
@@ -48,43 +50,27 @@ static void usage(FILE *f)
 static int append_history(int fd, const char *path, const char *const files[2], int np,
                           const int counts[4], double geo)
 {
-    char row[4096], date[32];
+    char date[32], nums[6][32], err[4400];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    const char *fields[9];
-    char nums[6][32];
     snprintf(nums[0], 32, "%d", np);
     for (int i = 0; i < 4; i++)
         snprintf(nums[1 + i], 32, "%d",
                  counts[i == 0 ? MQ_REGRESSED : i == 1 ? MQ_IMPROVED : i == 2 ? MQ_SAME
                                                                              : MQ_UNRELIABLE]);
     snprintf(nums[5], 32, "%.5f", geo);
-    fields[0] = date;
-    fields[1] = files[0];
-    fields[2] = files[1];
-    for (int i = 0; i < 6; i++)
-        fields[3 + i] = nums[i];
-    size_t len = 0;
-    char err[4400];
-    /* a torn last row (a crash or a full disk mid-append) is cut off first,
+    const char *fields[9] = {date, files[0], files[1], nums[0], nums[1],
+                             nums[2], nums[3], nums[4], nums[5]};
+    long cut = 0;
+    int bad = mq_append_csv_row(fd, path,
+                                "date,base,new,benchmarks,regressed,improved,same,unreliable,"
+                                "geomean_new_over_base\n",
+                                fields, 9, &cut, err, sizeof err);
+    /* a torn last row (a crash or a full disk mid-append) was cut off first,
      * so this row does not glue onto it */
-    struct stat sb;
-    long cut = mq_cut_torn_tail(fd, path, err, sizeof err);
     if (cut > 0)
         fprintf(stderr, "compare: %s: cut off a torn last line (%ld bytes) before appending\n",
                 path, cut);
-    if (cut >= 0 && fstat(fd, &sb) == 0 && sb.st_size == 0)
-        len = (size_t)snprintf(row, sizeof row, "date,base,new,benchmarks,regressed,improved,"
-                                                "same,unreliable,geomean_new_over_base\n");
-    for (int i = 0; i < 9 && len + 512 < sizeof row; i++) {
-        len += csv_write(row + len, sizeof row - len - 2, fields[i], strlen(fields[i]));
-        row[len++] = i == 8 ? '\n' : ',';
-    }
-    int bad = cut < 0 || mq_append_row(fd, path, row, len, err, sizeof err);
-    if (close(fd) && !bad) {
-        snprintf(err, sizeof err, "%s: cannot append a row: %s", path, strerror(errno));
-        bad = 1;
-    }
     if (bad)
         fprintf(stderr, "compare: %s\n", err);
     return bad ? -1 : 0;
@@ -174,6 +160,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--median-of"))
         return median_of(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "--ab"))
+        return mq_compare_ab_main(argc, argv);
     const char *files[3] = {NULL, NULL, NULL}, *report = NULL, *history = NULL, *rerun = NULL;
     int nfiles = 0;
     mq_regress_opts o = mq_regress_defaults();

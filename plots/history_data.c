@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ab_compare.h"
 #include "history_data.h"
 #include "run_compare.h"
 
@@ -134,6 +135,25 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
             rc = -2;
             break;
         }
+        /* the night's A/B, when it ran: DIR/ab/RUN (without .csv) holds its
+         * rounds, and its verdicts are the night's */
+        static mq_ab_rounds ab;
+        mq_ab_comparison abc = {0};
+        snprintf(path, sizeof path, "%s/ab/%.*s", dir, (int)strlen(names[k]) - 4, names[k]);
+        int have_ab = stat(path, &sb) == 0;
+        if (have_ab) {
+            mq_paired_opts po = mq_paired_defaults();
+            if (mq_ab_load(path, &ab, err, errlen) ||
+                mq_ab_compare(ab.a, ab.b, ab.rounds, &po, &abc)) {
+                mq_ab_rounds_free(&ab);
+                mq_run_comparison_free(&ccmp);
+                mq_results_free(&conf);
+                mq_run_comparison_free(&cmp);
+                mq_results_free(&cur);
+                rc = -2;
+                break;
+            }
+        }
         double lg = 0;
         int judged = 0;
         for (int i = 0; rc == 0 && i < cmp.n; i++) {
@@ -159,6 +179,15 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
                 if (!repeated)
                     bs[b].verdict[k] = UNCONFIRMED;
             }
+            if (have_ab) { /* the A/B's verdict; a stored regression it did not see is unconfirmed */
+                int v = MQ_UNRELIABLE;
+                for (int j = 0, seen = 0; j < abc.n; j++)
+                    if (mq_result_same_key(abc.bench[j].row, cmp.pairs[i].n) && ++seen == repeat)
+                        v = (int)abc.bench[j].r.verdict;
+                bs[b].verdict[k] = v == MQ_REGRESSED || v == MQ_IMPROVED ? v
+                                   : cmp.pairs[i].c.verdict == MQ_REGRESSED ? UNCONFIRMED
+                                                                            : MQ_SAME;
+            }
             greg[k] += bs[b].verdict[k] == MQ_REGRESSED;
             if (cmp.pairs[i].c.verdict != MQ_UNRELIABLE) {
                 lg += log(cmp.pairs[i].c.ratio);
@@ -166,6 +195,8 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
             }
         }
         gm[k] = judged ? exp(lg / judged) : NAN;
+        mq_ab_comparison_free(&abc);
+        mq_ab_rounds_free(&ab);
         mq_run_comparison_free(&ccmp);
         mq_results_free(&conf);
         mq_run_comparison_free(&cmp);

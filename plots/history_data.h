@@ -15,7 +15,11 @@
  * regressed (verdict 1), improved (2) or regressed-but-not-confirmed (3:
  * the night's confirmation pass, DIR/confirm/RUN.csv, did not repeat it)
  * point, the latest run's five worst regressions labelled; geo: "date
- * geomean regressed" (confirmed regressions where a pass ran). Only benchmarks whose
+ * geomean regressed" (confirmed regressions where a pass ran). A night with
+ * an A/B (DIR/ab/RUN, RUN the run's file name without .csv: compare --ab's
+ * rounds) takes its verdicts from the A/B instead: regressed or improved
+ * as the paired test says, a stored-baseline regression it did not see
+ * drawn as unconfirmed (3). Only benchmarks whose
  * name contains filter (when not NULL). A benchmark measured twice in a run
  * (two layers of one shape) is two series, the second marked "(repeat 2)". */
 typedef struct {

@@ -1,76 +1,273 @@
 #!/bin/sh
-# nightly.sh - the nightly regression run: build, measure the nightly suite
-# into $NIGHTLY_DIR/DATE.csv (DATE.rHHMMSS.csv for another run that day),
-# compare it with the accepted baseline (Markdown report DATE-report.md, a
-# row appended to history.csv), re-measure what regressed in a confirmation
-# pass (confirm/DATE.csv, report DATE-confirm.md). Exit 1 when a regression
-# repeated, 0 otherwise, 2 when the run itself failed. The first run becomes
-# the baseline.
-#   scripts/nightly.sh            run, compare, record, draw
-#   scripts/nightly.sh --accept   a new baseline: the median of the latest runs
-# Then it redraws the plots in $NIGHTLY_DIR/plots: the history of every run
-# against the baseline, and the roofline of this run.
+# nightly.sh - the nightly regression run. The verdict comes from an A/B: the
+# accepted revision (A, built from git in a worktree) and this tree (B) are
+# measured tonight, in alternating fresh processes (rounds A B, B A, A B, ...:
+# ABBA), on bench's cold-weight protocol, and judged by a paired test on the
+# rounds' ratios (compare --ab). The stored-history comparison stays for the
+# long-term trend and the plots.
+#   scripts/nightly.sh            A/B night -> $NIGHTLY_DIR/ab/STAMP/{a,b}.R.csv, the
+#                                 verdict STAMP-ab.md and a row of ab-history.csv; B's
+#                                 rounds' median is tonight's stored run STAMP.csv, compared
+#                                 with baseline.csv (STAMP-report.md, history.csv); plots
+#   scripts/nightly.sh --accept   this tree's commit becomes A (accepted-rev), and the
+#                                 median of the latest stored runs the stored baseline
+#   scripts/nightly.sh --stored   the stored-history night alone (no A/B): compare with
+#                                 baseline.csv, confirmation pass of what regressed
+#   scripts/nightly.sh bisect GOOD BAD [--bench TEXT]
+#                                 git bisect run with the same A/B at each step (A = GOOD)
+#                                 -> $NIGHTLY_DIR/bisect-STAMP.md, the first bad commit
+#                                 and every step's ratios
+# STAMP is DATE (DATE.rHHMMSS for another run that day). Exit status: 1 a
+# regression (or a kernel computed a wrong result), 0 none, 2 the run failed.
 # Environment: NIGHTLY_DIR (default results/nightly), NIGHTLY_CHIP (default
 # host), NIGHTLY_BENCH_ARGS (default: the Llama-3-8B layers at M 1 and 16,
-# fp4 and u4, seed space), NIGHTLY_CONFIRM (default 1; 0: no confirmation).
+# fp4 and u4, seed space), NIGHTLY_ROUNDS (A/B rounds, default 4),
+# NIGHTLY_AB_ARGS (each A/B process's budget, default --budget 0.05
+# --max-reps 30), NIGHTLY_ALPHA / NIGHTLY_MIN_EFFECT (compare --ab's, default
+# 0.01 / 0.03), NIGHTLY_A_REV (A: another revision than accepted-rev),
+# NIGHTLY_A_BENCH (A: this bench binary instead of a build), NIGHTLY_CONFIRM
+# (--stored: 0 no confirmation pass). For testing the detector only:
+# NIGHTLY_PLANT=VARIANT:FRACTION builds B with make PLANT=1 (BUILD=build-plant)
+# and slows that variant's runs by FRACTION (backends/cpu.c); a tree whose
+# file .nightly-plant holds VARIANT:FRACTION plants it the same way, so a
+# synthetic history can carry a slowdown in one commit.
 set -eu
+root=$(pwd)
 dir=${NIGHTLY_DIR:-results/nightly}
+case $dir in /*) ;; *) dir=$root/$dir ;; esac
 chip=${NIGHTLY_CHIP:-host}
 args="--chip $chip ${NIGHTLY_BENCH_ARGS:---suite llama3-8b --m 1,16 --formats fp4,u4}"
+ab_args=${NIGHTLY_AB_ARGS:---budget 0.05 --max-reps 30}
+rounds=${NIGHTLY_ROUNDS:-4}
+alpha=${NIGHTLY_ALPHA:-0.01}
+min_effect=${NIGHTLY_MIN_EFFECT:-0.03}
 mkdir -p "$dir"
+say() { echo "nightly: $*"; }
+fail() { echo "nightly: $*" >&2; exit 2; }
+
+# rev_bench REV: the bench binary of REV, built once in the worktree
+# build/nightly-rev/REV (kept for the next night); its path on stdout
+rev_bench() {
+    rb_rev=$(git rev-parse --verify -q "$1^{commit}") || fail "'$1' is not a commit of this repository"
+    rb_wt=$root/build/nightly-rev/$rb_rev
+    if [ ! -x "$rb_wt/build/bench" ]; then
+        rm -rf "$rb_wt"
+        git worktree prune
+        git worktree add --detach -f "$rb_wt" "$rb_rev" > /dev/null 2>&1 ||
+            fail "cannot check out $rb_rev in a worktree ($rb_wt)"
+        make -C "$rb_wt" -j"$(nproc)" build/bench > "$rb_wt.log" 2>&1 ||
+            fail "the build of $rb_rev failed (log: $rb_wt.log)"
+    fi
+    echo "$rb_wt/build/bench"
+}
+
+# plant_of TREE: the test-only slowdown a tree carries (.nightly-plant), or ""
+plant_of() { [ -f "$1/.nightly-plant" ] && tr -d ' \n' < "$1/.nightly-plant" || true; }
+
+# ab_rounds OUTDIR A_BENCH B_BENCH B_PLANT: NIGHTLY_ROUNDS rounds, A then B in odd
+# rounds and B then A in even ones, each a fresh bench process
+ab_rounds() {
+    ab_dir=$1 ab_a=$2 ab_b=$3 ab_plant=$4
+    rm -rf "$ab_dir" && mkdir -p "$ab_dir"
+    r=1
+    while [ "$r" -le "$rounds" ]; do
+        order="a b"; [ $((r % 2)) -eq 0 ] && order="b a"
+        for side in $order; do
+            bin=$ab_a plant=
+            [ "$side" = b ] && bin=$ab_b plant=$ab_plant
+            brc=0
+            # shellcheck disable=SC2086 # the arguments are meant to split
+            MQ_PLANT_SLOWDOWN=$plant "$bin" $args $ab_args --quiet --out "$ab_dir/$side.$r.csv" \
+                > "$ab_dir/$side.$r.log" 2>&1 || brc=$?
+            [ "$brc" -le 1 ] || fail "bench ($side, round $r) failed: $(tail -3 "$ab_dir/$side.$r.log")"
+            [ "$brc" -eq 0 ] || wrong="$wrong $side.$r"
+        done
+        r=$((r + 1))
+    done
+}
+
 if [ "${1:-}" = "--accept" ]; then
-    # the baseline: per benchmark, the median of the last NIGHTLY_ACCEPT_RUNS
+    make all > /dev/null
+    git rev-parse --verify HEAD > "$dir/accepted-rev.tmp" && mv "$dir/accepted-rev.tmp" "$dir/accepted-rev"
+    say "A is now $(cat "$dir/accepted-rev")"
+    # the stored baseline: per benchmark, the median of the last NIGHTLY_ACCEPT_RUNS
     # runs (default 3), so that one fast or slow run does not set the bar
     runs=$(ls "$dir" | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}(\.r[0-9]{6})?\.csv$' | sort |
            tail -n "${NIGHTLY_ACCEPT_RUNS:-3}")
-    [ -n "$runs" ] || { echo "nightly: no run in $dir to accept" >&2; exit 2; }
-    make all >/dev/null
+    [ -n "$runs" ] || { say "no stored run in $dir yet: the stored baseline waits for one"; exit 0; }
     # shellcheck disable=SC2046 # one argument per run file
     build/compare --median-of "$dir/baseline.csv" $(printf "$dir/%s " $runs) || exit 2
-    echo "nightly: the baseline is the median of" $runs
+    say "the stored baseline is the median of" $runs
     exit 0
 fi
-make all >/dev/null
+
+if [ "${1:-}" = "bisect" ]; then
+    shift
+    [ $# -ge 2 ] || fail "usage: nightly.sh bisect GOOD BAD [--bench TEXT]"
+    good=$(git rev-parse --verify -q "$1^{commit}") || fail "GOOD '$1' is not a commit"
+    bad=$(git rev-parse --verify -q "$2^{commit}") || fail "BAD '$2' is not a commit"
+    shift 2
+    bench_filter=
+    if [ "${1:-}" = "--bench" ]; then
+        [ $# -ge 2 ] || fail "--bench needs a benchmark name (part of one)"
+        bench_filter=$2
+    elif [ $# -gt 0 ]; then
+        fail "unknown argument '$1' (usage: nightly.sh bisect GOOD BAD [--bench TEXT])"
+    fi
+    git merge-base --is-ancestor "$good" "$bad" || fail "GOOD $good is not an ancestor of BAD $bad"
+    make build/compare > /dev/null 2>&1 || [ -x build/compare ] || fail "cannot build build/compare"
+    stamp=$(date -u +%Y-%m-%dT%H%M%S)
+    ev=$dir/bisect-$stamp
+    mkdir -p "$ev"
+    abin=${NIGHTLY_A_BENCH:-$(rev_bench "$good")}
+    wt=$root/build/nightly-bisect
+    git worktree prune
+    if [ ! -d "$wt/.git" ] && [ ! -f "$wt/.git" ]; then
+        rm -rf "$wt"
+        git worktree add --detach -f "$wt" "$bad" > /dev/null 2>&1 || fail "cannot make the worktree $wt"
+    fi
+    # the step: build this commit (125: untestable), the A/B against GOOD's
+    # bench, exit 1 (bad) on a regression of the benchmarks asked for
+    cat > "$ev/step.sh" <<EOF
+#!/bin/sh
+n=\$(ls "$ev" | grep -c '^step-[0-9]*\$' || true); n=\$((n + 1))
+rev=\$(git rev-parse HEAD)
+${NIGHTLY_BISECT_BUILD:-make -j$(nproc) build/bench} > "$ev/build-\$n.log" 2>&1 || exit 125
+plant=\$( [ -f .nightly-plant ] && tr -d ' \\n' < .nightly-plant || true)
+NIGHTLY_BISECT_STEP=1 NIGHTLY_DIR="$dir" sh "$root/scripts/nightly.sh" --ab-step "$ev/step-\$n" \
+    "$abin" "\$(pwd)/build/bench" "\$plant" || exit 125
+rc=0
+"$root/build/compare" --ab "$ev/step-\$n" --alpha $alpha --min-effect $min_effect \
+    ${bench_filter:+--bench "$bench_filter"} --report "$ev/step-\$n.md" > "$ev/step-\$n.txt" 2>&1 || rc=\$?
+[ \$rc -le 1 ] || exit 125
+v=good; [ \$rc -eq 1 ] && v=bad
+echo "| \$n | \$(git log -1 --format='%h %s' HEAD) | \$v | \$(tail -1 "$ev/step-\$n.txt") |" >> "$ev/steps.md"
+exit \$rc
+EOF
+    chmod +x "$ev/step.sh"
+    (
+        cd "$wt"
+        git bisect reset > /dev/null 2>&1 || true
+        git bisect start "$bad" "$good" > /dev/null
+        git bisect run "$ev/step.sh" > "$ev/bisect.log" 2>&1 || true
+        git bisect log > "$ev/bisect-log.txt" 2>&1 || true
+        git bisect reset > /dev/null 2>&1 || true
+    )
+    first=$(sed -n 's/^\([0-9a-f]\{40\}\) is the first bad commit$/\1/p' "$ev/bisect.log" | head -1)
+    steps=$(grep -c '^| [0-9]' "$ev/steps.md" 2>/dev/null || echo 0)
+    {
+        echo "# Bisect $good..$bad"
+        echo
+        if [ -n "$first" ]; then
+            echo "**First bad commit: \`$first\`** ($(git log -1 --format='%s' "$first")), in $steps A/B steps."
+        else
+            echo "**No first bad commit found** ($steps steps; see bisect.log)."
+        fi
+        echo
+        echo "Each step: the commit built, $rounds A/B rounds against GOOD's bench in alternating fresh"
+        echo "processes, compare --ab (alpha $alpha, minimum effect $min_effect${bench_filter:+, benchmarks matching '$bench_filter'})."
+        echo
+        echo "| step | commit | verdict | compare --ab summary |"
+        echo "| --- | --- | --- | --- |"
+        cat "$ev/steps.md" 2>/dev/null || true
+    } > "$ev.md.tmp" && mv "$ev.md.tmp" "$ev.md"
+    if [ -n "$first" ]; then
+        say "first bad commit $first in $steps steps ($ev.md)"
+        exit 1
+    fi
+    say "no first bad commit found ($ev.md)"
+    exit 0
+fi
+
+if [ "${1:-}" = "--ab-step" ]; then # internal: one A/B of the bisect (OUTDIR A B PLANT)
+    wrong=
+    ab_rounds "$2" "$3" "$4" "$5"
+    exit 0
+fi
+
+make all > /dev/null
 day=$(date -u +%Y-%m-%d)
 # DATE.csv; a second run on the same day is DATE.rHHMMSS.csv (sorts after it)
 stamp=$day
 [ ! -e "$dir/$day.csv" ] || stamp="$day.r$(date -u +%H%M%S)"
 out="$dir/$stamp.csv"
-# shellcheck disable=SC2086 # the arguments are meant to split
-bench_rc=0
-build/bench $args --quiet --out "$out" || bench_rc=$?
-# bench: 1 is a finding (a kernel computed a wrong result), 2 a failed run
-[ "$bench_rc" -le 1 ] || exit 2
-rc=0
-if [ ! -f "$dir/baseline.csv" ]; then
-    cp "$out" "$dir/baseline.csv"
-    echo "nightly: no baseline yet: $out is the baseline"
+
+if [ "${1:-}" = "--stored" ]; then
+    bench_rc=0
+    # shellcheck disable=SC2086 # the arguments are meant to split
+    build/bench $args --quiet --out "$out" || bench_rc=$?
+    # bench: 1 is a finding (a kernel computed a wrong result), 2 a failed run
+    [ "$bench_rc" -le 1 ] || exit 2
+    rc=0
+    if [ ! -f "$dir/baseline.csv" ]; then
+        cp "$out" "$dir/baseline.csv"
+        say "no baseline yet: $out is the baseline"
+    else
+        mkdir -p "$dir/confirm"
+        build/compare "$dir/baseline.csv" "$out" --report "$dir/$stamp-report.md" \
+            --history "$dir/history.csv" --rerun-list "$dir/confirm/$stamp.rerun" || rc=$?
+        # Confirmation pass: re-measure only what regressed, in fresh processes;
+        # only regressions that repeat fail the night. NIGHTLY_CONFIRM=0 turns it off.
+        if [ "$rc" -eq 1 ] && [ "${NIGHTLY_CONFIRM:-1}" != 0 ]; then
+            conf="$dir/confirm/$stamp.csv"
+            rm -f "$conf"
+            while IFS= read -r line; do
+                eval "build/bench $line --quiet --out \"\$conf\"" >/dev/null || [ $? -eq 1 ] || exit 2
+            done < "$dir/confirm/$stamp.rerun"
+            rc=0
+            build/compare "$dir/baseline.csv" "$conf" --report "$dir/$stamp-confirm.md" \
+                >/dev/null || rc=$?
+            say "confirmation pass: $(grep -c '^| regressed' "$dir/$stamp-confirm.md" || true) of" \
+                "$(wc -l < "$dir/confirm/$stamp.rerun") regressions repeated ($dir/$stamp-confirm.md)"
+        fi
+    fi
+    [ "$rc" -le 1 ] || exit "$rc"
+    if [ "$bench_rc" -eq 1 ]; then
+        echo "nightly: a kernel computed wrong results in $out (status wrong): the night fails" >&2
+        rc=1
+    fi
 else
-    mkdir -p "$dir/confirm"
-    build/compare "$dir/baseline.csv" "$out" --report "$dir/$stamp-report.md" \
-        --history "$dir/history.csv" --rerun-list "$dir/confirm/$stamp.rerun" || rc=$?
-    # Confirmation pass: re-measure only what regressed, in fresh processes;
-    # only regressions that repeat fail the night (a one-off on a noisy host
-    # does not). NIGHTLY_CONFIRM=0 turns it off.
-    if [ "$rc" -eq 1 ] && [ "${NIGHTLY_CONFIRM:-1}" != 0 ]; then
-        conf="$dir/confirm/$stamp.csv"
-        rm -f "$conf"
-        while IFS= read -r line; do
-            eval "build/bench $line --quiet --out \"\$conf\"" >/dev/null || [ $? -eq 1 ] || exit 2
-        done < "$dir/confirm/$stamp.rerun"
-        rc=0
-        build/compare "$dir/baseline.csv" "$conf" --report "$dir/$stamp-confirm.md" \
-            >/dev/null || rc=$?
-        echo "nightly: confirmation pass: $(grep -c '^| regressed' "$dir/$stamp-confirm.md" || true) of" \
-             "$(wc -l < "$dir/confirm/$stamp.rerun") regressions repeated ($dir/$stamp-confirm.md)"
+    # A: the accepted revision (the first night accepts this tree's commit: an A/A night)
+    arev=${NIGHTLY_A_REV:-}
+    if [ -z "$arev" ]; then
+        if [ ! -s "$dir/accepted-rev" ]; then
+            git rev-parse --verify HEAD > "$dir/accepted-rev"
+            say "no accepted revision yet: $(cat "$dir/accepted-rev") (this tree's commit) is A"
+        fi
+        arev=$(cat "$dir/accepted-rev")
+    fi
+    abin=${NIGHTLY_A_BENCH:-$(rev_bench "$arev")}
+    bbin=$root/build/bench bplant=${NIGHTLY_PLANT:-$(plant_of "$root")}
+    if [ -n "$bplant" ]; then # test only: B with the planted slowdown built in
+        make BUILD=build-plant PLANT=1 build-plant/bench > /dev/null || exit 2
+        bbin=$root/build-plant/bench
+    fi
+    wrong=
+    ab_rounds "$dir/ab/$stamp" "$abin" "$bbin" "$bplant"
+    rc=0
+    build/compare --ab "$dir/ab/$stamp" --alpha "$alpha" --min-effect "$min_effect" \
+        --report "$dir/$stamp-ab.md" --history "$dir/ab-history.csv" > "$dir/ab/$stamp/verdict.txt" || rc=$?
+    [ "$rc" -le 1 ] || exit 2
+    say "A/B ($rounds rounds, A $arev): $(tail -1 "$dir/ab/$stamp/verdict.txt") ($dir/$stamp-ab.md)"
+    # tonight's stored run, for the long-term trend: B's rounds' median
+    # shellcheck disable=SC2046 # one argument per round file
+    build/compare --median-of "$out" $(ls "$dir/ab/$stamp"/b.*.csv) > /dev/null || exit 2
+    if [ ! -f "$dir/baseline.csv" ]; then
+        cp "$out" "$dir/baseline.csv"
+        say "no stored baseline yet: $out is the baseline"
+    else
+        trend=0
+        build/compare "$dir/baseline.csv" "$out" --report "$dir/$stamp-report.md" \
+            --history "$dir/history.csv" > /dev/null || trend=$?
+        [ "$trend" -le 1 ] || exit 2
+    fi
+    if [ -n "$wrong" ]; then
+        echo "nightly: a kernel computed wrong results (rounds$wrong, status wrong): the night fails" >&2
+        rc=1
     fi
 fi
-[ "$rc" -le 1 ] || exit "$rc"
-if [ "$bench_rc" -eq 1 ]; then
-    echo "nightly: a kernel computed wrong results in $out (status wrong): the night fails" >&2
-    rc=1
-fi
-# the pictures: every run against the baseline, and this run's roofline
-build/plot history --nightly-dir "$dir" --out "$dir/plots" || exit 2
-build/plot roofline --chip "$chip" --results "$out" --out "$dir/plots" || exit 2
+# the pictures: every run against the baseline (A/B verdicts where a night
+# had one), and this run's roofline
+build/plot history --nightly-dir "$dir" --out "$dir/plots" > /dev/null || exit 2
+build/plot roofline --chip "$chip" --results "$out" --out "$dir/plots" > /dev/null || exit 2
 exit "$rc"

@@ -1,38 +1,70 @@
 #!/bin/sh
-# test_nightly.sh - the nightly entry point end to end on a tiny suite: the
-# first run becomes the baseline, the second is compared with it (report and
-# history written, plots redrawn), --accept makes the median of the runs the baseline,
-# and a planted regression fails the night after the confirmation pass.
+# test_nightly.sh - the nightly entry point end to end on a tiny suite.
+# A/B nights: the first accepts this commit as A and becomes the stored
+# baseline; the A/B report, ab-history.csv, the stored report and the plots
+# are written; a planted slowdown (a PLANT build, B only) fails the night and
+# the report names the kernel; --accept records A. The stored-history mode
+# (--stored) as before: baseline, comparison, a planted regression confirmed.
+# Bisect over a synthetic history of 8 commits, one of which plants a
+# slowdown (.nightly-plant), names that commit.
 # usage: test_nightly.sh BUILD_DIR   (the entry point builds with make: BUILD must be build)
 passed=0; failed=0
 check() {
     desc=$1; shift
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
 }
+root=$(pwd)
 dir=$(mktemp -d)
 export NIGHTLY_DIR="$dir"
 export NIGHTLY_CHIP=m4max
-export NIGHTLY_BENCH_ARGS="--suite smoke --m 1 --formats u4 --budget 0.02 --warm"
-out=$(scripts/nightly.sh 2>&1); rc=$?
-check "the first nightly run exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
-check "and becomes the baseline" test -s "$dir/baseline.csv"
-out=$(scripts/nightly.sh 2>&1); rc=$?
-check "the second run compares: exit 0 or 1, not $rc" [ "$rc" -eq 0 -o "$rc" -eq 1 ]
+# one worker: on a 2-vCPU host the two-worker pool gives some processes 10x
+# slower medians on these microsecond kernels, which no few-round test rides out
+export NIGHTLY_BENCH_ARGS="--backend cpu --threads 1 --suite smoke --m 1 --formats u4 --warm"
+export NIGHTLY_ROUNDS=4
+export NIGHTLY_A_BENCH="$root/build/bench" # A = this build (no worktree build in the test)
 day=$(date -u +%Y-%m-%d)
+
+# ---- A/B nights
+out=$(scripts/nightly.sh 2>&1); rc=$?
+check "the first A/B night exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+check "it accepts this commit as A" [ "$(cat "$dir/accepted-rev" 2>/dev/null)" = "$(git rev-parse HEAD)" ]
+check "4 rounds of A and of B are stored" [ "$(ls "$dir/ab/$day" | grep -c '^[ab]\.[1-4]\.csv$')" -eq 8 ]
+check "the A/B report is written" grep -q "# A/B report" "$dir/$day-ab.md"
+check "ab-history.csv has its header and one row" [ "$(wc -l < "$dir/ab-history.csv")" -eq 2 ]
+check "B's median is the stored baseline" test -s "$dir/baseline.csv"
+sleep 1
+out=$(scripts/nightly.sh 2>&1); rc=$?
+check "an A/A night (the same build on both sides) exits 0, got $rc: $out" [ "$rc" -eq 0 ]
 second=$(ls "$dir" | grep -E "^$day\.r[0-9]{6}\.csv\$")
-check "the second run of the day is $day.rHHMMSS.csv (got '$second')" [ -n "$second" ]
-check "its Markdown report is written" grep -q "# Regression report" "$dir/${second%.csv}-report.md"
-check "history.csv has its header and one row" [ "$(wc -l < "$dir/history.csv")" -eq 2 ]
+check "the second night of the day is $day.rHHMMSS.csv (got '$second')" [ -n "$second" ]
+check "and has its stored-trend report" grep -q "# Regression report" "$dir/${second%.csv}-report.md"
 for f in history.png history.svg roofline-m4max.png roofline-m4max.svg; do
     check "the plot $f is redrawn" test -s "$dir/plots/$f"
 done
+sleep 1
+# a planted slowdown of one kernel, 3x, on B only (make PLANT=1: a test-only build)
+out=$(NIGHTLY_PLANT=marlin_gemv_decode:2.0 scripts/nightly.sh 2>&1); rc=$?
+check "a planted 3x slowdown of one kernel fails the night: exit 1 (got $rc: $out)" [ "$rc" -eq 1 ]
+third=$(ls "$dir" | grep -E "^$day\.r[0-9]{6}-ab\.md\$" | tail -n 1)
+check "the A/B report lists the planted kernel as regressed" \
+    grep -q "^| regressed .*marlin_gemv_decode" "$dir/$third"
+check "and no other kernel" sh -c "! grep '^| regressed' '$dir/$third' | grep -vq marlin_gemv_decode"
 out=$(scripts/nightly.sh --accept 2>&1); rc=$?
 check "--accept exits 0 ($out)" [ "$rc" -eq 0 ]
-rows() { grep -c '^"1"' "$1"; }
-check "the baseline holds every benchmark of the runs ($(rows "$dir/baseline.csv") rows)" \
-    [ "$(rows "$dir/baseline.csv")" -eq "$(rows "$dir/$second")" ]
-case "$out" in *"median of $day.csv $second"*) ok=1 ;; *) ok=0 ;; esac
-check "and is the median of the two runs ($out)" [ "$ok" -eq 1 ]
+case "$out" in *"A is now $(git rev-parse HEAD)"*) ok=1 ;; *) ok=0 ;; esac
+check "and records this commit as A ($out)" [ "$ok" -eq 1 ]
+out=$(NIGHTLY_A_REV=no-such-rev NIGHTLY_A_BENCH= scripts/nightly.sh 2>&1); rc=$?
+check "an unknown A revision: exit 2 (got $rc)" [ "$rc" -eq 2 ]
+case "$out" in *"'no-such-rev' is not a commit"*) ok=1 ;; *) ok=0 ;; esac
+check "naming it ($out)" [ "$ok" -eq 1 ]
+rm -rf "$dir"
+
+# ---- the stored-history mode
+dir=$(mktemp -d)
+export NIGHTLY_DIR="$dir"
+out=$(scripts/nightly.sh --stored 2>&1); rc=$?
+check "the first stored run exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+check "and becomes the baseline" test -s "$dir/baseline.csv"
 # a planted regression: the baseline's times divided by 100, so the next run is
 # far slower (more than these tiny shapes' noise); it is confirmed; the night fails
 awk 'BEGIN { FS = OFS = "\",\"" }
@@ -42,14 +74,41 @@ awk 'BEGIN { FS = OFS = "\",\"" }
        for (j = 1; j <= n; j++) s = s (j > 1 ? ";" : "") sprintf("%.6e", v[j] * 0.01)
        $30 = s "\""; print }' "$dir/baseline.csv" > "$dir/fast.csv" && mv "$dir/fast.csv" "$dir/baseline.csv"
 sleep 1
-out=$(scripts/nightly.sh 2>&1); rc=$?
-check "a run 100x slower than the baseline fails the night: exit 1 (got $rc: $out)" [ "$rc" -eq 1 ]
+out=$(scripts/nightly.sh --stored 2>&1); rc=$?
+check "a run 100x slower than the baseline fails the stored night: exit 1 (got $rc: $out)" [ "$rc" -eq 1 ]
 case "$out" in *"confirmation pass: "*" regressions repeated"*) ok=1 ;; *) ok=0 ;; esac
 check "the confirmation pass re-measured the regressions and says so ($out)" [ "$ok" -eq 1 ]
-third=$(ls "$dir/confirm" | grep -E '\.csv$' | tail -n 1)
-check "the confirmation run is stored apart from the nightly runs (confirm/$third)" [ -n "$third" ]
+conf=$(ls "$dir/confirm" | grep -E '\.csv$' | tail -n 1)
 check "the confirmation report lists the repeated regressions" \
-    grep -q "^| regressed" "$dir/${third%.csv}-confirm.md"
+    grep -q "^| regressed" "$dir/${conf%.csv}-confirm.md"
 rm -rf "$dir"
+
+# ---- bisect over a synthetic history: 8 commits after GOOD, the 5th plants
+# a 3x slowdown of one kernel (.nightly-plant, read by the PLANT build)
+make BUILD=build-plant PLANT=1 build-plant/bench > /dev/null || { echo "FAIL: the PLANT build" >&2; exit 1; }
+hist=$(mktemp -d)
+(
+    cd "$hist" && git init -q && git config user.email t@example.com && git config user.name t &&
+    cp -r "$root/scripts" "$root/Makefile" . && git add -A && git commit -qm good &&
+    for i in 1 2 3 4 5 6 7 8; do
+        echo "$i" > step.txt
+        [ "$i" -eq 5 ] && echo "marlin_gemv_decode:2.0" > .nightly-plant
+        git add -A && git commit -qm "step $i"
+    done
+) > /dev/null 2>&1
+planted=$(git -C "$hist" log --format=%H -1 --grep='^step 5$')
+mkdir -p "$hist/build" && cp build/compare "$hist/build/compare"
+export NIGHTLY_DIR="$hist/nightly" NIGHTLY_ROUNDS=3
+export NIGHTLY_BISECT_BUILD="mkdir -p build && cp $root/build-plant/bench build/bench"
+out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD~8 HEAD --bench marlin_gemv_decode 2>&1); rc=$?
+check "bisect finds a first bad commit: exit 1 (got $rc: $out)" [ "$rc" -eq 1 ]
+case "$out" in *"first bad commit $planted in "[1-4]" steps"*) ok=1 ;; *) ok=0 ;; esac
+check "the planted commit, in at most 4 steps (log2 8 + 1) ($out)" [ "$ok" -eq 1 ]
+rep=$(ls "$hist/nightly"/bisect-*.md 2>/dev/null | head -1)
+check "the bisect report names it and gives each step's A/B" \
+    sh -c "grep -q 'First bad commit: .$planted' '$rep' && grep -q '^| 1 |' '$rep'"
+out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD HEAD~8 2>&1); rc=$?
+check "GOOD after BAD: exit 2 (got $rc: $out)" [ "$rc" -eq 2 ]
+rm -rf "$hist"
 echo "nightly: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

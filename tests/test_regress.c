@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ab_compare.h"
 #include "check.h"
+#include "paired.h"
 #include "regress.h"
 #include "results.h"
 #include "run_compare.h"
@@ -143,6 +145,102 @@ static void test_median_of(void)
     free(out);
 }
 
+/* The paired verdict on hand-checked numbers: four rounds of B/A 1.10,
+ * 1.12, 1.09, 1.11 give log ratios of mean 0.0998 and standard deviation
+ * 0.01168, t = 17.1 on 3 degrees of freedom (p = 0.00044), the 99% interval
+ * exp(0.0998 -+ 5.841 x 0.005842) = 1.0679 .. 1.1433. */
+static void test_paired(void)
+{
+    mq_paired_opts o = mq_paired_defaults();
+    mq_paired_result r;
+    const double a[4] = {1, 2, 3, 4}, slow[4] = {1.10, 2 * 1.12, 3 * 1.09, 4 * 1.11};
+    mq_paired_judge(a, slow, 4, &o, &r);
+    CHECK(r.verdict == MQ_REGRESSED, "a steady +10%% over 4 rounds: regressed, got %s",
+          mq_verdict_name(r.verdict));
+    CHECK(fabs(r.ratio - 1.1050) < 0.0005, "expected the ratio 1.1050, got %.4f", r.ratio);
+    CHECK(r.p > 0.0003 && r.p < 0.0006, "expected p = 0.00044, got %.5f", r.p);
+    CHECK(fabs(r.ci_lo - 1.0679) < 0.0005 && fabs(r.ci_hi - 1.1433) < 0.0005,
+          "expected the 99%% interval 1.0679 .. 1.1433, got %.4f .. %.4f", r.ci_lo, r.ci_hi);
+    CHECK(r.detectable > 0.03 && r.detectable < 0.10,
+          "tonight's scatter (sd 0.0117) detects less than 10%%, more than the 3%% floor: got %.3f",
+          r.detectable);
+    const double fast[4] = {1 / 1.10, 2 / 1.12, 3 / 1.09, 4 / 1.11};
+    mq_paired_judge(a, fast, 4, &o, &r);
+    CHECK(r.verdict == MQ_IMPROVED, "a steady -10%%: improved, got %s", mq_verdict_name(r.verdict));
+    const double tiny[4] = {1.010, 2 * 1.011, 3 * 1.009, 4 * 1.010};
+    mq_paired_judge(a, tiny, 4, &o, &r);
+    CHECK(r.verdict == MQ_SAME && r.p < o.alpha,
+          "a significant +1%% is below the 3%% minimum effect: same, got %s (p %.2g)",
+          mq_verdict_name(r.verdict), r.p);
+    const double aa[4] = {1.05, 2 * 0.96, 3 * 1.03, 4 * 0.97};
+    mq_paired_judge(a, aa, 4, &o, &r);
+    CHECK(r.verdict == MQ_SAME, "A/A scatter of +-5%%: same, got %s", mq_verdict_name(r.verdict));
+    double r4 = r.detectable;
+    const double a8[8] = {1, 2, 3, 4, 1, 2, 3, 4},
+                 b8[8] = {1.05, 2 * 0.96, 3 * 1.03, 4 * 0.97, 1.05, 2 * 0.96, 3 * 1.03, 4 * 0.97};
+    mq_paired_judge(a8, b8, 8, &o, &r);
+    CHECK(r.detectable < r4, "the same scatter over 8 rounds detects a smaller slowdown than over "
+                             "4: got %.3f, then %.3f", r4, r.detectable);
+    mq_paired_judge(a, slow, 2, &o, &r);
+    CHECK(r.verdict == MQ_UNRELIABLE, "2 rounds, fewer than the 3 required: unreliable, got %s",
+          mq_verdict_name(r.verdict));
+    const double bad[4] = {1.1, 0, 3.3, 4.4};
+    mq_paired_judge(a, bad, 4, &o, &r);
+    CHECK(r.rounds == 3, "a round with a zero time is left out: expected 3 rounds, got %d",
+          r.rounds);
+}
+
+/* compare --ab on hand-made rounds: three benchmarks (same, +10%, -10%) over
+ * three rounds with a little scatter; then --bench, and bad directories. */
+static void test_compare_ab_command(const char *compare)
+{
+    char dir[] = "/tmp/mq-test-ab-XXXXXX", err[512], path[700], rep[700];
+    if (!mkdtemp(dir))
+        return;
+    static const double scale[3] = {1.0, 1.10, 1 / 1.10}, jitter[3] = {1.004, 0.997, 1.0};
+    double smp[1] = {0};
+    for (int r = 1; r <= 3; r++)
+        for (int side = 0; side < 2; side++) {
+            snprintf(path, sizeof path, "%s/%c.%d.csv", dir, side ? 'b' : 'a', r);
+            mq_results_writer w;
+            mq_results_open(path, &w, err, sizeof err);
+            for (int M = 1; M <= 3; M++) {
+                mq_result x = row(M, smp, 1);
+                x.st.median = 1e-3 * M * (side ? scale[M - 1] * jitter[(r + M) % 3] : 1.0);
+                mq_results_append(&w, &x, err, sizeof err);
+            }
+            mq_results_close(&w);
+        }
+    snprintf(rep, sizeof rep, "%s/ab.md", dir);
+    const char *args[] = {compare, "--ab", dir, "--report", rep, NULL};
+    CHECK(run(compare, args) == 1, "a steady +10%% over three rounds makes compare --ab exit 1");
+    FILE *f = fopen(rep, "r");
+    char text[8192] = "";
+    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[len] = '\0';
+    CHECK(strstr(text, "**1 regressed, 1 improved, 1 same, 0 unreliable** of 3") != NULL,
+          "the A/B report counts one regressed, one improved, one same");
+    CHECK(strstr(text, "| regressed | 1.100 |") != NULL, "the report lists B/A 1.100");
+    const char *one[] = {compare, "--ab", dir, "--bench", "M=1 ", NULL};
+    CHECK(run(compare, one) == 0, "--bench naming the unchanged benchmark: exit 0");
+    const char *none[] = {compare, "--ab", dir, "--bench", "no such", NULL};
+    CHECK(run(compare, none) == 2, "--bench naming nothing: exit 2");
+    snprintf(path, sizeof path, "%s/b.3.csv", dir);
+    unlink(path);
+    CHECK(run(compare, args) == 2, "round 3 without its B side: exit 2");
+    snprintf(path, sizeof path, "%s/a.2.csv", dir);
+    unlink(path);
+    CHECK(run(compare, args) == 2, "a single round (a.2.csv gone): exit 2");
+    const char *nodir[] = {compare, "--ab", "/nonexistent-ab", NULL};
+    CHECK(run(compare, nodir) == 2, "a directory without rounds: exit 2");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
     test_median_of();
@@ -151,6 +249,8 @@ int main(int argc, char **argv)
     snprintf(self, sizeof self, "%s", argv[0]);
     snprintf(compare, sizeof compare, "%s/../compare", dirname(self));
     test_compare_command(compare);
+    test_paired();
+    test_compare_ab_command(compare);
     char err[512];
     mq_results rs;
     const char *path = MQ_SOURCE_DIR "/results/host/bench-llama3-8b.csv";
