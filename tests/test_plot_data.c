@@ -314,6 +314,42 @@ static void test_history(void)
     fclose(g);
     unlink(path);
     rmdir(cdir);
+    /* the night's A/B (ab/2026-11-21: 3 rounds): it finds M=1 steadily 10%
+     * slower and M=2 unchanged, so its verdicts replace the stored ones: M=1
+     * regressed, the stored M=2 regression unconfirmed */
+    char adir[200], apath[300];
+    snprintf(adir, sizeof adir, "%s/ab", dir);
+    mkdir(adir, 0755);
+    snprintf(adir, sizeof adir, "%s/ab/2026-11-21", dir);
+    mkdir(adir, 0755);
+    for (int r = 1; r <= 3; r++) {
+        const double bslow[2] = {1.10 * (1 + 0.003 * r), 1 + 0.002 * (r % 2)};
+        snprintf(apath, sizeof apath, "%s/a.%d.csv", adir, r);
+        write_run(apath, "2026-11-21T02:00:00Z", same);
+        snprintf(apath, sizeof apath, "%s/b.%d.csv", adir, r);
+        write_run(apath, "2026-11-21T02:00:00Z", bslow);
+    }
+    l = tmpfile(), m = tmpfile(), g = tmpfile();
+    CHECK(mq_plot_history_data(dir, NULL, &o, l, m, g, &hi, err, sizeof err) == 0,
+          "history with an A/B night: %s", err);
+    marks = capture(m);
+    CHECK(strstr(marks, "2026-11-21T02:00:00Z 1 1 \"fp4 M=1 4096x4096 marlin_gemm_fused_fp4\"") &&
+              strstr(marks, "2026-11-21T02:00:00Z 1.2 3 \"\"") && hi.regressed_latest == 1,
+          "expected the A/B's M=1 regression marked 1 and labelled, the stored M=2 regression "
+          "it did not see marked 3; got '%s'",
+          marks);
+    free(marks);
+    fclose(l);
+    fclose(m);
+    fclose(g);
+    for (int r = 1; r <= 3; r++)
+        for (int side = 0; side < 2; side++) {
+            snprintf(apath, sizeof apath, "%s/%c.%d.csv", adir, side ? 'b' : 'a', r);
+            unlink(apath);
+        }
+    rmdir(adir);
+    snprintf(adir, sizeof adir, "%s/ab", dir);
+    rmdir(adir);
     l = tmpfile(), m = tmpfile(), g = tmpfile();
     CHECK(mq_plot_history_data(dir, "trellis", &o, l, m, g, &hi, err, sizeof err) == -1 &&
               strstr(err, "matching 'trellis'"),
