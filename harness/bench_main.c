@@ -8,6 +8,7 @@
 #include "args.h"
 #include "bench_run.h"
 #include "cli.h"
+#include "probes.h"
 #include "target.h"
 
 #define MAX_CANDS 64
@@ -21,7 +22,7 @@ typedef struct {
     mq_shape_list shape_list;
     mq_candidate_list cand_list;
     mq_bench_job job;
-    int explain, threads;
+    int explain, threads, no_probes;
 } options;
 
 static void usage(FILE *f)
@@ -53,6 +54,9 @@ static void usage(FILE *f)
         "                     msl-cpu (the Metal kernels on the CPU executor: verified, not timed)\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            no per-candidate lines, only the summary\n"
+        "  --no-probes        take no probes (the machine's or device's limits, the\n"
+        "                     sized cold reads): for repeated runs whose shares nobody\n"
+        "                     reads, as the nightly's A/B rounds\n"
         "  --help             this text\n\n"
         "Exit status: 0 done, 1 a candidate computed a wrong result, 2 bad input or an\n"
         "environment error (the results file keeps every row written before it).\n\n"
@@ -104,6 +108,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_FLAG("--resume", &o->job.resume),
         MQ_OPT_FLAG("--warm", &o->job.warm),
         MQ_OPT_FLAG("--quiet", &o->job.quiet),
+        MQ_OPT_FLAG("--no-probes", &o->no_probes),
     };
     int rc = mq_args_parse("bench", argc, argv, 1, args, sizeof args / sizeof args[0], NULL, 0,
                            NULL);
@@ -124,6 +129,7 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
+    mq_probes_set_skip(o.no_probes);
     char err[4400], out[4096];
     mq_suite suite = {0};
     mq_bench_job *j = &o.job;

@@ -123,6 +123,8 @@ static void run_probe(const mq_target *t, const char *when, mq_device_probe *kee
 {
     mq_device_probe pr;
     mq_error e;
+    if (mq_probes_skip())
+        return;
     if (!t->be->probe && t->chip.is_host && t->be->threads > 0 && !t->be->verify_only) {
         /* the CPU model on chip host: the probes that described the chip at
          * the start of this run, on the model's own threads */
@@ -216,7 +218,7 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
         } else {
             printf("%.4f ms\n", b->st.median * 1e3);
         }
-        if (b && t->be->probe_read_at && !j->warm) /* the sized read is cold */
+        if (b && t->be->probe_read_at && !j->warm && !mq_probes_skip()) /* cold, like the rows */
             same_size_read(t, &p, b);
     }
     mq_results_free(&now);

@@ -209,8 +209,8 @@ int mq_chip_host(int threads, mq_chip *out)
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "host");
     out->is_host = 1;
-    mq_machine_probe mp;
-    if (mq_probe_machine(threads, 0, 3, &mp))
+    mq_machine_probe mp = {0};
+    if (!mq_probes_skip() && mq_probe_machine(threads, 0, 3, &mp))
         return -1;
     long l2 = mq_cache_bytes(2), l3 = mq_cache_bytes(3);
     static const struct {
@@ -237,7 +237,9 @@ int mq_chip_host(int threads, mq_chip *out)
     };
     memcpy(out->v, v, sizeof v);
     for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++)
-        snprintf(out->source[srcs[i].f], sizeof out->source[0], "%s", srcs[i].src);
+        snprintf(out->source[srcs[i].f], sizeof out->source[0], "%s",
+                 mq_probes_skip() && !out->v[srcs[i].f] ? "not measured (--no-probes)"
+                                                         : srcs[i].src);
     return 0;
 }
 

@@ -172,3 +172,15 @@ int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_pr
     out->threads = threads;
     return 0;
 }
+
+static int probes_skipped;
+
+void mq_probes_set_skip(int skip)
+{
+    probes_skipped = skip;
+}
+
+int mq_probes_skip(void)
+{
+    return probes_skipped;
+}

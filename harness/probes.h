@@ -24,6 +24,12 @@ int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_pr
  * inside a VM), then sysconf; 0 when unknown. */
 long mq_cache_bytes(int level);
 
+/* Whether the probes are skipped (bench --no-probes: repeated runs whose
+ * shares of the machine's limits nobody reads, the nightly's A/B rounds):
+ * the host chip's measured limits are then 0 and bench takes no probes. */
+void mq_probes_set_skip(int skip);
+int mq_probes_skip(void);
+
 /* Monotonic clock in seconds. */
 double mq_now(void);
 

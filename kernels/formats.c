@@ -279,8 +279,7 @@ mq_status mq_weights_check(const mq_weights *w, mq_error *err)
     return mq_ok(err);
 }
 
-/* The arrays of w in a fixed order, with their sizes in bytes (0: absent). */
-static int weight_fields(const mq_weights *w, void ***field, size_t *bytes)
+int mq_weights_fields(const mq_weights *w, void ***field, size_t *bytes)
 {
     size_t K = (size_t)w->K, N = (size_t)w->N, G = (size_t)mq_group_count(w->K, w->group);
     size_t tiles = (size_t)mq_cdiv(w->K, MQ_TRELLIS_TILE) * (size_t)mq_cdiv(w->N, MQ_TRELLIS_TILE);
@@ -311,7 +310,7 @@ mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void 
         return mq_fail(err, MQ_E_ARG, "mq_weights_copies: null weights or n=%d", n);
     void **field[8];
     size_t bytes[8], one = 0;
-    int nf = weight_fields(src, field, bytes);
+    int nf = mq_weights_fields(src, field, bytes);
     for (int i = 0; i < nf; i++)
         one += (bytes[i] + 63) & ~(size_t)63; /* each array 64-byte aligned */
     *block = mq_big_alloc_raw((size_t)n, one); /* every byte read is copied in below */
@@ -324,7 +323,7 @@ mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void 
         out[c].owned = 0;
         void **dfield[8];
         size_t dbytes[8];
-        weight_fields(&out[c], dfield, dbytes);
+        mq_weights_fields(&out[c], dfield, dbytes);
         for (int i = 0; i < nf; i++) {
             if (!bytes[i])
                 continue;

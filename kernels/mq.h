@@ -112,6 +112,11 @@ void mq_weights_cache_limit(size_t bytes);
 mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void **block,
                             mq_error *err);
 void mq_weights_copies_free(void *block);
+/* The arrays of w in a fixed order (packed, scales, zeros, indices, tscales,
+ * grid, su, sv): field[i] points at w's pointer, bytes[i] its size (0:
+ * absent in this format). Returns the count, 8. For copying or storing a
+ * weight set whole. */
+int mq_weights_fields(const mq_weights *w, void ***field, size_t *bytes);
 /* Deep copy into dst (owned by dst); used to rotate weights past the caches. */
 mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err);
 /* Validate weights as loaded: shape, group, zero points <= 15, trellis

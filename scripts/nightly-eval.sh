@@ -48,7 +48,7 @@ aa | plant | stored)
         t1=$(date +%s)
         summary=$(grep -h "A/B, " "$d"/ab/*/verdict.txt 2>/dev/null | tail -1)
         caught=
-        [ "$kind" = plant ] && caught=" planted $var flagged: $(grep -c "^| regressed .*$var" "$d"/*-ab.md 2>/dev/null || echo 0); others flagged: $(grep '^| regressed' "$d"/*-ab.md 2>/dev/null | grep -vc "$var" || true)"
+        [ "$kind" = plant ] && caught=" planted $var flagged: $(cat "$d"/*-ab.md 2>/dev/null | grep -c "^| regressed .*$var"); others flagged: $(grep '^| regressed' "$d"/*-ab.md 2>/dev/null | grep -vc "$var" || true)"
         echo "$(stamp) night $i exit $rc wall $((t1 - t0)) s;$caught $summary" | tee -a "$eval_dir/$kind${frac:+-$frac}.txt"
         i=$((i + 1))
     done
@@ -75,7 +75,7 @@ bisect)
         mkdir -p "$hist/build" && cp build/compare "$hist/build/compare"
         t0=$(date +%s)
         rc=0
-        out=$(cd "$hist" && NIGHTLY_DIR=$hist/nightly NIGHTLY_A_BENCH=$root/build/bench \
+        out=$(cd "$hist" && NIGHTLY_DIR=$hist/nightly NIGHTLY_A_BENCH=$root/build-plant/bench \
             NIGHTLY_BISECT_BUILD="mkdir -p build && cp $root/build-plant/bench build/bench" \
             sh scripts/nightly.sh bisect HEAD~16 HEAD --bench "$var" 2>&1) || rc=$?
         t1=$(date +%s)

@@ -23,7 +23,7 @@
 # host), NIGHTLY_BENCH_ARGS (default: the Llama-3-8B layers at M 1 and 16,
 # fp4 and u4, seed space), NIGHTLY_ROUNDS (A/B rounds, default 4),
 # NIGHTLY_AB_ARGS (each A/B process's budget, default --budget 0.05
-# --max-reps 30), NIGHTLY_ALPHA / NIGHTLY_MIN_EFFECT (compare --ab's, default
+# --max-reps 30 --no-probes), NIGHTLY_ALPHA / NIGHTLY_MIN_EFFECT (compare --ab's, default
 # 0.01 / 0.03), NIGHTLY_A_REV (A: another revision than accepted-rev),
 # NIGHTLY_A_BENCH (A: this bench binary instead of a build), NIGHTLY_CONFIRM
 # (--stored: 0 no confirmation pass). For testing the detector only:
@@ -37,7 +37,7 @@ dir=${NIGHTLY_DIR:-results/nightly}
 case $dir in /*) ;; *) dir=$root/$dir ;; esac
 chip=${NIGHTLY_CHIP:-host}
 args="--chip $chip ${NIGHTLY_BENCH_ARGS:---suite llama3-8b --m 1,16 --formats fp4,u4}"
-ab_args=${NIGHTLY_AB_ARGS:---budget 0.05 --max-reps 30}
+ab_args=${NIGHTLY_AB_ARGS:---budget 0.05 --max-reps 30 --no-probes}
 rounds=${NIGHTLY_ROUNDS:-4}
 alpha=${NIGHTLY_ALPHA:-0.01}
 min_effect=${NIGHTLY_MIN_EFFECT:-0.03}
@@ -45,17 +45,19 @@ mkdir -p "$dir"
 say() { echo "nightly: $*"; }
 fail() { echo "nightly: $*" >&2; exit 2; }
 
-# rev_bench REV: the bench binary of REV, built once in the worktree
-# build/nightly-rev/REV (kept for the next night); its path on stdout
+# rev_bench REV [MAKE_ARG]: the bench binary of REV, built once in the
+# worktree build/nightly-rev/REV (kept for the next night; with PLANT=1, the
+# test-only build, REV-plant); its path on stdout
 rev_bench() {
     rb_rev=$(git rev-parse --verify -q "$1^{commit}") || fail "'$1' is not a commit of this repository"
-    rb_wt=$root/build/nightly-rev/$rb_rev
+    rb_wt=$root/build/nightly-rev/$rb_rev${2:+-plant}
     if [ ! -x "$rb_wt/build/bench" ]; then
         rm -rf "$rb_wt"
         git worktree prune
         git worktree add --detach -f "$rb_wt" "$rb_rev" > /dev/null 2>&1 ||
             fail "cannot check out $rb_rev in a worktree ($rb_wt)"
-        make -C "$rb_wt" -j"$(nproc)" build/bench > "$rb_wt.log" 2>&1 ||
+        # shellcheck disable=SC2086 # no argument or one
+        make -C "$rb_wt" -j"$(nproc)" ${2:-} build/bench > "$rb_wt.log" 2>&1 ||
             fail "the build of $rb_rev failed (log: $rb_wt.log)"
     fi
     echo "$rb_wt/build/bench"
@@ -76,14 +78,17 @@ ab_rounds() {
             bin=$ab_a plant=
             [ "$side" = b ] && bin=$ab_b plant=$ab_plant
             brc=0
+            # each side quantizes its weights once a night (MQ_WEIGHT_CACHE)
+            mkdir -p "$ab_dir/weights-$side"
             # shellcheck disable=SC2086 # the arguments are meant to split
-            MQ_PLANT_SLOWDOWN=$plant "$bin" $args $ab_args --quiet --out "$ab_dir/$side.$r.csv" \
-                > "$ab_dir/$side.$r.log" 2>&1 || brc=$?
+            MQ_WEIGHT_CACHE=$ab_dir/weights-$side MQ_PLANT_SLOWDOWN=$plant "$bin" $args $ab_args \
+                --quiet --out "$ab_dir/$side.$r.csv" > "$ab_dir/$side.$r.log" 2>&1 || brc=$?
             [ "$brc" -le 1 ] || fail "bench ($side, round $r) failed: $(tail -3 "$ab_dir/$side.$r.log")"
             [ "$brc" -eq 0 ] || wrong="$wrong $side.$r"
         done
         r=$((r + 1))
     done
+    rm -rf "$ab_dir/weights-a" "$ab_dir/weights-b"
 }
 
 if [ "${1:-}" = "--accept" ]; then
@@ -236,9 +241,11 @@ else
         fi
         arev=$(cat "$dir/accepted-rev")
     fi
-    abin=${NIGHTLY_A_BENCH:-$(rev_bench "$arev")}
     bbin=$root/build/bench bplant=${NIGHTLY_PLANT:-$(plant_of "$root")}
-    if [ -n "$bplant" ]; then # test only: B with the planted slowdown built in
+    # test only: B with the planted slowdown, and A the same kind of build
+    # (the PLANT build's own code would otherwise be a difference of its own)
+    abin=${NIGHTLY_A_BENCH:-$(rev_bench "$arev" ${bplant:+PLANT=1})}
+    if [ -n "$bplant" ]; then
         make BUILD=build-plant PLANT=1 build-plant/bench > /dev/null || exit 2
         bbin=$root/build-plant/bench
     fi

@@ -70,6 +70,16 @@ check "bench on two candidates exits 0 (got $rc)" [ "$rc" -eq 0 ]
 case "$out" in *"illegal: tile_m=12"*"1 ok, 0 wrong, 0 error, 1 illegal"*) ok=1 ;; *) ok=0 ;; esac
 check "bench reports the refused candidate and the counts" [ "$ok" -eq 1 ]
 check "the results file has a comment, a header and 2 rows" [ "$(wc -l < "$dir/r.csv")" -eq 4 ]
+# chip host: the machine's probes and, per problem, a cold read of the best row's size;
+# --no-probes takes neither (the nightly's A/B rounds)
+out=$("$bench" --chip host --shape 1x64x256 --formats u4 --budget 0.01 \
+      --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out "$dir/p.csv" 2>&1); rc=$?
+case "$out" in *"machine probes"*"a cold read of the same"*) ok=1 ;; *) ok=0 ;; esac
+check "bench --chip host prints the machine's probes and the sized cold read (rc $rc)" [ "$ok" -eq 1 ]
+out=$("$bench" --chip host --no-probes --shape 1x64x256 --formats u4 --budget 0.01 \
+      --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out "$dir/p.csv" 2>&1); rc=$?
+case "$out" in *"probes"*|*"a cold read"*) ok=0 ;; *"1 ok, 0 wrong"*) ok=1 ;; *) ok=0 ;; esac
+check "bench --no-probes measures and verifies, and takes no probe (rc $rc: $out)" [ "$ok" -eq 1 ]
 out=$("$bench" --chip m4max --shape 3x64x256 --formats u4 --budget 0.01 --resume \
       --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out "$dir/r.csv" 2>&1); rc=$?
 case "$out" in *"0 ok, 0 wrong, 0 error, 0 illegal, 1 skipped"*) ok=1 ;; *) ok=0 ;; esac

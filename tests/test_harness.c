@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -442,6 +443,55 @@ static void test_sized_read(void)
     mq_backend_close(cpu);
 }
 
+/* Weight sets across processes (MQ_WEIGHT_CACHE): the first setup stores
+ * the quantized set, the next reads it back bit for bit, for every format;
+ * a damaged file is ignored (the weights are quantized again); and cold
+ * copies are equal to the set they copy. */
+static void test_weight_cache(void)
+{
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s/wcache", tmpdir);
+    mkdir(dir, 0755);
+    setenv("MQ_WEIGHT_CACHE", dir, 1);
+    static const mq_format fs[] = {MQ_FMT_FP4, MQ_FMT_U4, MQ_FMT_TRELLIS3};
+    for (size_t f = 0; f < sizeof fs / sizeof fs[0]; f++) {
+        mq_problem p = {fs[f], 2, 64, 256, 64};
+        mq_error e;
+        mq_bench_problem a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        CHECK(mq_bench_problem_setup(&a, &p, 0, NULL, 0, &e) == 0, "set up: %s", e.msg);
+        snprintf(path, sizeof path, "%s/%s-64x256-g64.w", dir, mq_format_name(fs[f]));
+        CHECK(access(path, R_OK) == 0, "expected the quantized set stored as %s", path);
+        CHECK(mq_bench_problem_setup(&b, &p, 0, NULL, 0, &e) == 0, "set up again: %s", e.msg);
+        void **fa[8], **fb[8], **fc[8];
+        size_t ba[8], bb[8], bc[8];
+        int nf = mq_weights_fields(&a.copies[0], fa, ba);
+        mq_weights_fields(&b.copies[0], fb, bb);
+        mq_weights_fields(&a.copies[a.ncopies - 1], fc, bc);
+        int same = a.copies[0].n_levels == b.copies[0].n_levels, copies_same = a.ncopies > 1;
+        for (int i = 0; i < nf; i++) {
+            same = same && ba[i] == bb[i] && (!ba[i] || !memcmp(*fa[i], *fb[i], ba[i]));
+            copies_same = copies_same && ba[i] == bc[i] && (!ba[i] || !memcmp(*fa[i], *fc[i], ba[i]));
+        }
+        CHECK(same, "%s: expected the set read back to equal the one quantized",
+              mq_format_name(fs[f]));
+        CHECK(copies_same, "%s: expected the last cold copy (of %d) to equal the set",
+              mq_format_name(fs[f]), a.ncopies);
+        mq_bench_problem_free(&b);
+        FILE *t = fopen(path, "r+b"); /* damage the header: ignored, quantized again */
+        if (t) {
+            fputs("junk", t);
+            fclose(t);
+        }
+        CHECK(mq_bench_problem_setup(&b, &p, 0, NULL, 0, &e) == 0 && b.copies[0].K == 256,
+              "a damaged file is ignored and the weights quantized again: %s", e.msg);
+        mq_bench_problem_free(&b);
+        mq_bench_problem_free(&a);
+    }
+    unsetenv("MQ_WEIGHT_CACHE");
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -455,6 +505,7 @@ int main(void)
     test_wrong_kernel();
     test_half_output_bound();
     test_sized_read();
+    test_weight_cache();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0)
