@@ -194,25 +194,15 @@ mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err)
     mq_status st = mq_weights_alloc(dst, src->format, src->K, src->N, src->group, err);
     if (st)
         return st;
-    size_t K = (size_t)src->K, N = (size_t)src->N, G = K / (size_t)src->group;
-#define COPY(field, count)                                                                    \
-    if (src->field)                                                                           \
-        memcpy(dst->field, src->field, (count) * sizeof *dst->field);
-    if (!mq_format_is_trellis(src->format)) {
-        COPY(packed, K / 8 * N);
-        COPY(scales, G * N);
-        if (dst->zeros)
-            COPY(zeros, G * N);
-    } else {
-        size_t tiles = (size_t)mq_cdiv(src->K, MQ_TRELLIS_TILE) * (size_t)mq_cdiv(src->N, MQ_TRELLIS_TILE);
-        COPY(indices, tiles * (size_t)mq_trellis_tile_bytes(mq_format_bits(src->format)));
-        COPY(tscales, G * N);
-        COPY(grid, (size_t)src->n_levels);
-        COPY(su, K);
-        COPY(sv, N);
+    if (mq_format_is_trellis(src->format))
         dst->n_levels = src->n_levels;
-    }
-#undef COPY
+    void **sf[8], **df[8];
+    size_t sb[8], db[8];
+    int nf = mq_weights_fields(src, sf, sb);
+    mq_weights_fields(dst, df, db);
+    for (int i = 0; i < nf; i++)
+        if (sb[i] && db[i])
+            memcpy(*df[i], *sf[i], sb[i]);
     return mq_ok(err);
 }
 

@@ -8,18 +8,10 @@
 #include <unistd.h>
 
 #include "ab_compare.h"
-
-/* The k-th ok row (0-based) with r's key in rs, or NULL. */
-static const mq_result *kth_ok(const mq_results *rs, const mq_result *r, int k)
-{
-    for (int j = 0; j < rs->n; j++)
-        if (!strcmp(rs->r[j].status, "ok") && mq_result_same_key(&rs->r[j], r) && k-- == 0)
-            return &rs->r[j];
-    return NULL;
-}
+#include "run_compare.h"
 
 int mq_ab_compare(const mq_results *a, const mq_results *b, int rounds, const mq_paired_opts *o,
-                  mq_ab_comparison *out)
+                  const char *filter, mq_ab_comparison *out)
 {
     memset(out, 0, sizeof *out);
     out->geomean = 1.0;
@@ -39,13 +31,18 @@ int mq_ab_compare(const mq_results *a, const mq_results *b, int rounds, const mq
         const mq_result *row = &first->r[i];
         if (strcmp(row->status, "ok"))
             continue;
-        int k = 0; /* which occurrence of its key this row is */
-        for (int j = 0; j < i; j++)
-            k += !strcmp(first->r[j].status, "ok") && mq_result_same_key(&first->r[j], row);
+        if (filter) {
+            char name[256];
+            mq_result_name(row, name, sizeof name);
+            if (!strstr(name, filter))
+                continue;
+        }
+        int k = mq_results_occurrence(first, i);
         mq_ab_bench *e = &out->bench[out->n];
         e->row = row;
         for (int r = 0; r < rounds; r++) {
-            const mq_result *ra = kth_ok(&a[r], row, k), *rb = kth_ok(&b[r], row, k);
+            const mq_result *ra = mq_results_kth_ok(&a[r], row, k),
+                            *rb = mq_results_kth_ok(&b[r], row, k);
             if (!ra || !rb)
                 continue;
             e->a[e->rounds] = ra->st.median;

@@ -39,9 +39,11 @@ typedef struct {
 int mq_ab_load(const char *dir, mq_ab_rounds *r, char *err, size_t errlen);
 void mq_ab_rounds_free(mq_ab_rounds *r);
 
-/* a[r], b[r] for r < rounds. -1 on out of memory. */
+/* a[r], b[r] for r < rounds; only the benchmarks whose name
+ * (mq_result_name) contains filter, when it is not NULL. -1 on out of
+ * memory. */
 int mq_ab_compare(const mq_results *a, const mq_results *b, int rounds, const mq_paired_opts *o,
-                  mq_ab_comparison *out);
+                  const char *filter, mq_ab_comparison *out);
 void mq_ab_comparison_free(mq_ab_comparison *c);
 
 #endif

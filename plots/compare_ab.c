@@ -1,7 +1,6 @@
 /* compare_ab.c - see compare_ab.h. */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,30 +142,13 @@ int mq_compare_ab_main(int argc, char **argv)
         rc = 2;
     }
     mq_ab_comparison c = {0};
-    if (!rc && mq_ab_compare(a, b, rounds, &o, &c)) {
+    if (!rc && mq_ab_compare(a, b, rounds, &o, only, &c)) {
         fprintf(stderr, "compare: out of memory\n");
         rc = 2;
     }
-    if (!rc && only) { /* keep the named benchmarks, recount */
-        int kept = 0;
-        double lg = 0;
-        memset(c.counts, 0, sizeof c.counts);
-        for (int i = 0; i < c.n; i++) {
-            char name[256];
-            mq_result_name(c.bench[i].row, name, sizeof name);
-            if (!strstr(name, only))
-                continue;
-            c.bench[kept] = c.bench[i];
-            c.counts[c.bench[kept].r.verdict]++;
-            lg += log(c.bench[kept].r.ratio);
-            kept++;
-        }
-        c.n = kept;
-        c.geomean = kept ? exp(lg / kept) : 1.0;
-        if (!kept) {
-            fprintf(stderr, "compare: --bench '%s' names no benchmark of %s\n", only, files[0]);
-            rc = 2;
-        }
+    if (!rc && only && !c.n) {
+        fprintf(stderr, "compare: --bench '%s' names no benchmark of %s\n", only, files[0]);
+        rc = 2;
     }
     const char *arev = rev_of(&a[0]), *brev = rev_of(&b[0]);
     if (!rc) {

@@ -144,7 +144,7 @@ int mq_plot_history_data(const char *dir, const char *filter, const mq_regress_o
         if (have_ab) {
             mq_paired_opts po = mq_paired_defaults();
             if (mq_ab_load(path, &ab, err, errlen) ||
-                mq_ab_compare(ab.a, ab.b, ab.rounds, &po, &abc)) {
+                mq_ab_compare(ab.a, ab.b, ab.rounds, &po, NULL, &abc)) {
                 mq_ab_rounds_free(&ab);
                 mq_run_comparison_free(&ccmp);
                 mq_results_free(&conf);

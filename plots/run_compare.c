@@ -23,9 +23,7 @@ int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regr
         /* a suite may measure one benchmark more than once (two layers of
          * the same shape): the k-th occurrence pairs with the k-th in the
          * baseline, or its last when the baseline has fewer */
-        int k = 0;
-        for (int j = 0; j < i; j++)
-            k += !strcmp(cur->r[j].status, "ok") && mq_result_same_key(&cur->r[j], n);
+        int k = mq_results_occurrence(cur, i);
         for (int j = 0, seen = 0; j < base->n && seen <= k; j++) {
             const mq_result *b = &base->r[j];
             if (!strcmp(b->status, "ok") && mq_result_same_key(b, n)) {
@@ -48,8 +46,15 @@ int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regr
     return 0;
 }
 
-/* The k-th ok row (0-based) with r's key in rs, or NULL. */
-static const mq_result *kth_with_key(const mq_results *rs, const mq_result *r, int k)
+int mq_results_occurrence(const mq_results *rs, int i)
+{
+    int k = 0;
+    for (int j = 0; j < i; j++)
+        k += !strcmp(rs->r[j].status, "ok") && mq_result_same_key(&rs->r[j], &rs->r[i]);
+    return k;
+}
+
+const mq_result *mq_results_kth_ok(const mq_results *rs, const mq_result *r, int k)
 {
     for (int j = 0; j < rs->n; j++)
         if (!strcmp(rs->r[j].status, "ok") && mq_result_same_key(&rs->r[j], r) && k-- == 0)
@@ -75,12 +80,9 @@ int mq_results_median_of(const mq_results *runs, int nruns, const mq_result ***r
         const mq_result *r = &first->r[i];
         if (strcmp(r->status, "ok"))
             continue;
-        int k = 0; /* r's occurrence among its key's ok rows */
-        for (int j = 0; j < i; j++)
-            k += !strcmp(first->r[j].status, "ok") && mq_result_same_key(&first->r[j], r);
-        int n = 0;
+        int k = mq_results_occurrence(first, i), n = 0;
         for (int q = 0; q < nruns; q++) {
-            const mq_result *x = kth_with_key(&runs[q], r, k);
+            const mq_result *x = mq_results_kth_ok(&runs[q], r, k);
             if (x)
                 cand[n++] = x;
         }

@@ -36,6 +36,13 @@ void mq_run_comparison_free(mq_run_comparison *rc);
  * pointers (free() the array). -1 on out of memory. */
 int mq_results_median_of(const mq_results *runs, int nruns, const mq_result ***rows, int *n_out);
 
+/* A suite may measure one key twice (two layers of one shape): row i's
+ * occurrence among the ok rows of its key before it (0: the first), and the
+ * ok row of rs with r's key at occurrence k (NULL: none), so that the k-th
+ * pairs with the k-th across runs. */
+int mq_results_occurrence(const mq_results *rs, int i);
+const mq_result *mq_results_kth_ok(const mq_results *rs, const mq_result *r, int k);
+
 /* "chip backend format M=.. N=.. K=.. g=.. variant tm=.. ..." */
 void mq_result_name(const mq_result *r, char *buf, size_t n);
 

@@ -60,19 +60,7 @@ bisect)
     i=1
     while [ "$i" -le "$n" ]; do
         hist=$eval_dir/bisect-history$i
-        rm -rf "$hist" && mkdir -p "$hist"
-        (
-            cd "$hist" && git init -q && git config user.email eval@example.com &&
-            git config user.name eval && cp -r "$root/scripts" "$root/Makefile" . &&
-            git add -A && git commit -qm good &&
-            for c in $(seq 1 16); do
-                echo "$c" > step.txt
-                [ "$c" -eq 11 ] && echo "$var:0.10" > .nightly-plant
-                git add -A && git commit -qm "step $c"
-            done
-        ) > /dev/null 2>&1
-        planted=$(git -C "$hist" log --format=%H -1 --grep='^step 11$')
-        mkdir -p "$hist/build" && cp build/compare "$hist/build/compare"
+        planted=$(sh scripts/nightly-history.sh "$hist" 16 11 "$var:0.10") || exit 2
         t0=$(date +%s)
         rc=0
         out=$(cd "$hist" && NIGHTLY_DIR=$hist/nightly NIGHTLY_A_BENCH=$root/build-plant/bench \

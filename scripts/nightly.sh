@@ -136,11 +136,9 @@ if [ "${1:-}" = "bisect" ]; then
     cat > "$ev/step.sh" <<EOF
 #!/bin/sh
 n=\$(ls "$ev" | grep -c '^step-[0-9]*\$' || true); n=\$((n + 1))
-rev=\$(git rev-parse HEAD)
 ${NIGHTLY_BISECT_BUILD:-make -j$(nproc) build/bench} > "$ev/build-\$n.log" 2>&1 || exit 125
-plant=\$( [ -f .nightly-plant ] && tr -d ' \\n' < .nightly-plant || true)
-NIGHTLY_BISECT_STEP=1 NIGHTLY_DIR="$dir" sh "$root/scripts/nightly.sh" --ab-step "$ev/step-\$n" \
-    "$abin" "\$(pwd)/build/bench" "\$plant" || exit 125
+NIGHTLY_DIR="$dir" sh "$root/scripts/nightly.sh" --ab-step "$ev/step-\$n" "$abin" \
+    "\$(pwd)/build/bench" || exit 125
 rc=0
 "$root/build/compare" --ab "$ev/step-\$n" --alpha $alpha --min-effect $min_effect \
     ${bench_filter:+--bench "$bench_filter"} --report "$ev/step-\$n.md" > "$ev/step-\$n.txt" 2>&1 || rc=\$?
@@ -184,9 +182,9 @@ EOF
     exit 0
 fi
 
-if [ "${1:-}" = "--ab-step" ]; then # internal: one A/B of the bisect (OUTDIR A B PLANT)
+if [ "${1:-}" = "--ab-step" ]; then # internal: one A/B of the bisect (OUTDIR A B), in the commit's tree
     wrong=
-    ab_rounds "$2" "$3" "$4" "$5"
+    ab_rounds "$2" "$3" "$4" "$(plant_of "$(pwd)")"
     exit 0
 fi
 

@@ -87,17 +87,7 @@ rm -rf "$dir"
 # a 3x slowdown of one kernel (.nightly-plant, read by the PLANT build)
 make BUILD=build-plant PLANT=1 build-plant/bench > /dev/null || { echo "FAIL: the PLANT build" >&2; exit 1; }
 hist=$(mktemp -d)
-(
-    cd "$hist" && git init -q && git config user.email t@example.com && git config user.name t &&
-    cp -r "$root/scripts" "$root/Makefile" . && git add -A && git commit -qm good &&
-    for i in 1 2 3 4 5 6 7 8; do
-        echo "$i" > step.txt
-        [ "$i" -eq 5 ] && echo "marlin_gemv_decode:2.0" > .nightly-plant
-        git add -A && git commit -qm "step $i"
-    done
-) > /dev/null 2>&1
-planted=$(git -C "$hist" log --format=%H -1 --grep='^step 5$')
-mkdir -p "$hist/build" && cp build/compare "$hist/build/compare"
+planted=$(sh scripts/nightly-history.sh "$hist" 8 5 marlin_gemv_decode:2.0)
 export NIGHTLY_DIR="$hist/nightly" NIGHTLY_ROUNDS=3
 export NIGHTLY_BISECT_BUILD="mkdir -p build && cp $root/build-plant/bench build/bench"
 out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD~8 HEAD --bench marlin_gemv_decode 2>&1); rc=$?

@@ -63,6 +63,24 @@ static int run(const char *prog, const char *const *args)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* path's first n - 1 bytes as a string ("" when it cannot be read). */
+static void read_text(const char *path, char *text, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(text, 1, n - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[len] = '\0';
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* compare on a hand-made pair of files: one benchmark each of same,
  * regressed (+20%), improved (-20%) and unreliable (3 samples). */
 static void test_compare_command(const char *compare)
@@ -97,12 +115,8 @@ static void test_compare_command(const char *compare)
     mq_results_close(&w);
     const char *args[] = {compare, base, cur, "--report", rep, NULL};
     CHECK(run(compare, args) == 1, "a regression makes compare exit 1");
-    FILE *f = fopen(rep, "r");
-    char text[8192] = "";
-    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f)
-        fclose(f);
-    text[len] = '\0';
+    char text[8192];
+    read_text(rep, text, sizeof text);
     CHECK(strstr(text, "**1 regressed, 1 improved, 1 same, 1 unreliable** of 4") != NULL,
           "the Markdown report counts one of each verdict");
     CHECK(strstr(text, "| regressed | +20.0% |") != NULL, "the report lists the +20%% regression");
@@ -110,10 +124,7 @@ static void test_compare_command(const char *compare)
     CHECK(run(compare, same_args) == 0, "a file against itself: exit 0");
     const char *bad_args[] = {compare, base, "/nonexistent.csv", NULL};
     CHECK(run(compare, bad_args) == 2, "a missing file: exit 2");
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    remove_dir(dir);
 }
 
 /* The baseline from several runs: per benchmark and occurrence, the row
@@ -214,12 +225,8 @@ static void test_compare_ab_command(const char *compare)
     snprintf(rep, sizeof rep, "%s/ab.md", dir);
     const char *args[] = {compare, "--ab", dir, "--report", rep, NULL};
     CHECK(run(compare, args) == 1, "a steady +10%% over three rounds makes compare --ab exit 1");
-    FILE *f = fopen(rep, "r");
-    char text[8192] = "";
-    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f)
-        fclose(f);
-    text[len] = '\0';
+    char text[8192];
+    read_text(rep, text, sizeof text);
     CHECK(strstr(text, "**1 regressed, 1 improved, 1 same, 0 unreliable** of 3") != NULL,
           "the A/B report counts one regressed, one improved, one same");
     CHECK(strstr(text, "| regressed | 1.100 |") != NULL, "the report lists B/A 1.100");
@@ -235,10 +242,7 @@ static void test_compare_ab_command(const char *compare)
     CHECK(run(compare, args) == 2, "a single round (a.2.csv gone): exit 2");
     const char *nodir[] = {compare, "--ab", "/nonexistent-ab", NULL};
     CHECK(run(compare, nodir) == 2, "a directory without rounds: exit 2");
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    remove_dir(dir);
 }
 
 int main(int argc, char **argv)
