@@ -41,7 +41,7 @@ INC_tests    = $(INC_plots) -Itests -Itests/fuzz
 floor_of     = $(firstword $(subst /, ,$(1)))
 
 # the command-line tools: one main() each
-MAINS    = harness/bench_main.c harness/moe_bench_main.c harness/kernel_bench.c tuner/tune_main.c tuner/model_main.c plots/compare_main.c plots/plot_main.c
+MAINS    = harness/bench_main.c harness/merge_main.c harness/moe_bench_main.c harness/kernel_bench.c tuner/tune_main.c tuner/model_main.c plots/compare_main.c plots/plot_main.c
 LIB_SRC  = $(wildcard kernels/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      = $(BUILD)/libmq.a
@@ -55,7 +55,7 @@ TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # the fault tests' LD_PRELOAD library: never sanitized (it loads into any build)
 FAULT_LIB = $(BUILD)/tests/libfault_inject.so
-TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/moe-bench $(BUILD)/tune $(BUILD)/model $(BUILD)/compare $(BUILD)/plot
+TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/merge $(BUILD)/moe-bench $(BUILD)/tune $(BUILD)/model $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
@@ -84,6 +84,9 @@ $(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/bench: $(BUILD)/harness/bench_main.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/merge: $(BUILD)/harness/merge_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/moe-bench: $(BUILD)/harness/moe_bench_main.o $(HARNESS_OBJ) $(LIB)

@@ -22,6 +22,7 @@ typedef struct {
     mq_shape_list shape_list;
     mq_candidate_list cand_list;
     mq_bench_job job;
+    mq_shard shard;
     int explain, threads, no_probes;
 } options;
 
@@ -43,8 +44,14 @@ static void usage(FILE *f)
         "  --space seed|full  each variant's seed configuration (default) or the full grid\n"
         "  --candidate SPEC   only this candidate, 'variant tm tn tk tg sk' (repeatable)\n"
         "  --explain          list the candidate space with every rejection reason; no timing\n"
-        "  --out FILE         results CSV (default results/CHIP/bench.csv)\n"
+        "  --out FILE         results CSV (default results/CHIP/bench.csv; with --shard\n"
+        "                     results/CHIP/bench-shard-I-of-N.csv)\n"
         "  --resume           skip what this build already measured on this host in FILE\n"
+        "  --shard I/N        measure only shard I of N: the work list (every distinct\n"
+        "                     problem crossed with its candidates) cut into N contiguous\n"
+        "                     shares of equal estimated cost; the same on every machine\n"
+        "                     given the same options. Writes FILE's manifest beside it\n"
+        "                     (FILE without .csv, plus .manifest.csv) for 'merge'\n"
         "  --budget S         timed seconds per candidate at most (default 0.5)\n"
         "  --ci REL           stop once the 95%% CI of the median is within +-REL (0.02)\n"
         "  --max-reps N       repetitions per candidate at most (default 1000)\n"
@@ -65,7 +72,8 @@ static void usage(FILE *f)
         "  bench --suite llama3-8b --m 1,16 --formats fp4,u4 --out /tmp/8b.csv\n"
         "  bench --shape 16x4096x4096 --space full --explain --chip m4max\n"
         "  bench --shape 1x4096x14336 --candidate 'marlin_gemm_fused_fp4 8 1024 128 0 1'\n"
-        "  bench --suite all --m all --space full --resume   # long; resumable\n");
+        "  bench --suite all --m all --space full --resume   # long; resumable\n"
+        "  bench --suite llama3-8b --space full --threads 1 --shard 3/16 --resume\n");
 }
 
 static int parse_space(const char *v, void *dst, char *err, size_t errlen)
@@ -73,6 +81,11 @@ static int parse_space(const char *v, void *dst, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     return mq_space_kind_parse(v, dst);
+}
+
+static int parse_shard(const char *v, void *dst, char *err, size_t errlen)
+{
+    return mq_shard_parse(v, dst, err, errlen);
 }
 
 static int parse_args(int argc, char **argv, options *o)
@@ -109,6 +122,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_FLAG("--warm", &o->job.warm),
         MQ_OPT_FLAG("--quiet", &o->job.quiet),
         MQ_OPT_FLAG("--no-probes", &o->no_probes),
+        MQ_OPT_CUSTOM("--shard", &o->shard, parse_shard, NULL),
     };
     int rc = mq_args_parse("bench", argc, argv, 1, args, sizeof args / sizeof args[0], NULL, 0,
                            NULL);
@@ -173,14 +187,32 @@ int main(int argc, char **argv)
     }
     /* the results file: loaded (--resume) and opened before anything runs */
     snprintf(out, sizeof out, "%s", o.out ? o.out : "");
-    if (!o.out)
+    if (!o.out && o.shard.count)
+        snprintf(out, sizeof out, "results/%s/bench-shard-%d-of-%d.csv", t.chip.name,
+                 o.shard.index, o.shard.count);
+    else if (!o.out)
         snprintf(out, sizeof out, "results/%s/bench.csv", t.chip.name);
     mq_results old = {0};
     mq_results_writer w = {.fd = -1};
+    mq_work_list work;
+    int shard = o.shard.count ? o.shard.index : 1;
+    char mpath[4200];
     struct stat sb;
     err[0] = '\0';
-    if ((j->resume && stat(out, &sb) == 0 && mq_results_load(out, &old, err, sizeof err)) ||
-        mq_make_parent_dirs(out, err, sizeof err) || mq_results_open(out, &w, err, sizeof err)) {
+    mq_manifest_path(out, mpath, sizeof mpath);
+    if (mq_bench_work(j, &t.chip, &work)) {
+        snprintf(err, sizeof err, "out of memory listing the work");
+    } else {
+        mq_work_split(&work, o.shard.count ? o.shard.count : 1);
+        /* err is set by whichever step fails */
+        (void)((j->resume && stat(out, &sb) == 0 &&
+                mq_results_load(out, &old, err, sizeof err)) ||
+               mq_make_parent_dirs(out, err, sizeof err) ||
+               mq_results_open(out, &w, err, sizeof err) ||
+               (o.shard.count && mq_manifest_write(mpath, &work, &o.shard, "bench",
+                                                   t.chip.name, t.be->name, err, sizeof err)));
+    }
+    if (err[0]) {
         fprintf(stderr, "bench: %s\n", err);
         rc = 2;
     } else {
@@ -192,8 +224,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench: %s\n", note);
         if (j->resume)
             fprintf(stderr, "bench: resuming: %d rows in %s\n", old.n, out);
-        rc = mq_bench_run(j, &t, &w, &old, out);
+        if (o.shard.count) {
+            int units;
+            int64_t cost, total = 0;
+            mq_work_shard_totals(&work, shard, &units, &cost);
+            for (int i = 0; i < work.n; i++)
+                total += work.u[i].cost_us;
+            fprintf(stderr, "bench: shard %d/%d of sweep %016llx: %d of %d units, estimated "
+                            "%.1f s of %.1f s; manifest %s\n",
+                    shard, o.shard.count, (unsigned long long)work.id, units, work.n, cost / 1e6,
+                    total / 1e6, mpath);
+        }
+        rc = mq_bench_run(j, &t, &w, &old, out, &work, shard);
     }
+    mq_work_free(&work);
     mq_results_close(&w);
     mq_results_free(&old);
     mq_target_close(&t);

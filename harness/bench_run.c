@@ -117,6 +117,48 @@ int mq_bench_explain(const mq_bench_job *j, const mq_chip *chip)
     return 0;
 }
 
+/* Whether problem p comes before index upto of the job's problems (a
+ * shape listed twice, two layers of one shape, is one problem). */
+static int seen_before(const mq_bench_job *j, int upto, const mq_problem *p)
+{
+    mq_problem q;
+    int s;
+    for (int i = 0; i < upto && next_problem(j, &i, &q, &s);) {
+        if (i > upto)
+            break;
+        if (!memcmp(&q, p, sizeof q))
+            return 1;
+    }
+    return 0;
+}
+
+int mq_bench_work(const mq_bench_job *j, const mq_chip *chip, mq_work_list *w)
+{
+    mq_problem p;
+    int s;
+    memset(w, 0, sizeof *w);
+    for (int i = 0; next_problem(j, &i, &p, &s);) {
+        mq_space sp;
+        if (seen_before(j, i - 1, &p)) /* i - 1: p's own index */
+            continue;
+        if (candidates(j, &p, chip, &sp))
+            return -1;
+        int64_t setup = mq_work_setup_cost_us(&p), each = mq_work_candidate_cost_us(&p, &j->mo);
+        for (int e = 0; e < sp.n; e++) {
+            if (!sp.e[e].legal)
+                continue;
+            mq_work_unit u = {.p = p, .c = sp.e[e].c, .rows = 1, .cost_us = each + setup};
+            setup = 0; /* the problem's first unit carries its setup */
+            if (mq_work_add(w, &u)) {
+                mq_space_free(&sp);
+                return -1;
+            }
+        }
+        mq_space_free(&sp);
+    }
+    return 0;
+}
+
 /* The device's probes, when its backend has them: printed, and kept for
  * the summary's shares (the better of the runs before and after). */
 static void run_probe(const mq_target *t, const char *when, mq_device_probe *keep)
@@ -180,11 +222,14 @@ static void same_size_read(const mq_target *t, const mq_problem *p, const mq_res
 
 static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
                     const int counts[5], double wall, double kernel_s, int whole,
-                    const mq_device_probe *probe)
+                    const mq_device_probe *probe, const mq_work_list *work, int shard)
 {
-    printf("\n%s on %s (%s backend): %d %s, %d wrong, %d error, %d illegal, %d skipped "
+    char of[64] = "";
+    if (work->nshards > 1)
+        snprintf(of, sizeof of, " shard %d/%d", shard, work->nshards);
+    printf("\n%s%s on %s (%s backend): %d %s, %d wrong, %d error, %d illegal, %d skipped "
            "(--resume); results in %s\n",
-           j->label, t->chip.name, t->be->name, counts[0],
+           j->label, of, t->chip.name, t->be->name, counts[0],
            t->be->verify_only ? "verified" : "ok", counts[1], counts[2], counts[3],
            counts[4], out);
     if (wall > 0 && counts[0] + counts[1] + counts[2])
@@ -195,9 +240,11 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
     char err[4400];
     if (!whole || t->be->verify_only || mq_results_load(out, &now, err, sizeof err))
         return;
-    mq_problem p;
-    int s;
-    for (int i = 0; next_problem(j, &i, &p, &s);) {
+    for (int i = 0; i < work->n; i++) {
+        const mq_problem p = work->u[i].p;
+        if (work->u[i].shard != shard || (i > 0 && work->u[i - 1].shard == shard &&
+                                          !memcmp(&work->u[i - 1].p, &p, sizeof p)))
+            continue; /* once per problem of this shard */
         const mq_result *b = mq_results_best(&now, t->chip.name, t->be->name, &p);
         char name[128] = "none verified";
         if (b)
@@ -225,85 +272,73 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
 }
 
 int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w,
-                 const mq_results *old, const char *out)
+                 const mq_results *old, const char *out, const mq_work_list *work, int shard)
 {
     int tty = isatty(fileno(stderr)) && !j->quiet, rc = 0;
     double t_start = mq_now(), kernel_s = 0;
     int counts[5] = {0}; /* ok or verified, wrong, error, illegal, skipped */
     static mq_measurement m;
     static mq_bench_problem bp; /* zeroed: kept across problems that share weights */
-    int total = 0, done = 0, s;
-    mq_problem p;
+    int total = 0, done = 0, set_up = 0;
     mq_device_probe probe = {0};
     /* each shape's cold copies reuse the pages of the shape before (a set
      * is a little over twice the last-level cache: 1 GB where sysfs reports
      * a 480 MiB L3) instead of faulting in fresh ones */
     mq_weights_cache_limit((size_t)4 << 30);
     run_probe(t, "before", &probe);
-    for (int i = 0; next_problem(j, &i, &p, &s);) { /* the work, for the progress bar */
-        mq_space sp;
-        if (candidates(j, &p, &t->chip, &sp) == 0)
-            total += sp.legal;
-        mq_space_free(&sp);
-    }
-    for (int i = 0; rc == 0 && next_problem(j, &i, &p, &s);) {
-        mq_space sp;
-        if (candidates(j, &p, &t->chip, &sp)) {
-            fprintf(stderr, "bench: out of memory enumerating candidates\n");
-            rc = 2;
-            break;
+    for (int i = 0; i < work->n; i++) /* the work, for the progress bar */
+        total += work->u[i].shard == shard;
+    for (int i = 0; i < work->n && rc == 0; i++) {
+        const mq_work_unit *u = &work->u[i];
+        if (u->shard != shard)
+            continue;
+        if (i > 0 && memcmp(&work->u[i - 1].p, &u->p, sizeof u->p))
+            set_up = 0; /* a new problem */
+        mq_result r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.chip, sizeof r.chip, "%s", t->chip.name);
+        snprintf(r.backend, sizeof r.backend, "%s", t->be->name);
+        r.p = u->p;
+        r.c = u->c;
+        if (j->resume && mq_results_find_own(old, &r)) {
+            counts[4]++;
+            progress(++done, total, mq_now() - t_start, tty);
+            continue;
         }
-        int set_up = 0;
-        for (int i = 0; i < sp.n && rc == 0; i++) {
-            if (!sp.e[i].legal)
-                continue;
-            mq_result r;
-            memset(&r, 0, sizeof r);
-            snprintf(r.chip, sizeof r.chip, "%s", t->chip.name);
-            snprintf(r.backend, sizeof r.backend, "%s", t->be->name);
-            r.p = p;
-            r.c = sp.e[i].c;
-            if (j->resume && mq_results_find_own(old, &r)) {
-                counts[4]++;
-                progress(++done, total, mq_now() - t_start, tty);
-                continue;
-            }
-            if (!set_up) { /* weights and reference only when something runs */
-                int ms[64]; /* later Ms on the same weights share the pass */
-                int nms = mq_shapes_ms_sharing(j->shapes, j->nshapes, s, p.N, p.K, ms, 64);
-                mq_error e;
-                if (mq_bench_problem_setup(&bp, &p, j->warm, ms, nms, &e)) {
-                    fprintf(stderr, "bench: %s\n", e.msg);
-                    rc = 2;
-                    break;
-                }
-                set_up = 1;
-            }
-            mq_measure(t->be, &bp, &r.c, &t->lim, &j->mo, &m);
-            kernel_s += m.kernel_s;
-            mq_result_from_measurement(&r, &m);
-            char err[4400];
-            if (mq_results_append(w, &r, err, sizeof err)) {
-                /* the file keeps every row before this one, whole */
-                fprintf(stderr, "%sbench: %s\n", tty ? "\r\033[K" : "", err);
+        if (!set_up) { /* weights and reference only when something runs */
+            int ms[64]; /* the other Ms on the same weights share the pass */
+            int nms = mq_shapes_ms_sharing(j->shapes, j->nshapes, 0, r.p.N, r.p.K, ms, 64);
+            mq_error e;
+            if (mq_bench_problem_setup(&bp, &r.p, j->warm, ms, nms, &e)) {
+                fprintf(stderr, "bench: %s\n", e.msg);
                 rc = 2;
                 break;
             }
-            counts[!strcmp(m.status, "ok") || !strcmp(m.status, "verified") ? 0
-                   : !strcmp(m.status, "wrong") ? 1
-                   : !strcmp(m.status, "error") ? 2
-                                                : 3]++;
-            if (!j->quiet)
-                print_result(&r, tty);
-            progress(++done, total, mq_now() - t_start, tty);
+            set_up = 1;
         }
-        mq_space_free(&sp);
+        mq_measure(t->be, &bp, &r.c, &t->lim, &j->mo, &m);
+        kernel_s += m.kernel_s;
+        mq_result_from_measurement(&r, &m);
+        char err[4400];
+        if (mq_results_append(w, &r, err, sizeof err)) {
+            /* the file keeps every row before this one, whole */
+            fprintf(stderr, "%sbench: %s\n", tty ? "\r\033[K" : "", err);
+            rc = 2;
+            break;
+        }
+        counts[!strcmp(m.status, "ok") || !strcmp(m.status, "verified") ? 0
+               : !strcmp(m.status, "wrong") ? 1
+               : !strcmp(m.status, "error") ? 2
+                                            : 3]++;
+        if (!j->quiet)
+            print_result(&r, tty);
+        progress(++done, total, mq_now() - t_start, tty);
     }
     mq_bench_problem_free(&bp);
     mq_weights_cache_limit(0);
     if (rc == 0)
         run_probe(t, "after", &probe);
-    summary(j, t, out, counts, mq_now() - t_start, kernel_s, rc == 0, &probe);
+    summary(j, t, out, counts, mq_now() - t_start, kernel_s, rc == 0, &probe, work, shard);
     /* a kernel that computed a wrong answer is a finding */
     if (rc == 0 && counts[1]) {
         fprintf(stderr, "bench: %d candidate%s computed wrong results (status wrong in %s)\n",

@@ -8,6 +8,7 @@
 
 #include "measure.h"
 #include "results.h"
+#include "shard.h"
 #include "space.h"
 #include "suites.h"
 #include "target.h"
@@ -27,10 +28,16 @@ typedef struct {
 
 /* Print the candidate space of every problem, legal or with its reason. */
 int mq_bench_explain(const mq_bench_job *j, const mq_chip *chip);
-/* Measure the job on t, appending to w (path out); old holds rows to skip
- * (--resume). 0; 1 when a candidate computed a wrong result; 2 when the run
- * could not go on (a row could not be stored, out of memory). */
+/* The job's work list: every distinct problem (a shape listed twice is
+ * one problem) crossed with its legal candidates, in the order bench
+ * measures them, each with its estimated cost (shard.h). -1 on out of
+ * memory. */
+int mq_bench_work(const mq_bench_job *j, const mq_chip *chip, mq_work_list *w);
+/* Measure the units of the work list that shard owns (split into 1: all)
+ * on t, appending to w (path out); old holds rows to skip (--resume). 0; 1
+ * when a candidate computed a wrong result; 2 when the run could not go on
+ * (a row could not be stored, out of memory). */
 int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w,
-                 const mq_results *old, const char *out);
+                 const mq_results *old, const char *out, const mq_work_list *work, int shard);
 
 #endif

@@ -108,51 +108,56 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
     return 0;
 }
 
-int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen)
+/* A row as its CSV line into b (b->oom on out of memory). */
+static void format_row(linebuf *b, const mq_result *r)
 {
-    linebuf b = {0};
     char s[64];
     snprintf(s, sizeof s, "%d", r->schema);
-    put_field(&b, s, 0);
-    put_field(&b, r->tool_version, 0);
-    put_field(&b, r->git_rev, 0);
-    put_field(&b, r->host, 0);
-    put_field(&b, r->date, 0);
-    put_field(&b, r->chip, 0);
-    put_field(&b, r->backend, 0);
-    put_field(&b, mq_format_name(r->p.format), 0);
+    put_field(b, s, 0);
+    put_field(b, r->tool_version, 0);
+    put_field(b, r->git_rev, 0);
+    put_field(b, r->host, 0);
+    put_field(b, r->date, 0);
+    put_field(b, r->chip, 0);
+    put_field(b, r->backend, 0);
+    put_field(b, mq_format_name(r->p.format), 0);
     const int dims[] = {r->p.M, r->p.N, r->p.K, r->p.group};
     for (int i = 0; i < 4; i++)
-        put_num(&b, "%.0f", dims[i]);
-    put_field(&b, mq_variant_get(r->c.variant)->name, 0);
+        put_num(b, "%.0f", dims[i]);
+    put_field(b, mq_variant_get(r->c.variant)->name, 0);
     const int params[] = {r->c.p.tile_m, r->c.p.tile_n, r->c.p.tile_k, r->c.p.num_threadgroups,
                           r->c.p.split_k};
     for (int i = 0; i < 5; i++)
-        put_num(&b, "%.0f", params[i]);
-    put_field(&b, r->status, 0);
-    put_field(&b, r->error, 0);
+        put_num(b, "%.0f", params[i]);
+    put_field(b, r->status, 0);
+    put_field(b, r->error, 0);
     const double stats[] = {r->st.median, r->st.p10, r->st.p90, r->st.mad, r->st.ci_lo,
                             r->st.ci_hi};
     /* round-trip precision: a resumed tune reads back exactly the medians
      * the interrupted run chose with, so it makes the same choices */
     for (int i = 0; i < 6; i++)
-        put_num(&b, "%.17g", stats[i]);
-    put_num(&b, "%.0f", r->st.n);
-    put_num(&b, "%.6g", r->gflops);
-    put_num(&b, "%.6g", r->weight_gbs);
+        put_num(b, "%.17g", stats[i]);
+    put_num(b, "%.0f", r->st.n);
+    put_num(b, "%.6g", r->gflops);
+    put_num(b, "%.6g", r->weight_gbs);
     size_t cap = (size_t)r->nsamples * 24 + 1, used = 0;
     char *samples = malloc(cap);
     if (!samples) {
-        free(b.buf);
-        snprintf(err, errlen, "out of memory writing a result");
-        return -1;
+        b->oom = 1;
+        return;
     }
     samples[0] = '\0';
     for (int i = 0; i < r->nsamples; i++)
         used += (size_t)snprintf(samples + used, cap - used, "%s%.6e", i ? ";" : "",
                                  r->samples[i]);
-    put_field(&b, samples, 1);
+    put_field(b, samples, 1);
     free(samples);
+}
+
+int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen)
+{
+    linebuf b = {0};
+    format_row(&b, r);
     if (b.oom) {
         free(b.buf);
         snprintf(err, errlen, "%s: out of memory writing a result", w->path);
@@ -161,6 +166,32 @@ int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_
     int rc = mq_append_row(w->fd, w->path, b.buf, b.len, err, errlen);
     free(b.buf);
     return rc;
+}
+
+int mq_results_write(const char *path, const mq_result *const *rows, int n, char *err,
+                     size_t errlen)
+{
+    char tmp[4200];
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
+        return -1;
+    linebuf b = {0};
+    for (int i = 0; i < NCOL; i++)
+        put_field(&b, columns[i], i == NCOL - 1);
+    fprintf(f, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
+    for (int i = 0; i <= n && !b.oom; i++) {
+        fwrite(b.buf, 1, b.len, f);
+        b.len = 0;
+        if (i < n)
+            format_row(&b, rows[i]);
+    }
+    free(b.buf);
+    if (b.oom) {
+        mq_atomic_abort(f, tmp);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
 void mq_results_close(mq_results_writer *w)
@@ -352,6 +383,22 @@ int mq_result_same_key(const mq_result *a, const mq_result *b)
     return !strcmp(a->chip, b->chip) && !strcmp(a->backend, b->backend) &&
            !memcmp(&a->p, &b->p, sizeof a->p) && a->c.variant == b->c.variant &&
            !memcmp(&a->c.p, &b->c.p, sizeof a->c.p);
+}
+
+int mq_result_key_cmp(const mq_result *a, const mq_result *b)
+{
+    int c = strcmp(a->chip, b->chip);
+    if (!c)
+        c = strcmp(a->backend, b->backend);
+    const int ka[] = {(int)a->p.format, a->p.M, a->p.N, a->p.K, a->p.group, (int)a->c.variant,
+                      a->c.p.tile_m, a->c.p.tile_n, a->c.p.tile_k, a->c.p.num_threadgroups,
+                      a->c.p.split_k};
+    const int kb[] = {(int)b->p.format, b->p.M, b->p.N, b->p.K, b->p.group, (int)b->c.variant,
+                      b->c.p.tile_m, b->c.p.tile_n, b->c.p.tile_k, b->c.p.num_threadgroups,
+                      b->c.p.split_k};
+    for (size_t i = 0; !c && i < sizeof ka / sizeof ka[0]; i++)
+        c = (ka[i] > kb[i]) - (ka[i] < kb[i]);
+    return c;
 }
 
 void mq_result_stamp(mq_result *r)

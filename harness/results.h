@@ -67,9 +67,16 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
 int mq_results_writer_note(const mq_results_writer *w, char *buf, size_t n);
 int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen);
 void mq_results_close(mq_results_writer *w);
+/* Write a whole results file of n rows (header first), to a temporary
+ * name, then renamed over path (atomic_file.h). -1 with a message. */
+int mq_results_write(const char *path, const mq_result *const *rows, int n, char *err,
+                     size_t errlen);
 
 /* Same (chip, backend, problem, candidate). */
 int mq_result_same_key(const mq_result *a, const mq_result *b);
+/* The order of keys: chip, backend, problem (format, M, N, K, group), then
+ * candidate; 0 for the same key. */
+int mq_result_key_cmp(const mq_result *a, const mq_result *b);
 /* Fill the build and host fields and the date of a new result. */
 void mq_result_stamp(mq_result *r);
 /* A row of rs with r's key measured by this build on this host, or NULL. */

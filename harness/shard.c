@@ -1,0 +1,308 @@
+/* shard.c - see shard.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "csvfile.h"
+#include "numparse.h"
+#include "shard.h"
+
+int mq_shard_parse(const char *text, mq_shard *s, char *err, size_t errlen)
+{
+    char a[32], b[32], why[160];
+    const char *slash = strchr(text, '/');
+    size_t la = slash ? (size_t)(slash - text) : 0;
+    if (!slash || la == 0 || la >= sizeof a || strlen(slash + 1) >= sizeof b) {
+        snprintf(err, errlen, "bad --shard '%.60s' (expected I/N, e.g. 3/16)", text);
+        return -1;
+    }
+    memcpy(a, text, la);
+    a[la] = '\0';
+    snprintf(b, sizeof b, "%s", slash + 1);
+    if (mq_parse_int(b, 1, MQ_SHARD_MAX, &s->count, why, sizeof why) ||
+        mq_parse_int(a, 1, s->count, &s->index, why, sizeof why)) {
+        snprintf(err, errlen, "bad --shard '%.60s': %s (expected I/N with 1 <= I <= N <= %d)",
+                 text, why, MQ_SHARD_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int mq_work_add(mq_work_list *w, const mq_work_unit *u)
+{
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 256;
+        mq_work_unit *nu = realloc(w->u, sizeof *nu * (size_t)cap);
+        if (!nu)
+            return -1;
+        w->u = nu;
+        w->cap = cap;
+    }
+    w->u[w->n++] = *u;
+    return 0;
+}
+
+void mq_work_free(mq_work_list *w)
+{
+    free(w->u);
+    memset(w, 0, sizeof *w);
+}
+
+/* What one CPU-model worker spends, in picoseconds: per weight of a pass
+ * over the weights (unpacking, dequantizing, one multiply-add) and per
+ * further multiply-add of a token row. Rough single-thread figures of this
+ * project's CPU model on x86-64 (fp4 M=1 and M=16 at 4096x14336: about 85
+ * ps a weight, 24 ps a further multiply-add); a GPU backend is faster by a
+ * near-constant factor across shapes, which leaves the shares balanced.
+ * Setting up a problem: quantizing, the float64 reference of the sampled
+ * rows, the rotated cold copies. */
+static const struct {
+    int64_t ps_weight, ps_setup_weight;
+} format_cost[MQ_FMT_COUNT] = {
+    [MQ_FMT_FP4] = {85, 60},      [MQ_FMT_U4] = {85, 60},       [MQ_FMT_TRELLIS2] = {150, 90},
+    [MQ_FMT_TRELLIS3] = {150, 90}, [MQ_FMT_TRELLIS4] = {150, 90},
+};
+enum {
+    PS_MAC = 24,            /* a further token row's multiply-add */
+    CANDIDATE_US = 2000,    /* planning, verifying the sampled rows, the row's write */
+    SETUP_US = 150000,      /* the cold copies' memory, activations */
+    TYPICAL_REPS = 20,      /* where the confidence rule stops a quiet kernel */
+};
+
+static int64_t kernel_us(const mq_problem *p)
+{
+    int64_t nk = (int64_t)p->N * p->K;
+    int64_t ps = nk * format_cost[p->format].ps_weight + nk * (int64_t)(p->M - 1) * PS_MAC;
+    return ps / 1000000 + 1;
+}
+
+int64_t mq_work_candidate_cost_us(const mq_problem *p, const mq_measure_opts *mo)
+{
+    int64_t k = kernel_us(p);
+    /* the runs: verification and warm-ups, then the timed repetitions up
+     * to the budget (the confidence rule, when on, stops typical kernels
+     * earlier) */
+    int64_t reps = mo->max_reps;
+    if (mo->ci_rel > 0 && reps > TYPICAL_REPS)
+        reps = TYPICAL_REPS > mo->min_reps ? TYPICAL_REPS : mo->min_reps;
+    int64_t timed = reps * k, budget = (int64_t)(mo->budget_s * 1e6);
+    if (mo->max_reps > 0 && timed > budget)
+        timed = budget > k ? budget : k;
+    return CANDIDATE_US + (1 + mo->warmups) * k + timed;
+}
+
+int64_t mq_work_setup_cost_us(const mq_problem *p)
+{
+    int64_t nk = (int64_t)p->N * p->K;
+    return SETUP_US + nk * format_cost[p->format].ps_setup_weight / 1000000;
+}
+
+/* FNV-1a, 64 bits, over a buffer. */
+static uint64_t fnv(uint64_t h, const void *buf, size_t n)
+{
+    const unsigned char *b = buf;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The id hashes fields one by one (never struct padding). */
+static uint64_t hash_unit(uint64_t h, const mq_work_unit *u)
+{
+    const int32_t f[] = {(int32_t)u->p.format, u->p.M, u->p.N, u->p.K, u->p.group,
+                         (int32_t)u->c.variant, u->c.p.tile_m, u->c.p.tile_n, u->c.p.tile_k,
+                         u->c.p.num_threadgroups, u->c.p.split_k, u->whole, u->rows, u->shard};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        unsigned char le[4] = {(unsigned char)f[i], (unsigned char)(f[i] >> 8),
+                               (unsigned char)(f[i] >> 16), (unsigned char)(f[i] >> 24)};
+        h = fnv(h, le, 4);
+    }
+    return h;
+}
+
+void mq_work_split(mq_work_list *w, int nshards)
+{
+    int64_t total = 0, before = 0;
+    for (int i = 0; i < w->n; i++)
+        total += w->u[i].cost_us;
+    w->nshards = nshards;
+    uint64_t h = 14695981039346656037ull;
+    unsigned char ns[4] = {(unsigned char)nshards, (unsigned char)(nshards >> 8), 0, 0};
+    h = fnv(h, ns, 4);
+    for (int i = 0; i < w->n; i++) {
+        /* the unit goes to the share its cost's midpoint falls in: shares
+         * of equal cost, contiguous, each unit in exactly one */
+        int64_t mid2 = 2 * before + w->u[i].cost_us; /* costs are far below 2^50 */
+        int s = total > 0 ? (int)(mid2 * nshards / (2 * total)) : 0;
+        w->u[i].shard = (s < nshards ? s : nshards - 1) + 1;
+        before += w->u[i].cost_us;
+        h = hash_unit(h, &w->u[i]);
+    }
+    w->id = h;
+}
+
+void mq_work_shard_totals(const mq_work_list *w, int shard, int *units, int64_t *cost_us)
+{
+    *units = 0;
+    *cost_us = 0;
+    for (int i = 0; i < w->n; i++)
+        if (w->u[i].shard == shard) {
+            (*units)++;
+            *cost_us += w->u[i].cost_us;
+        }
+}
+
+void mq_manifest_path(const char *results_path, char *out, size_t n)
+{
+    size_t len = strlen(results_path);
+    if (len >= 4 && !strcmp(results_path + len - 4, ".csv"))
+        len -= 4;
+    snprintf(out, n, "%.*s.manifest.csv", (int)len, results_path);
+}
+
+static const char *const mcols[] = {
+    "sweep", "kind", "shard", "shards", "chip", "backend", "format", "M", "N", "K", "group",
+    "variant", "tile_m", "tile_n", "tile_k", "num_threadgroups", "split_k", "rows", "cost_us",
+};
+enum { NMCOL = (int)(sizeof mcols / sizeof mcols[0]) };
+
+int mq_manifest_write(const char *path, const mq_work_list *w, const mq_shard *s,
+                      const char *kind, const char *chip, const char *backend, char *err,
+                      size_t errlen)
+{
+    char tmp[4200];
+    int units;
+    int64_t cost;
+    mq_work_shard_totals(w, s->index, &units, &cost);
+    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
+    if (!f)
+        return -1;
+    int64_t total = 0;
+    for (int i = 0; i < w->n; i++)
+        total += w->u[i].cost_us;
+    fprintf(f, "# mq shard manifest, schema 1: the units of work shard %d of %d owns\n",
+            s->index, s->count);
+    fprintf(f, "# sweep %016llx: %d units, estimated %.1f s; this shard: %d units, %.1f s\n",
+            (unsigned long long)w->id, w->n, total / 1e6, units, cost / 1e6);
+    for (int i = 0; i < NMCOL; i++)
+        fprintf(f, "%s%c", mcols[i], i == NMCOL - 1 ? '\n' : ',');
+    for (int i = 0; i < w->n; i++) {
+        const mq_work_unit *u = &w->u[i];
+        if (u->shard != s->index)
+            continue;
+        fprintf(f, "%016llx,%s,%d,%d,%s,%s,%s,%d,%d,%d,%d,", (unsigned long long)w->id, kind,
+                s->index, s->count, chip, backend, mq_format_name(u->p.format), u->p.M, u->p.N,
+                u->p.K, u->p.group);
+        if (u->whole)
+            fprintf(f, "*,*,*,*,*,*,");
+        else
+            fprintf(f, "%s,%d,%d,%d,%d,%d,", mq_variant_get(u->c.variant)->name,
+                    u->c.p.tile_m, u->c.p.tile_n, u->c.p.tile_k, u->c.p.num_threadgroups,
+                    u->c.p.split_k);
+        fprintf(f, "%d,%lld\n", u->rows, (long long)u->cost_us);
+    }
+    return mq_atomic_commit(f, tmp, path, err, errlen);
+}
+
+/* One manifest row into m (the sweep's fields must agree with row 1's). */
+static int parse_mrow(char **f, int first, mq_manifest *m, mq_work_unit *u, char *why,
+                      size_t n)
+{
+    char bad[160];
+    mq_error e;
+    unsigned long long id;
+    char *end;
+    if (strlen(f[0]) != 16 || (id = strtoull(f[0], &end, 16), *end))
+        return snprintf(why, n, "sweep: '%.40s' is not a 16-digit hex id", f[0]), -1;
+    int shard, shards;
+    if (mq_parse_int(f[3], 1, MQ_SHARD_MAX, &shards, bad, sizeof bad))
+        return snprintf(why, n, "shards: %s", bad), -1;
+    if (mq_parse_int(f[2], 1, shards, &shard, bad, sizeof bad))
+        return snprintf(why, n, "shard: %s", bad), -1;
+    if (strcmp(f[1], "bench") && strcmp(f[1], "tune"))
+        return snprintf(why, n, "kind: '%.40s' is not bench or tune", f[1]), -1;
+    if (strlen(f[4]) >= sizeof m->chip || strlen(f[5]) >= sizeof m->backend)
+        return snprintf(why, n, "chip or backend name too long"), -1;
+    if (first) {
+        m->id = id;
+        m->shard = shard;
+        m->nshards = shards;
+        snprintf(m->kind, sizeof m->kind, "%s", f[1]);
+        snprintf(m->chip, sizeof m->chip, "%s", f[4]);
+        snprintf(m->backend, sizeof m->backend, "%s", f[5]);
+    } else if (id != m->id || shard != m->shard || shards != m->nshards ||
+               strcmp(f[1], m->kind) || strcmp(f[4], m->chip) || strcmp(f[5], m->backend)) {
+        return snprintf(why, n, "sweep, kind, shard, chip or backend differs from the first "
+                                "row's"),
+               -1;
+    }
+    memset(u, 0, sizeof *u);
+    u->shard = shard;
+    if (mq_format_from_name(f[6], &u->p.format, &e))
+        return snprintf(why, n, "format: %.200s", e.msg), -1;
+    int *dims[] = {&u->p.M, &u->p.N, &u->p.K, &u->p.group};
+    for (int i = 0; i < 4; i++)
+        if (mq_parse_int(f[7 + i], 1, 1 << 24, dims[i], bad, sizeof bad))
+            return snprintf(why, n, "%s: %s", mcols[7 + i], bad), -1;
+    u->whole = !strcmp(f[11], "*");
+    if (!u->whole) {
+        if (mq_variant_from_name(f[11], &u->c.variant, &e))
+            return snprintf(why, n, "variant: %.200s", e.msg), -1;
+        int *params[] = {&u->c.p.tile_m, &u->c.p.tile_n, &u->c.p.tile_k,
+                         &u->c.p.num_threadgroups, &u->c.p.split_k};
+        for (int i = 0; i < 5; i++)
+            if (mq_parse_int(f[12 + i], 0, 1 << 24, params[i], bad, sizeof bad))
+                return snprintf(why, n, "%s: %s", mcols[12 + i], bad), -1;
+    }
+    long cost;
+    if (mq_parse_int(f[17], 0, 1 << 24, &u->rows, bad, sizeof bad))
+        return snprintf(why, n, "rows: %s", bad), -1;
+    if (mq_parse_long(f[18], 0, 1L << 50, &cost, bad, sizeof bad))
+        return snprintf(why, n, "cost_us: %s", bad), -1;
+    u->cost_us = cost;
+    return 0;
+}
+
+int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    mq_csv_table t;
+    if (mq_csv_read(path, &t, err, errlen))
+        return -1;
+    int rc = 0;
+    if (t.nrows < 2 || t.rows[0].nfields != NMCOL || strcmp(t.rows[0].fields[0], "sweep")) {
+        snprintf(err, errlen, "%s:%d: not a shard manifest (expected a header 'sweep,kind,"
+                              "shard,...' of %d columns and at least one unit)",
+                 path, t.nrows ? t.rows[0].line : 1, NMCOL);
+        rc = -1;
+    } else if (!(m->u = calloc((size_t)t.nrows - 1, sizeof *m->u))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -1;
+    }
+    for (int i = 1; rc == 0 && i < t.nrows; i++) {
+        char why[400];
+        if (t.rows[i].nfields != NMCOL) {
+            snprintf(err, errlen, "%s:%d: %d fields, expected %d", path, t.rows[i].line,
+                     t.rows[i].nfields, NMCOL);
+            rc = -1;
+        } else if (parse_mrow(t.rows[i].fields, i == 1, m, &m->u[m->n], why, sizeof why)) {
+            snprintf(err, errlen, "%s:%d: %s", path, t.rows[i].line, why);
+            rc = -1;
+        } else {
+            m->cost_us += m->u[m->n++].cost_us;
+        }
+    }
+    mq_csv_free(&t);
+    if (rc)
+        mq_manifest_free(m);
+    return rc;
+}
+
+void mq_manifest_free(mq_manifest *m)
+{
+    free(m->u);
+    m->u = NULL;
+    m->n = 0;
+}
