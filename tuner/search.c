@@ -98,6 +98,38 @@ mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out
     return cs;
 }
 
+mq_cand *mq_tune_candidates_from_rows(const mq_problem *p, const mq_chip *chip,
+                                      const mq_results *rs, const char *backend, int *n_out,
+                                      int *base)
+{
+    int n = 0;
+    mq_cand *cs = calloc((size_t)rs->n + MQ_BASE_COUNT + 1, sizeof *cs);
+    for (int i = 0; cs && i < rs->n; i++) {
+        const mq_result *r = &rs->r[i];
+        if (strcmp(r->chip, chip->name) || strcmp(r->backend, backend) ||
+            memcmp(&r->p, p, sizeof *p))
+            continue;
+        int k = mq_tune_find(cs, n, &r->c);
+        if (k < 0) {
+            k = n++;
+            cs[k].c = r->c;
+            cs[k].time = -1;
+            cs[k].measured = 1;
+            mq_features_compute(p, &r->c, chip, &cs[k].f, NULL);
+        }
+        /* of a key measured twice, the faster ok row; a wrong row never counts */
+        if (!strcmp(r->status, "ok") && (cs[k].time < 0 || r->st.median < cs[k].time))
+            cs[k].time = r->st.median;
+    }
+    for (int b = 0; cs && b < MQ_BASE_COUNT; b++) {
+        mq_candidate bc;
+        base[b] = mq_baseline_candidate((mq_baseline)b, p, chip, &bc) ? -1
+                                                                        : mq_tune_find(cs, n, &bc);
+    }
+    *n_out = n;
+    return cs;
+}
+
 /* Guided search: baselines, each variant once and a spread-out sample first,
  * then the model's best unmeasured picks (the default coefficients until
  * enough rows fit), refitting after each batch, until `evals`. */

@@ -54,6 +54,8 @@ typedef struct {
     int timed, reused;
     double kernel_s;
     int failed;             /* a row could not be stored: the run stops */
+    const mq_results *from; /* --from-results: the picks come from these rows */
+    const char *from_backend; /* and the backend that measured them */
 } mq_tuner;
 
 void mq_rows_add(mq_rowset *r, const mq_features *f, double t);
@@ -65,6 +67,14 @@ int mq_tune_find(const mq_cand *cs, int n, const mq_candidate *c);
  * baselines (added when outside the grid); base[b] is each baseline's index
  * (-1 when the rule does not serve the format). NULL on out of memory. */
 mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out, int *base);
+/* The candidates of a problem that rows of rs measured on chip and
+ * backend, each with its fastest ok median as its time (-1 when none is
+ * ok) and marked measured; base[b] is each baseline's index, -1 when the
+ * rule does not serve the format or the rows lack its pick. NULL on out of
+ * memory. */
+mq_cand *mq_tune_candidates_from_rows(const mq_problem *p, const mq_chip *chip,
+                                      const mq_results *rs, const char *backend, int *n_out,
+                                      int *base);
 /* Guided search over cs until o->evals are timed (or T->failed). */
 void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
                            const int *base);

@@ -38,7 +38,11 @@ void mq_tune_print_summary(const mq_tune_summary *s)
         printf("; held-out shapes (%d rows): MAPE %.1f%%, Spearman %.3f", s->fit->n_holdout,
                100 * s->fit->mape, s->fit->spearman);
     printf("\n");
-    if (s->measured)
+    if (s->from_rows)
+        printf("picked from the rows of %d measured candidates (--from-results): nothing timed, "
+               "in %.1f s\n",
+               s->from_rows, s->seconds);
+    else if (s->measured)
         printf("timed %d candidates (%d reused), %.0f%% of each shape's space on average, in "
                "%.1f s\n",
                s->timed, s->reused, 100 * s->space_fraction, s->seconds);

@@ -21,6 +21,7 @@ typedef struct {
     double seconds;
     int gap_n;                     /* shapes with exhaustive data of this build */
     double gap_mean, gap_max;
+    int from_rows;                 /* --from-results: picked from this many candidates' rows */
 } mq_tune_summary;
 
 void mq_tune_print_summary(const mq_tune_summary *s);

@@ -16,9 +16,13 @@
 #include "target.h"
 #include "tune_run.h"
 
+#define MAX_FROM 4096
+
 typedef struct {
     const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model;
-    int threads;
+    int threads, from_results, nfrom, formats_given;
+    const char *from[MAX_FROM];
+    mq_shard shard;
     mq_tune_opts t;
 } options;
 
@@ -52,6 +56,17 @@ static void usage(FILE *f)
         "  --moe-results FILE add the MoE block's rows (the fastest verified gemm_trellis_moe\n"
         "                     per model layer and token range) from a moe-bench results file\n"
         "                     measured where tune measures (same backend; host or device)\n"
+        "  --shard I/N        measure only shard I of N of the suite's problems (cut into N\n"
+        "                     contiguous shares of equal estimated cost, the same on every\n"
+        "                     machine given the same options): rows go to\n"
+        "                     DIR/tune-shard-I-of-N.csv with its manifest, no table is\n"
+        "                     written; merge the shards, then --from-results\n"
+        "  --from-results FILE...\n"
+        "                     build the table and the model from rows measured elsewhere\n"
+        "                     (a merged sweep: bench --shard or tune --shard, then merge):\n"
+        "                     each problem's fastest ok row is its pick; nothing is timed.\n"
+        "                     The problems: the suite's when --suite or --m is given, else\n"
+        "                     every problem of CHIP's rows (of --formats when given)\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            only the summary\n"
         "  --check SUITE      host: instead of tuning, check DIR/table.csv on SUITE's shapes\n"
@@ -64,14 +79,27 @@ static void usage(FILE *f)
         "  tune --chip m4max\n"
         "  tune --chip host\n"
         "  tune --chip host --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive\n"
-        "  tune --chip host --check heldout --formats fp4\n");
+        "  tune --chip host --check heldout --formats fp4\n"
+        "  tune --chip host --suite llama3-8b --m 1,16 --threads 1 --shard 2/8\n"
+        "  tune --chip host --from-results sweep/merged.csv\n");
+}
+
+static int parse_shard(const char *v, void *dst, char *err, size_t errlen)
+{
+    return mq_shard_parse(v, dst, err, errlen);
+}
+
+static int parse_formats(const char *v, void *dst, char *err, size_t errlen)
+{
+    options *o = dst;
+    o->formats_given = 1;
+    return mq_cli_parse_formats(v, &o->t.formats, err, errlen);
 }
 
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->chips = mq_chips_default_path();
-    o->suite = "default";
     o->search = "guided";
     o->t.group = 128;
     o->t.evals = 40;
@@ -87,7 +115,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_STR("--check", &o->check),
         MQ_OPT_STR("--search", &o->search),
         MQ_OPT_STR("--model", &o->model),
-        MQ_OPT_CUSTOM("--formats", &o->t.formats, mq_cli_parse_formats, NULL),
+        MQ_OPT_CUSTOM("--formats", o, parse_formats, NULL),
         MQ_OPT_INT("--group", &o->t.group, 1, 1 << 20, "bad group size"),
         MQ_OPT_INT("--evals", &o->t.evals, 4, 100000, "bad --evals"),
         MQ_OPT_DOUBLE("--budget", &o->t.mo.budget_s, 1e-6, 3600, "bad --budget"),
@@ -95,9 +123,11 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_FLAG("--resume", &o->t.resume),
         MQ_OPT_STR("--moe-results", &o->t.moe_results),
         MQ_OPT_FLAG("--quiet", &o->t.quiet),
+        MQ_OPT_CUSTOM("--shard", &o->shard, parse_shard, NULL),
+        MQ_OPT_FLAG("--from-results", &o->from_results),
     };
-    int rc = mq_args_parse("tune", argc, argv, 1, args, sizeof args / sizeof args[0], NULL, 0,
-                           NULL);
+    int rc = mq_args_parse("tune", argc, argv, 1, args, sizeof args / sizeof args[0], o->from,
+                           MAX_FROM, &o->nfrom);
     if (rc == 1)
         usage(stdout);
     if (rc)
@@ -109,6 +139,25 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "tune: --chip is required (see --help)\n");
         return 2;
     }
+    const struct {
+        int bad;
+        const char *why;
+    } refused[] = {
+        {o->nfrom && !o->from_results, "results files are arguments of --from-results only"},
+        {o->from_results && !o->nfrom,
+         "--from-results needs results files (tune --from-results FILE...)"},
+        {o->shard.count && o->from_results, "--shard measures; --from-results measures nothing"},
+        {o->check && (o->shard.count || o->from_results),
+         "--check does not go with --shard or --from-results"},
+        {o->t.moe_results && o->from_results,
+         "--moe-results does not go with --from-results (its rows must come from the machine "
+         "tune measures)"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (refused[i].bad) {
+            fprintf(stderr, "tune: %s\n", refused[i].why);
+            return 2;
+        }
     if (!o->t.formats)
         o->t.formats = (1u << MQ_FMT_FP4) | (1u << MQ_FMT_U4);
     return 0;
@@ -123,7 +172,8 @@ static int load_suite(const options *o, int measured, mq_suite *suite)
     const char *mdef = o->check ? "1,16" : measured ? "1,4,16,64" : "all";
     int nms = mq_suite_parse_ms(o->m ? o->m : mdef, ms, 64, err, sizeof err);
     if (nms < 0 ||
-        mq_suite_load(o->check ? o->check : o->suite, ms, nms, suite, err, sizeof err)) {
+        mq_suite_load(o->check ? o->check : o->suite ? o->suite : "default", ms, nms, suite,
+                      err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         return 2;
     }
@@ -141,6 +191,99 @@ static int load_suite(const options *o, int measured, mq_suite *suite)
     return 0;
 }
 
+/* --from-results: every file's rows in one set (each file loaded and
+ * validated as any results file). 0 or -1 with a message. */
+static int load_from(const options *o, mq_results *all, char *err, size_t errlen)
+{
+    memset(all, 0, sizeof *all);
+    for (int i = 0; i < o->nfrom; i++) {
+        mq_results rs;
+        if (mq_results_load(o->from[i], &rs, err, errlen))
+            return -1;
+        mq_result *r = realloc(all->r, sizeof *r * (size_t)(all->n + rs.n + 1));
+        if (!r) {
+            mq_results_free(&rs);
+            snprintf(err, errlen, "%s: out of memory", o->from[i]);
+            return -1;
+        }
+        all->r = r;
+        memcpy(all->r + all->n, rs.r, sizeof *r * (size_t)rs.n); /* the samples move too */
+        all->n += rs.n;
+        free(rs.r);
+    }
+    return 0;
+}
+
+/* The rows --from-results builds from: the chip's rows of one backend and
+ * one build. The backend into backend; -1 with a message when the chip has
+ * no rows, or its rows mix backends or builds (merge says which). */
+static int from_rows_check(const options *o, const mq_results *all, const char *chip,
+                           const char **backend, char *err, size_t errlen)
+{
+    const mq_result *first = NULL;
+    for (int i = 0; i < all->n; i++) {
+        const mq_result *r = &all->r[i];
+        if (strcmp(r->chip, chip) || r->p.group != o->t.group)
+            continue;
+        if (!first) {
+            first = r;
+        } else if (strcmp(r->backend, first->backend)) {
+            snprintf(err, errlen, "--from-results: %s's rows come from the %s and the %s "
+                                  "backends: give rows of one backend",
+                     chip, first->backend, r->backend);
+            return -1;
+        } else if (strcmp(r->git_rev, first->git_rev) ||
+                   strcmp(r->tool_version, first->tool_version)) {
+            snprintf(err, errlen, "--from-results: %s's rows mix builds (%s and %s): merge "
+                                  "them first (merge --allow-mixed-builds) to say so",
+                     chip, first->git_rev, r->git_rev);
+            return -1;
+        }
+    }
+    if (!first) {
+        snprintf(err, errlen, "--from-results: no rows of chip %s with group %d in %s%s", chip,
+                 o->t.group, o->from[0], o->nfrom > 1 ? " and the other files" : "");
+        return -1;
+    }
+    *backend = first->backend;
+    return 0;
+}
+
+/* --from-results without --suite or --m: the distinct shapes of the chip's
+ * rows (of --formats when given; else their formats go to *formats). */
+static int suite_from_rows(const mq_results *all, const char *chip, const char *backend,
+                           int formats_given, unsigned *formats, mq_suite *suite)
+{
+    memset(suite, 0, sizeof *suite);
+    unsigned seen = 0;
+    for (int i = 0; i < all->n; i++) {
+        const mq_result *r = &all->r[i];
+        if (strcmp(r->chip, chip) || strcmp(r->backend, backend) ||
+            (formats_given && !(*formats & (1u << r->p.format))))
+            continue;
+        seen |= 1u << r->p.format;
+        int have = 0;
+        for (int k = 0; k < suite->n && !have; k++)
+            have = suite->s[k].M == r->p.M && suite->s[k].N == r->p.N && suite->s[k].K == r->p.K;
+        if (have)
+            continue;
+        mq_shape *ns = realloc(suite->s, sizeof *ns * (size_t)(suite->n + 1));
+        if (!ns)
+            return -1;
+        suite->s = ns;
+        mq_shape *sh = &suite->s[suite->n++];
+        memset(sh, 0, sizeof *sh);
+        snprintf(sh->model, sizeof sh->model, "rows");
+        snprintf(sh->layer, sizeof sh->layer, "%dx%dx%d", r->p.M, r->p.N, r->p.K);
+        sh->M = r->p.M;
+        sh->N = r->p.N;
+        sh->K = r->p.K;
+    }
+    if (!formats_given)
+        *formats = seen;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -154,10 +297,12 @@ int main(int argc, char **argv)
     snprintf(chip_path, sizeof chip_path, "%s/tune-chip.csv", dir);
     /* the chip and its backend; a resumed run takes the chip as the
      * interrupted run measured it: the probes vary between runs, and the
-     * guided search's choices follow the chip's figures */
+     * guided search's choices follow the chip's figures. --from-results
+     * measures nothing: the chip alone */
     mq_target t;
     mq_target_opts to = {o.chip, o.chips, "auto", o.threads,
-                         o.t.resume && !o.check ? chip_path : NULL, MQ_TARGET_CHIP_BACKEND};
+                         o.t.resume && !o.check ? chip_path : NULL,
+                         o.from_results ? MQ_TARGET_NO_BACKEND : MQ_TARGET_CHIP_BACKEND};
     if (mq_target_open(&to, &t, err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         return 2;
@@ -166,6 +311,8 @@ int main(int argc, char **argv)
     mq_suite suite = {0};
     mq_table *check_table = NULL;
     mq_table_set ts = {.lock_fd = -1};
+    mq_results from = {0};
+    mq_work_list work = {0};
     struct stat sb;
     static mq_model pred; /* its kernel factors make it large */
     mq_model_defaults(&pred);
@@ -175,6 +322,7 @@ int main(int argc, char **argv)
      * and stored fits are for predicted chips) */
     T = (mq_tuner){
         .o = &o.t, .chip = &t.chip, .lim = &t.lim, .be = t.be, .w = {.fd = -1}, .prior = &pred};
+    int measured = t.measured || o.from_results; /* rows measured here, or elsewhere */
     rc = 2; /* until the run gets going, a failure is the input's or the environment's */
     if (o.t.exhaustive && !t.measured) {
         fprintf(stderr, "tune: --search exhaustive needs a backend that is the chip (--chip host "
@@ -182,13 +330,29 @@ int main(int argc, char **argv)
                 o.chip);
         goto out;
     }
-    if (o.check && !t.measured) {
-        fprintf(stderr, "tune: --check times candidates: it needs --chip host here\n");
+    if ((o.check || o.shard.count) && !t.measured) {
+        fprintf(stderr, "tune: %s times candidates: it needs --chip host here\n",
+                o.check ? "--check" : "--shard");
         goto out;
     }
-    if (load_suite(&o, t.measured, &suite))
+    if (o.from_results) {
+        if (load_from(&o, &from, err, sizeof err) ||
+            from_rows_check(&o, &from, t.chip.name, &T.from_backend, err, sizeof err)) {
+            fprintf(stderr, "tune: %s\n", err);
+            goto out;
+        }
+        T.from = &from;
+    }
+    if (o.from_results && !o.suite && !o.m) {
+        if (suite_from_rows(&from, t.chip.name, T.from_backend, o.formats_given, &o.t.formats,
+                            &suite)) {
+            fprintf(stderr, "tune: out of memory\n");
+            goto out;
+        }
+    } else if (load_suite(&o, t.measured, &suite)) {
         goto out;
-    if (o.model && t.measured) {
+    }
+    if (o.model && measured) {
         fprintf(stderr, "tune: --model is for predicted chips; %s is measured here\n", o.chip);
         goto out;
     }
@@ -199,7 +363,7 @@ int main(int argc, char **argv)
         }
         snprintf(pred_note, sizeof pred_note, "%s (%d rows fitted elsewhere) on %s's figures",
                  o.model, pred.n_fit, t.chip.name);
-    } else if (!t.measured) { /* the chip's own stored measurements set the coefficients */
+    } else if (!measured) { /* the chip's own stored measurements set the coefficients */
         char mpath[4300];
         snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
         int nfit = mq_tune_stored_model(mpath, &t.chip, &pred, err, sizeof err);
@@ -213,6 +377,11 @@ int main(int argc, char **argv)
                      "%.3f",
                      nfit, t.chip.name, mpath, 100 * pred.mape, pred.spearman);
     }
+    if (mq_tune_work(&o.t, &suite, &t.chip, o.shard.count > 0, &work)) {
+        fprintf(stderr, "tune: out of memory listing the work\n");
+        goto out;
+    }
+    mq_work_split(&work, o.shard.count ? o.shard.count : 1);
     if (o.check) { /* the table is read before anything is written */
         char tp[4300];
         mq_error e;
@@ -221,20 +390,30 @@ int main(int argc, char **argv)
             fprintf(stderr, "tune: %s\n", e.msg);
             goto out;
         }
-    } else if (mq_table_set_begin(dir, &ts, err, sizeof err)) {
+    } else if (!o.shard.count && mq_table_set_begin(dir, &ts, err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         goto out;
     }
     err[0] = '\0';
     if (t.measured && !t.from_snapshot && !o.check && t.chip.is_host &&
-        mq_chip_write(chip_path, &t.chip, err, sizeof err)) { /* for a later --resume */
+        (mq_make_parent_dirs(chip_path, err, sizeof err) ||
+         mq_chip_write(chip_path, &t.chip, err, sizeof err))) { /* for a later --resume */
         fprintf(stderr, "tune: %s\n", err);
         goto out;
     }
-    snprintf(path, sizeof path, "%s/%s", dir, o.check ? "check-results.csv" : "tune-results.csv");
+    if (o.shard.count)
+        snprintf(path, sizeof path, "%s/tune-shard-%d-of-%d.csv", dir, o.shard.index,
+                 o.shard.count);
+    else
+        snprintf(path, sizeof path, "%s/%s", dir,
+                 o.check ? "check-results.csv" : "tune-results.csv");
+    char mpath[4300];
+    mq_manifest_path(path, mpath, sizeof mpath);
     if (mq_make_parent_dirs(path, err, sizeof err) ||
         (o.t.resume && stat(path, &sb) == 0 && mq_results_load(path, &T.own, err, sizeof err)) ||
-        (t.measured && mq_results_open(path, &T.w, err, sizeof err))) {
+        (t.measured && mq_results_open(path, &T.w, err, sizeof err)) ||
+        (o.shard.count && mq_manifest_write(mpath, &work, &o.shard, "tune", t.chip.name,
+                                            t.be->name, err, sizeof err))) {
         fprintf(stderr, "tune: %s\n", err);
         goto out;
     }
@@ -246,15 +425,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "tune: resuming: %d rows of %s can be reused%s\n", T.own.n, path,
                 t.from_snapshot ? "; the chip as the interrupted run measured it (tune-chip.csv)"
                                 : "");
+    if (o.shard.count) {
+        int units;
+        int64_t cost;
+        mq_work_shard_totals(&work, o.shard.index, &units, &cost);
+        fprintf(stderr, "tune: shard %d/%d of sweep %016llx: %d of %d problems, estimated %.1f "
+                        "s; rows in %s, manifest %s\n",
+                o.shard.index, o.shard.count, (unsigned long long)work.id, units, work.n,
+                cost / 1e6, path, mpath);
+    }
     if (o.check) {
         rc = mq_tune_check(&T, &suite, check_table);
         goto out;
     }
-    if (!t.measured)
+    if (o.from_results)
+        fprintf(stderr, "tune: %s's table from %d rows of %d file%s (%s backend): nothing is "
+                        "timed\n",
+                t.chip.name, from.n, o.nfrom, o.nfrom == 1 ? "" : "s", T.from_backend);
+    else if (!t.measured)
         fprintf(stderr, "tune: %s is predicted: cost model %s; chosen candidates are verified "
                         "on the CPU model\n",
                 t.chip.name, pred_note);
-    rc = mq_tune_suite(&T, &suite, t.measured, &pred, pred_note, dir, &ts);
+    rc = mq_tune_suite(&T, &suite, &work, o.shard.count ? o.shard.index : 1, measured, &pred,
+                       pred_note, dir, &ts);
 out:
     if (rc && ts.lock_fd >= 0)
         mq_table_set_abort(&ts); /* the published set stays as it was */
@@ -262,6 +455,8 @@ out:
     mq_table_free(check_table);
     mq_results_close(&T.w);
     mq_results_free(&T.own);
+    mq_results_free(&from);
+    mq_work_free(&work);
     mq_suite_free(&suite);
     mq_target_close(&t);
     free(T.rows.f);

@@ -99,17 +99,34 @@ static int pick_predicted(mq_tuner *T, const mq_suite *suite, int s, const mq_pr
     return -1;
 }
 
+/* From rows (--from-results): every candidate the rows measured joins the
+ * model's rows; the fastest ok one is the pick. */
+static int pick_from_rows(mq_tuner *T, const mq_cand *cs, int n)
+{
+    int pick = -1;
+    for (int i = 0; i < n; i++) {
+        if (cs[i].time <= 0)
+            continue;
+        mq_rows_add(&T->rows, &cs[i].f, cs[i].time);
+        T->reused++;
+        if (pick < 0 || cs[i].time < cs[pick].time)
+            pick = i;
+    }
+    return pick;
+}
+
 /* Write the set into this run's generation and publish it in one step. */
 static int publish(mq_tuner *T, const mq_table_entry *ent, int nent, const mq_model *fit,
                    const char *fit_note, int measured, const char *dir, mq_table_set *ts)
 {
     char tpath[4400], hpath[4400], mpath[4400], cpath[4400], err[4400];
     const char *source = measured ? "measured" : "predicted";
+    const char *backend = T->from ? T->from_backend : T->be->name;
     mq_table_set_path(ts, "table.csv", tpath, sizeof tpath);
     mq_table_set_path(ts, "table.h", hpath, sizeof hpath);
     mq_table_set_path(ts, "model.csv", mpath, sizeof mpath);
     mq_table_set_path(ts, "chip.csv", cpath, sizeof cpath);
-    if (nent < 0 || mq_table_write_csv(tpath, T->chip->name, T->be->name, source, ent, nent,
+    if (nent < 0 || mq_table_write_csv(tpath, T->chip->name, backend, source, ent, nent,
                                        T->chip->v, fit, err, sizeof err) ||
         mq_table_write_header(hpath, T->chip->name, source, ent, nent, T->chip->v, fit, err,
                               sizeof err) ||
@@ -123,28 +140,49 @@ static int publish(mq_tuner *T, const mq_table_entry *ent, int nent, const mq_mo
     return 0;
 }
 
-int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_model *pred,
-                  const char *pred_note, const char *dir, mq_table_set *ts)
+int mq_tune_work(const mq_tune_opts *o, const mq_suite *suite, const mq_chip *chip,
+                 int estimate, mq_work_list *w)
+{
+    memset(w, 0, sizeof *w);
+    for (int f = 0; f < MQ_FMT_COUNT; f++)
+        for (int s = 0; (o->formats & (1u << f)) && s < suite->n; s++) {
+            int repeat = 0; /* two layers of one shape are one problem */
+            for (int t = 0; t < s && !repeat; t++)
+                repeat = suite->s[t].M == suite->s[s].M && suite->s[t].N == suite->s[s].N &&
+                         suite->s[t].K == suite->s[s].K;
+            if (repeat)
+                continue;
+            mq_work_unit u = {.p = {(mq_format)f, suite->s[s].M, suite->s[s].N, suite->s[s].K,
+                                    o->group},
+                              .whole = 1};
+            int n = 0, base[MQ_BASE_COUNT];
+            mq_cand *cs = estimate ? mq_tune_candidates(&u.p, chip, &n, base) : NULL;
+            if (estimate && !cs)
+                return -1;
+            free(cs);
+            u.rows = o->exhaustive || o->evals > n ? n : o->evals;
+            u.cost_us = u.rows * mq_work_candidate_cost_us(&u.p, &o->mo) +
+                        mq_work_setup_cost_us(&u.p);
+            if (mq_work_add(w, &u))
+                return -1;
+        }
+    return 0;
+}
+
+int mq_tune_suite(mq_tuner *T, const mq_suite *suite, const mq_work_list *work, int shard,
+                  int measured, const mq_model *pred, const char *pred_note, const char *dir,
+                  mq_table_set *ts)
 {
     const mq_tune_opts *o = T->o;
-    int rc = 0, nent = 0, nmoe = 0;
+    int rc = 0, nent = 0, nmoe = 0, nprob = 0, from_rows = 0;
     mq_table_entry *ent = NULL, *moe = NULL;
-    /* two layers of one shape are one problem */
-    char *repeat = calloc((size_t)(suite->n ? suite->n : 1), 1);
-    int distinct = 0, nprob = 0;
-    for (int s = 0; repeat && s < suite->n; s++) {
-        for (int t = 0; t < s && !repeat[s]; t++)
-            repeat[s] = suite->s[t].M == suite->s[s].M && suite->s[t].N == suite->s[s].N &&
-                        suite->s[t].K == suite->s[s].K;
-        distinct += !repeat[s];
-    }
-    for (int f = 0; f < MQ_FMT_COUNT; f++)
-        nprob += (o->formats >> f & 1u) ? distinct : 0;
+    for (int i = 0; i < work->n; i++)
+        nprob += work->u[i].shard == shard;
     mq_choice *choices = calloc((size_t)(nprob ? nprob : 1), sizeof *choices);
     int nchoice = 0, unverified = 0, tty = isatty(fileno(stderr)) && !o->quiet;
     double t0 = mq_now(), fraction = 0;
     gap_stats gap = {0, 0, 0};
-    if (!repeat || !choices) {
+    if (!choices) {
         fprintf(stderr, "tune: out of memory\n");
         rc = 2;
         goto done;
@@ -165,48 +203,63 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
             goto done;
         }
     }
-    for (int f = 0; f < MQ_FMT_COUNT; f++)
-        for (int s = 0; (o->formats & (1u << f)) && s < suite->n; s++) {
-            mq_problem p = {(mq_format)f, suite->s[s].M, suite->s[s].N, suite->s[s].K, o->group};
-            if (repeat[s])
-                continue;
-            int n, base[MQ_BASE_COUNT];
-            mq_cand *cs = mq_tune_candidates(&p, T->chip, &n, base);
-            if (!cs)
-                continue;
-            double btime[MQ_BASE_COUNT];
-            int pick = measured
-                           ? pick_measured(T, suite, s, &p, cs, n, base, &fraction, &gap, &rc)
-                           : pick_predicted(T, suite, s, &p, pred, cs, n, base, btime, &rc);
-            for (int b = 0; measured && b < MQ_BASE_COUNT; b++)
-                btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
-            if (pick >= 0) {
-                mq_choice *c = &choices[nchoice++];
-                c->p = p;
-                c->c = cs[pick].c;
-                c->expected_s = cs[pick].time;
-                c->measured = measured;
-                for (int b = 0; b < MQ_BASE_COUNT; b++)
-                    c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
-            } else if (!T->failed && !rc) {
-                fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified\n",
-                        mq_format_name(p.format), p.M, p.N, p.K);
-                unverified++;
-            }
-            if (tty) {
-                double el = mq_now() - t0;
-                fprintf(stderr, "\r[%d/%d shapes] ETA %ds ", nchoice, nprob,
-                        nchoice ? (int)(el / nchoice * (nprob - nchoice)) : 0);
-            }
-            free(cs);
-            if (T->failed || rc) {
-                rc = 2; /* a row could not be stored (said by mq_tune_measure) */
-                goto done;
-            }
+    for (int i = 0; i < work->n; i++) {
+        if (work->u[i].shard != shard)
+            continue;
+        mq_problem p = work->u[i].p;
+        int s = 0; /* the problem's first shape */
+        while (s < suite->n - 1 && !(suite->s[s].M == p.M && suite->s[s].N == p.N &&
+                                     suite->s[s].K == p.K))
+            s++;
+        int n, base[MQ_BASE_COUNT];
+        mq_cand *cs = T->from ? mq_tune_candidates_from_rows(&p, T->chip, T->from,
+                                                             T->from_backend, &n, base)
+                              : mq_tune_candidates(&p, T->chip, &n, base);
+        if (!cs)
+            continue;
+        double btime[MQ_BASE_COUNT];
+        int pick = T->from  ? pick_from_rows(T, cs, n)
+                   : measured ? pick_measured(T, suite, s, &p, cs, n, base, &fraction, &gap, &rc)
+                            : pick_predicted(T, suite, s, &p, pred, cs, n, base, btime, &rc);
+        from_rows += T->from ? n : 0;
+        for (int b = 0; measured && b < MQ_BASE_COUNT; b++)
+            btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
+        if (pick >= 0) {
+            mq_choice *c = &choices[nchoice++];
+            c->p = p;
+            c->c = cs[pick].c;
+            c->expected_s = cs[pick].time;
+            c->measured = measured;
+            for (int b = 0; b < MQ_BASE_COUNT; b++)
+                c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
+        } else if (!T->failed && !rc) {
+            fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified%s\n",
+                    mq_format_name(p.format), p.M, p.N, p.K,
+                    T->from ? " (no ok row in --from-results)" : "");
+            unverified++;
         }
+        if (tty) {
+            double el = mq_now() - t0;
+            fprintf(stderr, "\r[%d/%d shapes] ETA %ds ", nchoice, nprob,
+                    nchoice ? (int)(el / nchoice * (nprob - nchoice)) : 0);
+        }
+        free(cs);
+        if (T->failed || rc) {
+            rc = 2; /* a row could not be stored (said by mq_tune_measure) */
+            goto done;
+        }
+    }
     if (tty)
         fputc('\n', stderr);
     mq_bench_problem_free(&T->bp);
+    if (work->nshards > 1) { /* a shard's rows are a part: merge, then --from-results */
+        fprintf(stderr, "tune: shard %d/%d: %d of %d problems measured (%d timed, %d reused), "
+                        "%d without a verified candidate; no table is written: merge the "
+                        "shards' results and run tune --from-results\n",
+                shard, work->nshards, nprob, work->n, T->timed, T->reused, unverified);
+        rc = unverified ? 1 : 0;
+        goto done;
+    }
     if (nchoice == 0) {
         fprintf(stderr, "tune: no shape has a verified candidate: nothing is written, the table "
                         "in %s stays as it was\n",
@@ -258,7 +311,8 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, int measured, const mq_mod
                            .seconds = mq_now() - t0,
                            .gap_n = gap.n,
                            .gap_mean = gap.n ? gap.sum / gap.n : 0,
-                           .gap_max = gap.max};
+                           .gap_max = gap.max,
+                           .from_rows = from_rows};
     mq_tune_print_summary(&sum);
     if (unverified) {
         fprintf(stderr, "tune: %d of %d shapes had no verified candidate (listed above): the "
@@ -271,6 +325,5 @@ done:
     free(ent);
     free(moe);
     free(choices);
-    free(repeat);
     return rc;
 }
