@@ -11,7 +11,8 @@
 #   make fuzz-run   the parsers' libFuzzer targets, a few seconds each (make fuzz: build)
 #   make race       the MSL executor under ThreadSanitizer: a missing barrier is a race
 #   make install    libmq.a, mq.h, the tools and mq.pc under PREFIX (/usr/local)
-#   make deps       install libgsl-dev, libcsv-dev, gnuplot with apt-get if missing
+#   make deps       install libgsl-dev, libcsv-dev, gnuplot, parallel, rsync, slurm-wlm
+#                   (and clang) with apt-get if missing
 # CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS from the command line or the
 # environment are honoured (e.g. LDFLAGS=-L/opt/gsl/lib CPPFLAGS=-I/opt/gsl/include).
 ifeq ($(origin CC),default)
@@ -112,6 +113,7 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh \
+	  "tests/test_sweep.sh $(BUILD)" \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
 # The GPU tests (tests/gpu_cuda.c): the cuda backend on an NVIDIA GPU, every

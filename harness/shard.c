@@ -185,6 +185,7 @@ int mq_manifest_write(const char *path, const mq_work_list *w, const mq_shard *s
             s->index, s->count);
     fprintf(f, "# sweep %016llx: %d units, estimated %.1f s; this shard: %d units, %.1f s\n",
             (unsigned long long)w->id, w->n, total / 1e6, units, cost / 1e6);
+    fprintf(f, "# kind %s, chip %s, backend %s\n", kind, chip, backend);
     for (int i = 0; i < NMCOL; i++)
         fprintf(f, "%s%c", mcols[i], i == NMCOL - 1 ? '\n' : ',');
     for (int i = 0; i < w->n; i++) {
@@ -205,9 +206,9 @@ int mq_manifest_write(const char *path, const mq_work_list *w, const mq_shard *s
     return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
-/* One manifest row into m (the sweep's fields must agree with row 1's). */
-static int parse_mrow(char **f, int first, mq_manifest *m, mq_work_unit *u, char *why,
-                      size_t n)
+/* One manifest row into u (the sweep's fields must agree with the
+ * comment lines', in m). */
+static int parse_mrow(char **f, const mq_manifest *m, mq_work_unit *u, char *why, size_t n)
 {
     char bad[160];
     mq_error e;
@@ -222,19 +223,10 @@ static int parse_mrow(char **f, int first, mq_manifest *m, mq_work_unit *u, char
         return snprintf(why, n, "shard: %s", bad), -1;
     if (strcmp(f[1], "bench") && strcmp(f[1], "tune"))
         return snprintf(why, n, "kind: '%.40s' is not bench or tune", f[1]), -1;
-    if (strlen(f[4]) >= sizeof m->chip || strlen(f[5]) >= sizeof m->backend)
-        return snprintf(why, n, "chip or backend name too long"), -1;
-    if (first) {
-        m->id = id;
-        m->shard = shard;
-        m->nshards = shards;
-        snprintf(m->kind, sizeof m->kind, "%s", f[1]);
-        snprintf(m->chip, sizeof m->chip, "%s", f[4]);
-        snprintf(m->backend, sizeof m->backend, "%s", f[5]);
-    } else if (id != m->id || shard != m->shard || shards != m->nshards ||
+    if (id != m->id || shard != m->shard || shards != m->nshards ||
                strcmp(f[1], m->kind) || strcmp(f[4], m->chip) || strcmp(f[5], m->backend)) {
-        return snprintf(why, n, "sweep, kind, shard, chip or backend differs from the first "
-                                "row's"),
+        return snprintf(why, n, "sweep, kind, shard, chip or backend differs from the comment "
+                                "lines'"),
                -1;
     }
     memset(u, 0, sizeof *u);
@@ -271,13 +263,25 @@ int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
     mq_csv_table t;
     if (mq_csv_read(path, &t, err, errlen))
         return -1;
-    int rc = 0;
-    if (t.nrows < 2 || t.rows[0].nfields != NMCOL || strcmp(t.rows[0].fields[0], "sweep")) {
-        snprintf(err, errlen, "%s:%d: not a shard manifest (expected a header 'sweep,kind,"
-                              "shard,...' of %d columns and at least one unit)",
-                 path, t.nrows ? t.rows[0].line : 1, NMCOL);
+    int rc = 0, schema = 0;
+    unsigned long long id = 0;
+    /* the comment lines say the sweep even of a shard that owns no unit */
+    int ok = t.ncomments >= 3 &&
+             sscanf(t.comments[0], " mq shard manifest, schema %d: the units of work shard %d of "
+                                   "%d owns",
+                    &schema, &m->shard, &m->nshards) == 3 &&
+             sscanf(t.comments[1], " sweep %16llx:", &id) == 1 &&
+             sscanf(t.comments[2], " kind %7[a-z], chip %31[^,], backend %15s", m->kind, m->chip,
+                    m->backend) == 3 &&
+             schema == 1 && m->nshards >= 1 && m->nshards <= MQ_SHARD_MAX && m->shard >= 1 &&
+             m->shard <= m->nshards;
+    m->id = id;
+    if (!ok || t.nrows < 1 || t.rows[0].nfields != NMCOL || strcmp(t.rows[0].fields[0], "sweep")) {
+        snprintf(err, errlen, "%s: not a shard manifest of schema 1 (expected its three comment "
+                              "lines, then a header 'sweep,kind,shard,...' of %d columns)",
+                 path, NMCOL);
         rc = -1;
-    } else if (!(m->u = calloc((size_t)t.nrows - 1, sizeof *m->u))) {
+    } else if (!(m->u = calloc((size_t)t.nrows, sizeof *m->u))) {
         snprintf(err, errlen, "%s: out of memory", path);
         rc = -1;
     }
@@ -287,7 +291,7 @@ int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
             snprintf(err, errlen, "%s:%d: %d fields, expected %d", path, t.rows[i].line,
                      t.rows[i].nfields, NMCOL);
             rc = -1;
-        } else if (parse_mrow(t.rows[i].fields, i == 1, m, &m->u[m->n], why, sizeof why)) {
+        } else if (parse_mrow(t.rows[i].fields, m, &m->u[m->n], why, sizeof why)) {
             snprintf(err, errlen, "%s:%d: %s", path, t.rows[i].line, why);
             rc = -1;
         } else {

@@ -2,11 +2,14 @@
 # install-deps.sh - install the Debian packages the project needs, only when
 # missing: libgsl-dev (fits, statistics), libcsv-dev (results files), gnuplot
 # (plots), clang (its clang++ checks the Metal kernels' syntax in make test),
-# libclang-rt-dev (libFuzzer, for make fuzz).
+# libclang-rt-dev (libFuzzer, for make fuzz), parallel (GNU parallel: sharded
+# sweeps, scripts/sweep-parallel.sh), rsync (parallel brings results back from
+# remote hosts with it), slurm-wlm (scripts/sweep-slurm.sh; the tests start a
+# single-node Slurm with it).
 # Uses sudo when not root.
 set -eu
 need=""
-for pkg in libgsl-dev libcsv-dev gnuplot-nox clang libclang-rt-dev; do
+for pkg in libgsl-dev libcsv-dev gnuplot-nox clang libclang-rt-dev parallel rsync slurm-wlm; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
         need="$need $pkg"
 done

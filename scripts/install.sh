@@ -12,7 +12,7 @@ version=$(sed -n 's/^#define MQ_TOOL_VERSION "\(.*\)"/\1/p' harness/version.h)
 install -d "$dest/lib/pkgconfig" "$dest/include" "$dest/bin"
 install -m 644 "$B/libmq.a" "$dest/lib/libmq.a"
 install -m 644 kernels/mq.h "$dest/include/mq.h"
-for t in kernel-bench bench tune compare plot; do
+for t in kernel-bench bench merge tune compare plot; do
     install -m 755 "$B/$t" "$dest/bin/mq-$t"
 done
 cat > "$dest/lib/pkgconfig/mq.pc" <<PC
@@ -27,4 +27,4 @@ Libs: -L\${libdir} -lmq
 Libs.private: -lcsv -lm -pthread
 Cflags: -I\${includedir}
 PC
-echo "installed libmq.a, mq.h, mq.pc and mq-{kernel-bench,bench,tune,compare,plot} under $dest"
+echo "installed libmq.a, mq.h, mq.pc and mq-{kernel-bench,bench,merge,tune,compare,plot} under $dest"

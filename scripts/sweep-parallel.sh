@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# sweep-parallel.sh - one bench (or tune) sweep split into shards and run by
+# GNU parallel: on local workers by default, or on the hosts of an
+# --sshloginfile (a rack of Macs); each shard's results and manifest come
+# back to the sweep directory, and merge combines them (naming any shard
+# that is missing or incomplete). Rerun the same command after a kill or a
+# failed host: parallel reruns only the shards whose jobs did not finish
+# (--resume-failed on the joblog), and each of those resumes its own rows.
+#
+# usage: scripts/sweep-parallel.sh [options] -- TOOL-ARGS...
+#   --shards N          shards (default: the number of jobs)
+#   --jobs J            shards at a time per host (default: cores / threads here;
+#                       with --sshloginfile, what the file says, else parallel's
+#                       default of one per core)
+#   --threads T         CPU-model workers per shard (default 1); the same on
+#                       every shard, as the candidate space depends on it
+#   --tool bench|tune   default bench
+#   --out DIR           sweep directory, relative to the repository (default
+#                       results/sweeps/TOOL-STAMP): shard-I-of-N.csv (bench) or
+#                       tune-shard-I-of-N.csv (tune), their manifests,
+#                       joblog.txt, merged.csv, merge.txt
+#   --build DIR         the tools (default build)
+#   --sshloginfile F    run the shards on F's hosts (parallel --sshloginfile);
+#                       each host needs this tree built at --remote-dir, and
+#                       rsync (results come back with parallel --return)
+#   --remote-dir DIR    the tree on the hosts (default: this tree's path)
+#   --ssh CMD           the ssh command parallel uses (parallel --ssh)
+# Exit status: merge's (0 complete, 1 shards missing or incomplete), 2 bad
+# usage or an environment error (parallel missing, say).
+#
+# examples:
+#   scripts/sweep-parallel.sh --jobs 2 -- --suite smoke --formats fp4,u4
+#   scripts/sweep-parallel.sh --shards 16 --out results/sweeps/8b -- \
+#       --suite llama3-8b --m 1,16 --space full
+#   scripts/sweep-parallel.sh --shards 32 --sshloginfile macs.txt \
+#       --remote-dir /opt/mq -- --chip host --suite all --m all --space full
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+    echo "sweep-parallel: $*" >&2
+    exit 2
+}
+
+shards="" jobs="" threads=1 tool=bench out="" build=build sshlogin="" remote="" ssh_cmd=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --shards) shards=${2:?}; shift 2 ;;
+    --jobs) jobs=${2:?}; shift 2 ;;
+    --threads) threads=${2:?}; shift 2 ;;
+    --tool) tool=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --build) build=${2:?}; shift 2 ;;
+    --sshloginfile) sshlogin=${2:?}; shift 2 ;;
+    --remote-dir) remote=${2:?}; shift 2 ;;
+    --ssh) ssh_cmd=${2:?}; shift 2 ;;
+    --help | -h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --) shift; break ;;
+    *) die "unknown option '$1' (the tool's own options go after --; see --help)" ;;
+    esac
+done
+command -v parallel >/dev/null 2>&1 ||
+    die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps)"
+case "$tool" in bench | tune) ;; *) die "bad --tool '$tool' (expected bench or tune)" ;; esac
+[ -x "$build/$tool" ] && [ -x "$build/merge" ] || die "$build/$tool or $build/merge is missing (run make)"
+for v in "$threads" ${shards:+"$shards"} ${jobs:+"$jobs"}; do
+    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "bad number '$v' (--shards, --jobs and --threads take positive integers)"
+done
+for a in "$@"; do
+    case "$a" in
+    --shard | --shard=* | --out | --out-dir | --threads | --resume)
+        die "'$a' is the sweep's to set (--out, --threads), not the tool's" ;;
+    esac
+done
+if [ -n "$sshlogin" ]; then
+    [ -r "$sshlogin" ] || die "$sshlogin: cannot read the --sshloginfile"
+else
+    cores=$(nproc)
+    [ -n "$jobs" ] || jobs=$(( cores / threads > 0 ? cores / threads : 1 ))
+fi
+[ -n "$shards" ] || shards=${jobs:-1}
+case "$out" in /*) die "--out must be relative to the repository (the hosts write under --remote-dir)" ;; esac
+[ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+
+args=""
+[ $# -gt 0 ] && args=$(printf '%q ' "$@")
+if [ "$tool" = bench ]; then
+    res="$out/shard-{}-of-$shards.csv"
+    cmd="$build/bench $args--threads $threads --shard {}/$shards --out $res --resume --quiet"
+else
+    res="$out/tune-shard-{}-of-$shards.csv"
+    cmd="$build/tune $args--threads $threads --shard {}/$shards --out-dir $out --resume --quiet"
+fi
+man="${res%.csv}.manifest.csv"
+popts=(--joblog "$out/joblog.txt" --resume-failed --halt never --tagstring 'shard {}')
+[ -n "$jobs" ] && popts+=(--jobs "$jobs")
+if [ -n "$sshlogin" ]; then
+    popts+=(--sshloginfile "$sshlogin" --workdir "${remote:-$PWD}" --return "$res" --return "$man")
+    [ -n "$ssh_cmd" ] && popts+=(--ssh "$ssh_cmd")
+fi
+echo "sweep-parallel: $shards shards of '$tool $*' (--threads $threads), ${jobs:-one per core on each host} at a time${sshlogin:+ on the hosts of $sshlogin}; sweep in $out" >&2
+start=$(date +%s%N)
+set +e
+seq 1 "$shards" | parallel "${popts[@]}" "$cmd" >"$out/shards.log" 2>&1
+prc=$?
+set -e
+end=$(date +%s%N)
+echo "sweep-parallel: the shards ran in $(awk -v ns=$((end - start)) 'BEGIN { printf "%.1f", ns / 1e9 }') s (parallel exit $prc; per shard: $out/joblog.txt, output: $out/shards.log)" >&2
+files=()
+for i in $(seq 1 "$shards"); do
+    f=${res//\{\}/$i}
+    [ -f "$f" ] && files+=("$f")
+done
+[ ${#files[@]} -gt 0 ] || die "no shard left a results file in $out (see $out/shards.log)"
+set +e
+"$build/merge" --out "$out/merged.csv" "${files[@]}" >"$out/merge.txt"
+mrc=$?
+set -e
+grep -E '^(sweep|  shard|merged|duplicate)' "$out/merge.txt" | grep -v ': complete' >&2 || true
+echo "sweep-parallel: merged into $out/merged.csv (report $out/merge.txt; merge exit $mrc)" >&2
+exit $mrc
