@@ -44,6 +44,7 @@ static void usage(FILE *f)
         "  --space seed|full  each variant's seed configuration (default) or the full grid\n"
         "  --candidate SPEC   only this candidate, 'variant tm tn tk tg sk' (repeatable)\n"
         "  --explain          list the candidate space with every rejection reason; no timing\n"
+        "                     (with --shard: every shard's units and estimated seconds)\n"
         "  --out FILE         results CSV (default results/CHIP/bench.csv; with --shard\n"
         "                     results/CHIP/bench-shard-I-of-N.csv)\n"
         "  --resume           skip what this build already measured on this host in FILE\n"
@@ -178,6 +179,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: %s\n", err);
         mq_suite_free(&suite);
         return 2;
+    }
+    if (o.explain && o.shard.count) { /* the plan: every shard's share */
+        mq_work_list work;
+        if (mq_bench_work(j, &t.chip, &work)) {
+            fprintf(stderr, "bench: out of memory listing the work\n");
+            rc = 2;
+        } else {
+            mq_work_split(&work, o.shard.count);
+            rc = mq_shard_plan_print(&work, stdout);
+        }
+        mq_work_free(&work);
+        mq_target_close(&t);
+        mq_suite_free(&suite);
+        return rc;
     }
     if (o.explain) {
         rc = mq_bench_explain(j, &t.chip);

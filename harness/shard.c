@@ -49,25 +49,29 @@ void mq_work_free(mq_work_list *w)
     memset(w, 0, sizeof *w);
 }
 
-/* What one CPU-model worker spends, in picoseconds: per weight of a pass
+/* What one CPU-model worker spends, in picoseconds, per weight of a pass
  * over the weights (unpacking, dequantizing, one multiply-add) and per
- * further multiply-add of a token row. Rough single-thread figures of this
- * project's CPU model on x86-64 (fp4 M=1 and M=16 at 4096x14336: about 85
- * ps a weight, 24 ps a further multiply-add); a GPU backend is faster by a
- * near-constant factor across shapes, which leaves the shares balanced.
- * Setting up a problem: quantizing, the float64 reference of the sampled
- * rows, the rotated cold copies. */
+ * further multiply-add of a token row; per candidate, beyond its timed
+ * runs: planning, the cold first runs, the verification of the sampled
+ * rows and the row's write, as a fixed part and a number of kernel runs;
+ * per problem: quantizing, the float64 reference, the rotated cold copies.
+ * Fitted by eye on single-thread full-space runs of this project's CPU
+ * model on x86-64 (u4 and trellis3 at 1x4096x4096, fp4 at 4096x14336: the
+ * estimate is within 20% of the measured wall time of each). A GPU backend
+ * is faster by a near-constant factor across shapes, which leaves the
+ * shares balanced. */
 static const struct {
     int64_t ps_weight, ps_setup_weight;
 } format_cost[MQ_FMT_COUNT] = {
-    [MQ_FMT_FP4] = {85, 60},      [MQ_FMT_U4] = {85, 60},       [MQ_FMT_TRELLIS2] = {150, 90},
-    [MQ_FMT_TRELLIS3] = {150, 90}, [MQ_FMT_TRELLIS4] = {150, 90},
+    [MQ_FMT_FP4] = {85, 60},       [MQ_FMT_U4] = {95, 60},        [MQ_FMT_TRELLIS2] = {130, 90},
+    [MQ_FMT_TRELLIS3] = {130, 90}, [MQ_FMT_TRELLIS4] = {130, 90},
 };
 enum {
     PS_MAC = 24,            /* a further token row's multiply-add */
-    CANDIDATE_US = 2000,    /* planning, verifying the sampled rows, the row's write */
+    CANDIDATE_US = 8000,    /* a candidate's fixed part ... */
+    CANDIDATE_RUNS = 6,     /* ... and its untimed kernel runs */
     SETUP_US = 150000,      /* the cold copies' memory, activations */
-    TYPICAL_REPS = 20,      /* where the confidence rule stops a quiet kernel */
+    TYPICAL_REPS = 25,      /* the mean repetitions where the confidence rule stops */
 };
 
 static int64_t kernel_us(const mq_problem *p)
@@ -80,16 +84,15 @@ static int64_t kernel_us(const mq_problem *p)
 int64_t mq_work_candidate_cost_us(const mq_problem *p, const mq_measure_opts *mo)
 {
     int64_t k = kernel_us(p);
-    /* the runs: verification and warm-ups, then the timed repetitions up
-     * to the budget (the confidence rule, when on, stops typical kernels
-     * earlier) */
+    /* the untimed runs and warm-ups, then the timed repetitions up to the
+     * budget (the confidence rule, when on, stops typical kernels earlier) */
     int64_t reps = mo->max_reps;
     if (mo->ci_rel > 0 && reps > TYPICAL_REPS)
         reps = TYPICAL_REPS > mo->min_reps ? TYPICAL_REPS : mo->min_reps;
     int64_t timed = reps * k, budget = (int64_t)(mo->budget_s * 1e6);
     if (mo->max_reps > 0 && timed > budget)
         timed = budget > k ? budget : k;
-    return CANDIDATE_US + (1 + mo->warmups) * k + timed;
+    return CANDIDATE_US + (CANDIDATE_RUNS + mo->warmups) * k + timed;
 }
 
 int64_t mq_work_setup_cost_us(const mq_problem *p)
@@ -151,6 +154,26 @@ void mq_work_shard_totals(const mq_work_list *w, int shard, int *units, int64_t 
             (*units)++;
             *cost_us += w->u[i].cost_us;
         }
+}
+
+int mq_shard_plan_print(const mq_work_list *w, FILE *f)
+{
+    int64_t total = 0, most = 0;
+    for (int i = 0; i < w->n; i++)
+        total += w->u[i].cost_us;
+    fprintf(f, "sweep %016llx: %d units, estimated %.1f s, in %d shards\n",
+            (unsigned long long)w->id, w->n, total / 1e6, w->nshards);
+    for (int s = 1; s <= w->nshards; s++) {
+        int units;
+        int64_t cost;
+        mq_work_shard_totals(w, s, &units, &cost);
+        most = cost > most ? cost : most;
+        fprintf(f, "  shard %d/%d: %d units, estimated %.1f s\n", s, w->nshards, units,
+                cost / 1e6);
+    }
+    fprintf(f, "estimated imbalance (slowest shard / mean): %.3f\n",
+            total > 0 ? (double)most * w->nshards / (double)total : 1.0);
+    return 0;
 }
 
 void mq_manifest_path(const char *results_path, char *out, size_t n)

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "measure.h"
 #include "mq.h"
@@ -62,6 +63,10 @@ int64_t mq_work_setup_cost_us(const mq_problem *p);
 void mq_work_split(mq_work_list *w, int nshards);
 /* A shard's units and estimated cost. */
 void mq_work_shard_totals(const mq_work_list *w, int shard, int *units, int64_t *cost_us);
+
+/* Every shard's units and estimated cost, and the estimated imbalance
+ * (the largest share over the mean), to f; 0. */
+int mq_shard_plan_print(const mq_work_list *w, FILE *f);
 
 /* The manifest path beside a results file: PATH without ".csv", plus
  * ".manifest.csv". */

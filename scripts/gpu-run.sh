@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpu-run.sh - the GPU sequence on a fresh NVIDIA machine (the cuda backend),
 # in one call: build, the GPU tests, then the stages asked for. Nothing is
-# installed: libgsl/libcsv are unpacked from .debs/*.deb (dpkg -x; see
+# installed: libgsl/libcsv are unpacked from .debs/*.deb (dpkg -x) or from
+# .debs/deps.tar.xz (their usr/ trees, smaller to carry; see
 # README "Backends"), the CUDA driver and NVRTC are the machine's own.
 #   scripts/gpu-run.sh check     build, device facts, make test-gpu, bench --suite smoke
 #   scripts/gpu-run.sh test-gpu  build, make test-gpu only
@@ -92,7 +93,9 @@ mkdir -p "$OUT" /tmp/deps
 S="$OUT/summary.txt"
 : > "$S"
 say() { echo "$*" | tee -a "$S"; }
-for f in .debs/*.deb; do dpkg -x "$f" /tmp/deps; done
+for f in .debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" /tmp/deps; done
+# or the same files packed smaller (usr/ of the .debs, no static libraries)
+[ -f .debs/deps.tar.xz ] && tar xJf .debs/deps.tar.xz -C /tmp/deps
 L=/tmp/deps/usr/lib/x86_64-linux-gnu
 export CPPFLAGS="-I/tmp/deps/usr/include" LDFLAGS="-L$L" LD_LIBRARY_PATH="$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export MQ_CUDA_CACHE=/tmp/mq-cuda-cache

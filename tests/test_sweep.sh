@@ -16,6 +16,10 @@ check() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
 }
 has() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
+# exit status $1 was $2 and output $3 says $4
+rc_says() { [ "$1" -eq "$2" ] && has "$3" "$4"; }
+# every condition, each a string for eval (check takes one command)
+all() { for c in "$@"; do eval "$c" || return 1; done; }
 # the key columns of a results file's rows (chip .. split_k), sorted
 keys() { grep -h '^"1",' "$@" | cut -d, -f6-18 | sort; }
 # the same of a manifest's units (chip .. split_k)
@@ -49,10 +53,10 @@ done
 id1=$(sed -n 's/^# sweep \([0-9a-f]*\):.*/\1/p' "$d/s3/2.manifest.csv")
 "$B/bench" "${sweep[@]}" --threads 1 --shard 2/3 --out "$d/again.csv" >/dev/null 2>&1
 id2=$(sed -n 's/^# sweep \([0-9a-f]*\):.*/\1/p' "$d/again.manifest.csv")
-check "a shard's sweep id is the same on a second run ($id1, $id2)" [ -n "$id1" ] && [ "$id1" = "$id2" ]
-"$B/bench" "${sweep[@]}" --formats fp4 --threads 1 --shard 2/3 --out "$d/t2.csv" >/dev/null 2>&1
+check "a shard's sweep id is the same on a second run ($id1, $id2)" all '[ -n "$id1" ]' '[ "$id1" = "$id2" ]'
+"$B/bench" "${sweep[@]}" --group 64 --threads 1 --shard 2/3 --out "$d/t2.csv" >/dev/null 2>&1
 id3=$(sed -n 's/^# sweep \([0-9a-f]*\):.*/\1/p' "$d/t2.manifest.csv")
-check "another work list (--formats fp4) is another sweep ($id3)" [ -n "$id3" ] && [ "$id3" != "$id1" ]
+check "another work list (--group 64) is another sweep ($id3)" all '[ -n "$id3" ]' '[ "$id3" != "$id1" ]'
 est=$(sed -n 's/^# sweep [0-9a-f]*: \([0-9]*\) units.*/\1/p' "$d/s7/1.manifest.csv")
 check "the manifest says the sweep's unit count ($est = $n_all)" [ "$est" = "$n_all" ]
 
@@ -84,12 +88,12 @@ check "and one row of each key kept" [ "$(keys "$d/m.csv")" = "$(keys "$d/all.cs
 check "--keep all keeps both rows" \
     [ "$(keys "$d/mall.csv" | wc -l)" -eq $((n_all + $(keys "$d/dup.csv" | wc -l))) ]
 out=$("$B/merge" --out "$d/m.csv" "$d/s3/1.csv" "$d/s3/../s3/1.csv" 2>&1); rc=$?
-check "a file given twice is refused (rc $rc): $out" [ "$rc" -eq 2 ] && has "$out" "given twice"
+check "a file given twice is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "given twice"
 sed 's/^\("1","[^"]*","\)[^"]*"/\1deadbeef0000"/' "$d/s3/3.csv" > "$d/other-build.csv"
 cp "$d/s3/3.manifest.csv" "$d/other-build.manifest.csv"
 echo keep > "$d/m.csv"
 out=$("$B/merge" --out "$d/m.csv" "$d/s3/1.csv" "$d/other-build.csv" 2>&1); rc=$?
-check "mixed builds are refused (rc $rc): $out" [ "$rc" -eq 2 ] && has "$out" "refusing to mix builds"
+check "mixed builds are refused (rc $rc): $out" rc_says "$rc" 2 "$out" "refusing to mix builds"
 check "and nothing is written" [ "$(cat "$d/m.csv")" = keep ]
 "$B/merge" --out "$d/m.csv" --allow-mixed-builds "$d/s3/1.csv" "$d/other-build.csv" >/dev/null 2>&1
 rc=$?
@@ -98,21 +102,21 @@ cp "$d/s3/1.csv" "$d/badman.csv"
 sed '5s/,fp4,/,fp5,/;5s/,u4,/,u5,/' "$d/s3/1.manifest.csv" > "$d/badman.manifest.csv"
 out=$("$B/merge" --out "$d/m.csv" "$d/badman.csv" 2>&1); rc=$?
 check "a malformed manifest is bad input naming its line (rc $rc): $out" \
-    [ "$rc" -eq 2 ] && has "$out" "badman.manifest.csv:5: format"
+    rc_says "$rc" 2 "$out" "badman.manifest.csv:5: format"
 out=$("$B/merge" --out "$d/m.csv" "$d/nope.csv" 2>&1); rc=$?
-check "a missing input is bad input (rc $rc)" [ "$rc" -eq 2 ] && has "$out" "nope.csv"
+check "a missing input is bad input (rc $rc)" rc_says "$rc" 2 "$out" "nope.csv"
 out=$("$B/bench" "${sweep[@]}" --shard 4/3 2>&1); rc=$?
-check "bench --shard 4/3 is refused (rc $rc): $out" [ "$rc" -eq 2 ] && has "$out" "--shard '4/3'"
+check "bench --shard 4/3 is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "--shard '4/3'"
 
 # tune --from-results: each problem's pick is its fastest ok row
 out=$("$B/tune" --chip host --threads 1 --from-results "$d/m3.csv" --out-dir "$d/tf" 2>&1); rc=$?
 check "tune --from-results exits 0 (rc $rc)" [ "$rc" -eq 0 ]
 check "and times nothing" has "$out" "nothing timed"
 want=$(grep -h '^"1",' "$d/m3.csv" | plain | awk -F, '$19 == "ok" {
-        k = $8 " " $9 " " $10 " " $11; if (!(k in best) || $21 + 0 < best[k]) { best[k] = $21 + 0; c[k] = $13 } }
+        k = $8 " " $9 " " $10 " " $11; if (!(k in best) || $21 + 0 < best[k]) { best[k] = $21 + 0; c[k] = $13 " " $14 " " $15 " " $16 " " $17 " " $18 } }
     END { for (k in c) print k, c[k] }' | sort)
-got=$(grep -v '^#' "$d/tf/table.csv" | plain | awk -F, 'NR > 1 && $3 > 0 { print $1, $2, $3, $4, $6 }' | sort)
-check "the table's picks are the fastest ok rows, problem by problem" [ -n "$got" ] && [ "$got" = "$want" ]
+got=$(grep -v '^#' "$d/tf/table.csv" | plain | awk -F, 'NR > 1 && $3 > 0 { print $1, $18, $3, $4, $7, $8, $9, $10, $11, $12 }' | sort)
+check "the table's picks are the fastest ok rows, problem by problem" all '[ -n "$got" ]' '[ "$got" = "$want" ]'
 "$B/merge" --out "$d/m3r.csv" "$d"/s3/{3,1,2}.csv >/dev/null 2>&1
 "$B/tune" --chip host --threads 1 --from-results "$d/m3r.csv" --out-dir "$d/tr" >/dev/null 2>&1
 check "the shards merged in another order give the same table" \
@@ -121,18 +125,17 @@ out=$("$B/tune" --chip host --from-results 2>&1); rc=$?
 check "tune --from-results without files is refused (rc $rc)" [ "$rc" -eq 2 ]
 out=$("$B/tune" --chip m4max --from-results "$d/m3.csv" --out-dir "$d/tx" 2>&1); rc=$?
 check "--from-results without rows of the chip is refused (rc $rc): $out" \
-    [ "$rc" -eq 2 ] && has "$out" "no rows of chip m4max"
+    rc_says "$rc" 2 "$out" "no rows of chip m4max"
 
 # tune --shard: rows and a manifest per shard, no table; merged, a table of every problem
 targs=(--chip host --suite smoke --m 1,2 --formats fp4 --evals 5 --budget 0.002 --threads 1 --quiet)
 for i in 1 2; do "$B/tune" "${targs[@]}" --shard "$i/2" --out-dir "$d/ts" >/dev/null 2>&1; done
 check "tune --shard writes no table" [ ! -e "$d/ts/table.csv" ]
 out=$("$B/merge" --out "$d/ts/merged.csv" "$d"/ts/tune-shard-*-of-2.csv 2>&1); rc=$?
-check "the tune shards merge complete (rc $rc)" [ "$rc" -eq 0 ] && has "$out" "2 of 2 shards"
-"$B/tune" "${targs[@]}" --from-results "$d/ts/merged.csv" --out-dir "$d/ts" >/dev/null 2>&1; rc=$?
-nprob=$(grep -v '^#' "$d/ts/table.csv" | plain | awk -F, 'NR > 1 && $3 > 0' | wc -l)
-check "and --from-results tables every problem of the suite (rc $rc, $nprob rows)" \
-    [ "$rc" -eq 0 ] && [ "$nprob" -ge 4 ]
+check "the tune shards merge complete (rc $rc)" rc_says "$rc" 0 "$out" "2 of 2 shards"
+out=$("$B/tune" "${targs[@]}" --from-results "$d/ts/merged.csv" --out-dir "$d/ts" 2>&1); rc=$?
+check "and --from-results tables every problem of the suite (rc $rc): $(grep '^measured table' <<< "$out")" \
+    rc_says "$rc" 0 "$out" "measured table for host: 4 shapes"
 
 # GNU parallel, 2 local workers: the merged sweep is the unsharded run's keys exactly
 if command -v parallel >/dev/null 2>&1; then
@@ -163,7 +166,7 @@ if command -v parallel >/dev/null 2>&1; then
         grep -q "$before skipped (--resume)" "$rel/k/shards.log"
     "$B/bench" "${slow[@]}" --threads 1 --explain 2>/dev/null | grep -c '^  legal' > "$d/nlegal"
     check "the resumed sweep has every key once" \
-        [ "$(keys "$rel/k/merged.csv" | uniq -d)" = "" ] && [ "$(keys "$rel/k/merged.csv" | wc -l)" -eq "$(cat "$d/nlegal")" ]
+        all '[ -z "$(keys "$rel/k/merged.csv" | uniq -d)" ]' '[ "$(keys "$rel/k/merged.csv" | wc -l)" -eq "$(cat "$d/nlegal")" ]'
     # the hosts of an --sshloginfile, through an ssh that runs here (results come back by rsync)
     if command -v rsync >/dev/null 2>&1; then
         printf '#!/bin/sh\n# a stand-in for ssh: drop the options and the host, run the command here\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) shift; break ;; esac; done\n[ "$1" = -- ] && shift\nexec sh -c "$*"\n' > "$d/fake-ssh"
@@ -213,7 +216,7 @@ check "its merged file has the unsharded keys exactly" [ "$(keys "$rel/sl/merged
 out=$(scripts/sweep-slurm.sh --shards 0 -- --suite smoke 2>&1); rc=$?
 check "sweep-slurm.sh --shards 0 is refused (rc $rc)" [ "$rc" -eq 2 ]
 out=$(scripts/sweep-slurm.sh --shards 2 -- --shard 1/2 2>&1); rc=$?
-check "a tool --shard of its own is refused (rc $rc): $out" [ "$rc" -eq 2 ] && has "$out" "sweep's to set"
+check "a tool --shard of its own is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "sweep's to set"
 
 # and on a real single-node Slurm when one starts here
 if conf=$(scripts/slurm-local.sh start "$d/slurm" 2>"$d/slurm-start.err"); then
