@@ -241,10 +241,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench: resuming: %d rows in %s\n", old.n, out);
         if (o.shard.count) {
             int units;
-            int64_t cost, total = 0;
+            int64_t cost, total = mq_work_total_us(&work);
             mq_work_shard_totals(&work, shard, &units, &cost);
-            for (int i = 0; i < work.n; i++)
-                total += work.u[i].cost_us;
             fprintf(stderr, "bench: shard %d/%d of sweep %016llx: %d of %d units, estimated "
                             "%.1f s of %.1f s; manifest %s\n",
                     shard, o.shard.count, (unsigned long long)work.id, units, work.n, cost / 1e6,

@@ -147,8 +147,8 @@ int mq_bench_work(const mq_bench_job *j, const mq_chip *chip, mq_work_list *w)
         for (int e = 0; e < sp.n; e++) {
             if (!sp.e[e].legal)
                 continue;
-            mq_work_unit u = {.p = p, .c = sp.e[e].c, .rows = 1, .cost_us = each + setup};
-            setup = 0; /* the problem's first unit carries its setup */
+            mq_work_unit u = {
+                .p = p, .c = sp.e[e].c, .rows = 1, .cost_us = each, .setup_us = setup};
             if (mq_work_add(w, &u)) {
                 mq_space_free(&sp);
                 return -1;

@@ -49,29 +49,31 @@ void mq_work_free(mq_work_list *w)
     memset(w, 0, sizeof *w);
 }
 
-/* What one CPU-model worker spends, in picoseconds, per weight of a pass
- * over the weights (unpacking, dequantizing, one multiply-add) and per
- * further multiply-add of a token row; per candidate, beyond its timed
- * runs: planning, the cold first runs, the verification of the sampled
- * rows and the row's write, as a fixed part and a number of kernel runs;
- * per problem: quantizing, the float64 reference, the rotated cold copies.
- * Fitted by eye on single-thread full-space runs of this project's CPU
- * model on x86-64 (u4 and trellis3 at 1x4096x4096, fp4 at 4096x14336: the
- * estimate is within 20% of the measured wall time of each). A GPU backend
- * is faster by a near-constant factor across shapes, which leaves the
- * shares balanced. */
+/* What one CPU-model worker spends on one kernel run, in picoseconds per
+ * weight (a pass over cold weights: unpacking, dequantizing, one
+ * multiply-add) and per further multiply-add of a token row; per
+ * candidate, beyond its timed runs: a fixed part (planning, verifying the
+ * sampled rows, the row's write) and its warm-ups; per problem: generating
+ * and quantizing the weights, the float64 reference, the rotated cold
+ * copies (per weight). Fitted on a 2866-candidate single-thread sweep on a
+ * 16-core x86-64 host at 2 to 16 shards (per-shard wall time against the
+ * shard's rows; BENCHMARKS.md, issue 18). The timed part is bound by the
+ * budget rather than by the repetitions: short kernels run until the
+ * confidence rule or the budget stops them, long ones for their minimum
+ * repetitions. A GPU backend is faster by a near-constant factor across
+ * shapes, which leaves the shares balanced. */
 static const struct {
     int64_t ps_weight, ps_setup_weight;
 } format_cost[MQ_FMT_COUNT] = {
-    [MQ_FMT_FP4] = {85, 60},       [MQ_FMT_U4] = {95, 60},        [MQ_FMT_TRELLIS2] = {130, 90},
-    [MQ_FMT_TRELLIS3] = {130, 90}, [MQ_FMT_TRELLIS4] = {130, 90},
+    [MQ_FMT_FP4] = {180, 60000},      [MQ_FMT_U4] = {200, 60000},
+    [MQ_FMT_TRELLIS2] = {260, 60000}, [MQ_FMT_TRELLIS3] = {260, 60000},
+    [MQ_FMT_TRELLIS4] = {260, 60000},
 };
 enum {
-    PS_MAC = 24,            /* a further token row's multiply-add */
-    CANDIDATE_US = 8000,    /* a candidate's fixed part ... */
-    CANDIDATE_RUNS = 6,     /* ... and its untimed kernel runs */
-    SETUP_US = 150000,      /* the cold copies' memory, activations */
-    TYPICAL_REPS = 25,      /* the mean repetitions where the confidence rule stops */
+    PS_MAC = 24,          /* a further token row's multiply-add */
+    CANDIDATE_US = 3000,  /* a candidate's fixed part */
+    SETUP_US = 100000,    /* a problem's fixed part */
+    CI_STOP_PERCENT = 80, /* of the budget, where the confidence rule stops a typical kernel */
 };
 
 static int64_t kernel_us(const mq_problem *p)
@@ -83,16 +85,20 @@ static int64_t kernel_us(const mq_problem *p)
 
 int64_t mq_work_candidate_cost_us(const mq_problem *p, const mq_measure_opts *mo)
 {
-    int64_t k = kernel_us(p);
-    /* the untimed runs and warm-ups, then the timed repetitions up to the
-     * budget (the confidence rule, when on, stops typical kernels earlier) */
-    int64_t reps = mo->max_reps;
-    if (mo->ci_rel > 0 && reps > TYPICAL_REPS)
-        reps = TYPICAL_REPS > mo->min_reps ? TYPICAL_REPS : mo->min_reps;
-    int64_t timed = reps * k, budget = (int64_t)(mo->budget_s * 1e6);
-    if (mo->max_reps > 0 && timed > budget)
-        timed = budget > k ? budget : k;
-    return CANDIDATE_US + (CANDIDATE_RUNS + mo->warmups) * k + timed;
+    int64_t k = kernel_us(p), budget = (int64_t)(mo->budget_s * 1e6);
+    int64_t timed = 0;
+    if (mo->max_reps > 0) {
+        /* every repetition, or until the one that crosses the budget; the
+         * confidence rule stops most a little before; never fewer than the
+         * minimum repetitions */
+        int64_t all = mo->max_reps * k, to_budget = budget + k;
+        timed = all < to_budget ? all : to_budget;
+        if (mo->ci_rel > 0)
+            timed = timed * CI_STOP_PERCENT / 100;
+        int64_t least = (mo->min_reps < mo->max_reps ? mo->min_reps : mo->max_reps) * k;
+        timed = timed > least ? timed : least;
+    }
+    return CANDIDATE_US + (1 + mo->warmups) * k + timed;
 }
 
 int64_t mq_work_setup_cost_us(const mq_problem *p)
@@ -124,25 +130,66 @@ static uint64_t hash_unit(uint64_t h, const mq_work_unit *u)
     return h;
 }
 
+/* Pack the units in order into shards of at most cap each (a shard pays
+ * the setup of each problem it meets); the shards used, or nshards + 1
+ * when they do not fit. With assign, each unit's shard is set. */
+static int pack(mq_work_list *w, int64_t cap, int nshards, int assign)
+{
+    int s = 0;
+    int64_t cur = 0;
+    for (int i = 0; i < w->n; i++) {
+        const mq_work_unit *u = &w->u[i];
+        int met = i > 0 && cur > 0 && !memcmp(&w->u[i - 1].p, &u->p, sizeof u->p);
+        int64_t c = u->cost_us + (met ? 0 : u->setup_us);
+        if (cur > 0 && cur + c > cap) { /* the next shard, which meets this problem anew */
+            if (++s >= nshards)
+                return nshards + 1;
+            cur = 0;
+            c = u->cost_us + u->setup_us;
+        }
+        cur += c;
+        if (assign)
+            w->u[i].shard = s + 1;
+    }
+    return s + 1;
+}
+
 void mq_work_split(mq_work_list *w, int nshards)
 {
-    int64_t total = 0, before = 0;
-    for (int i = 0; i < w->n; i++)
-        total += w->u[i].cost_us;
+    /* the smallest cap the units fit into nshards shards with: the
+     * optimum of contiguous shares, found by bisection */
+    int64_t lo = 1, hi = 1;
+    for (int i = 0; i < w->n; i++) {
+        int64_t c = w->u[i].cost_us + w->u[i].setup_us;
+        lo = c > lo ? c : lo;
+        hi += c;
+    }
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (pack(w, mid, nshards, 0) <= nshards)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    pack(w, lo, nshards, 1);
     w->nshards = nshards;
     uint64_t h = 14695981039346656037ull;
     unsigned char ns[4] = {(unsigned char)nshards, (unsigned char)(nshards >> 8), 0, 0};
     h = fnv(h, ns, 4);
-    for (int i = 0; i < w->n; i++) {
-        /* the unit goes to the share its cost's midpoint falls in: shares
-         * of equal cost, contiguous, each unit in exactly one */
-        int64_t mid2 = 2 * before + w->u[i].cost_us; /* costs are far below 2^50 */
-        int s = total > 0 ? (int)(mid2 * nshards / (2 * total)) : 0;
-        w->u[i].shard = (s < nshards ? s : nshards - 1) + 1;
-        before += w->u[i].cost_us;
+    for (int i = 0; i < w->n; i++)
         h = hash_unit(h, &w->u[i]);
-    }
     w->id = h;
+}
+
+int64_t mq_work_total_us(const mq_work_list *w)
+{
+    int64_t total = 0, cost;
+    int units;
+    for (int s = 1; s <= w->nshards; s++) {
+        mq_work_shard_totals(w, s, &units, &cost);
+        total += cost;
+    }
+    return total;
 }
 
 void mq_work_shard_totals(const mq_work_list *w, int shard, int *units, int64_t *cost_us)
@@ -151,16 +198,15 @@ void mq_work_shard_totals(const mq_work_list *w, int shard, int *units, int64_t 
     *cost_us = 0;
     for (int i = 0; i < w->n; i++)
         if (w->u[i].shard == shard) {
+            int met = *units > 0 && !memcmp(&w->u[i - 1].p, &w->u[i].p, sizeof w->u[i].p);
             (*units)++;
-            *cost_us += w->u[i].cost_us;
+            *cost_us += w->u[i].cost_us + (met ? 0 : w->u[i].setup_us);
         }
 }
 
 int mq_shard_plan_print(const mq_work_list *w, FILE *f)
 {
-    int64_t total = 0, most = 0;
-    for (int i = 0; i < w->n; i++)
-        total += w->u[i].cost_us;
+    int64_t total = mq_work_total_us(w), most = 0;
     fprintf(f, "sweep %016llx: %d units, estimated %.1f s, in %d shards\n",
             (unsigned long long)w->id, w->n, total / 1e6, w->nshards);
     for (int s = 1; s <= w->nshards; s++) {
@@ -201,9 +247,7 @@ int mq_manifest_write(const char *path, const mq_work_list *w, const mq_shard *s
     FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
-    int64_t total = 0;
-    for (int i = 0; i < w->n; i++)
-        total += w->u[i].cost_us;
+    int64_t total = mq_work_total_us(w);
     fprintf(f, "# mq shard manifest, schema 1: the units of work shard %d of %d owns\n",
             s->index, s->count);
     fprintf(f, "# sweep %016llx: %d units, estimated %.1f s; this shard: %d units, %.1f s\n",

@@ -1,10 +1,12 @@
 /* shard.h - one sweep split across machines. A sweep's work list holds
  * every unit of work once, in one order that every machine computes the
  * same way (from the command line alone, never from a measurement), each
- * unit with an estimated cost in integer microseconds. Splitting cuts the
- * list into N contiguous shares of equal estimated cost, so a shard keeps
- * the candidates of a problem together (they share its weights) and N
- * machines cover the sweep exactly once. The sweep's id is a hash of
+ * unit with an estimated cost in integer microseconds, and the cost of
+ * setting up its problem (weights, reference), paid once by every shard
+ * that holds a unit of that problem. Splitting cuts the list into N
+ * contiguous shares whose largest estimated cost is as small as it can be,
+ * so a shard keeps the candidates of a problem together (they share its
+ * weights) and N machines cover the sweep exactly once. The sweep's id is a hash of
  * every unit and its owner: shards computed from different command lines
  * (another suite, another --threads, another build's candidate space)
  * carry different ids, and merge refuses to mix them.
@@ -37,6 +39,7 @@ typedef struct {
     int whole;        /* 1: every candidate the tuner times for p (tune) */
     int rows;         /* results rows the unit leaves when done */
     int64_t cost_us;  /* estimated cost */
+    int64_t setup_us; /* its problem's setup, paid once by each shard holding one of its units */
     int shard;        /* owner, 1-based (0 until split) */
 } mq_work_unit;
 
@@ -58,10 +61,13 @@ void mq_work_free(mq_work_list *w);
 int64_t mq_work_candidate_cost_us(const mq_problem *p, const mq_measure_opts *mo);
 int64_t mq_work_setup_cost_us(const mq_problem *p);
 
-/* Cut the list into nshards contiguous shares of equal estimated cost and
- * compute the sweep id. nshards >= 1. */
+/* Cut the list into nshards contiguous shares, the largest as small as it
+ * can be (setups counted where paid), and compute the sweep id. nshards
+ * >= 1; a shard may own no unit when there are few. */
 void mq_work_split(mq_work_list *w, int nshards);
-/* A shard's units and estimated cost. */
+/* The sweep's estimated cost: every shard's, setups included. */
+int64_t mq_work_total_us(const mq_work_list *w);
+/* A shard's units and estimated cost, its setups included. */
 void mq_work_shard_totals(const mq_work_list *w, int shard, int *units, int64_t *cost_us);
 
 /* Every shard's units and estimated cost, and the estimated imbalance

@@ -20,7 +20,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/sweep-scaling}
 SHARDS=${SHARDS:-16 8 4 2 1}
-SWEEP_ARGS=${SWEEP_ARGS:---suite llama3-8b --m 1 --formats fp4,u4,trellis3 --space full --budget 0.05 --no-probes}
+SWEEP_ARGS=${SWEEP_ARGS:---backend cpu --suite llama3-8b --m 1 --formats fp4,u4,trellis3 --space full --budget 0.05 --no-probes}
 UNSHARDED=${UNSHARDED:-0}
 TAG=${TAG:-scaling}
 LIMIT_S=${LIMIT_S:-540}

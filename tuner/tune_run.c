@@ -161,8 +161,8 @@ int mq_tune_work(const mq_tune_opts *o, const mq_suite *suite, const mq_chip *ch
                 return -1;
             free(cs);
             u.rows = o->exhaustive || o->evals > n ? n : o->evals;
-            u.cost_us = u.rows * mq_work_candidate_cost_us(&u.p, &o->mo) +
-                        mq_work_setup_cost_us(&u.p);
+            u.cost_us = u.rows * mq_work_candidate_cost_us(&u.p, &o->mo);
+            u.setup_us = mq_work_setup_cost_us(&u.p);
             if (mq_work_add(w, &u))
                 return -1;
         }
