@@ -54,8 +54,9 @@ void mq_work_free(mq_work_list *w)
  * multiply-add) and per further multiply-add of a token row; per
  * candidate, beyond its timed runs: a fixed part (planning, verifying the
  * sampled rows, the row's write) and its warm-ups; per problem: generating
- * and quantizing the weights, the float64 reference, the rotated cold
- * copies (per weight). Fitted on a 2866-candidate single-thread sweep on a
+ * and quantizing the weights and the float64 reference (per weight; the
+ * first touch of the cold copies' memory, most of a process's setup, is
+ * paid once per shard, whatever its problems). Fitted on a 2866-candidate single-thread sweep on a
  * 16-core x86-64 host at 2 to 16 shards (per-shard wall time against the
  * shard's rows; BENCHMARKS.md, issue 18). The timed part is bound by the
  * budget rather than by the repetitions: short kernels run until the
@@ -65,9 +66,9 @@ void mq_work_free(mq_work_list *w)
 static const struct {
     int64_t ps_weight, ps_setup_weight;
 } format_cost[MQ_FMT_COUNT] = {
-    [MQ_FMT_FP4] = {180, 60000},      [MQ_FMT_U4] = {200, 60000},
-    [MQ_FMT_TRELLIS2] = {260, 60000}, [MQ_FMT_TRELLIS3] = {260, 60000},
-    [MQ_FMT_TRELLIS4] = {260, 60000},
+    [MQ_FMT_FP4] = {180, 15000},      [MQ_FMT_U4] = {200, 15000},
+    [MQ_FMT_TRELLIS2] = {260, 15000}, [MQ_FMT_TRELLIS3] = {260, 15000},
+    [MQ_FMT_TRELLIS4] = {260, 15000},
 };
 enum {
     PS_MAC = 24,          /* a further token row's multiply-add */
@@ -154,8 +155,56 @@ static int pack(mq_work_list *w, int64_t cap, int nshards, int assign)
     return s + 1;
 }
 
+typedef struct {
+    int slice, problem, at; /* the order of the sliced list */
+    mq_work_unit u;
+} sliced;
+
+static int by_slice(const void *a, const void *b)
+{
+    const sliced *x = a, *y = b;
+    int c = (x->slice > y->slice) - (x->slice < y->slice);
+    if (!c)
+        c = (x->problem > y->problem) - (x->problem < y->problem);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* Reorder the list in slices: each problem's units cut into `slices`
+ * consecutive parts, the first part of every problem, then the second, ...
+ * Contiguous shares of that list mix problems of every kind, so an
+ * estimate that is off for one kind (short kernels that the confidence
+ * rule stops early on a quiet machine, late on a busy one) moves every
+ * shard alike; the price is a setup per slice. -1 on out of memory (the
+ * list is left as it was). */
+static int slice(mq_work_list *w, int slices)
+{
+    sliced *t = malloc(sizeof *t * (size_t)(w->n ? w->n : 1));
+    if (!t)
+        return -1;
+    for (int i = 0, prob = -1, first = 0, n = 1; i < w->n; i++) {
+        if (i == 0 || memcmp(&w->u[i - 1].p, &w->u[i].p, sizeof w->u[i].p)) {
+            prob++;
+            first = n = i; /* n: the problem's units */
+            while (n < w->n && !memcmp(&w->u[n].p, &w->u[first].p, sizeof w->u[first].p))
+                n++;
+            n -= first;
+        }
+        t[i] = (sliced){(int)((int64_t)(i - first) * slices / n), prob, i, w->u[i]};
+    }
+    qsort(t, (size_t)w->n, sizeof *t, by_slice);
+    for (int i = 0; i < w->n; i++)
+        w->u[i] = t[i].u;
+    free(t);
+    return 0;
+}
+
 void mq_work_split(mq_work_list *w, int nshards)
 {
+    /* a slice of every problem for each 4 shards: 16 shards hold 4 slices
+     * of each problem, 4 shards or fewer the problems whole */
+    int slices = (nshards + 3) / 4;
+    if (slices > 1 && slice(w, slices))
+        slices = 1; /* out of memory: the list as it is */
     /* the smallest cap the units fit into nshards shards with: the
      * optimum of contiguous shares, found by bisection */
     int64_t lo = 1, hi = 1;
