@@ -56,9 +56,10 @@ void mq_work_free(mq_work_list *w)
  * sampled rows, the row's write) and its warm-ups; per problem: generating
  * and quantizing the weights and the float64 reference (per weight; the
  * first touch of the cold copies' memory, most of a process's setup, is
- * paid once per shard, whatever its problems). Fitted on a 2866-candidate single-thread sweep on a
- * 16-core x86-64 host at 2 to 16 shards (per-shard wall time against the
- * shard's rows; BENCHMARKS.md, issue 18). The timed part is bound by the
+ * paid once per shard, whatever its problems). Fitted on 86 shards of a
+ * 2866-candidate single-thread sweep on a 16-core x86-64 host, 2 to 16
+ * shards at a time (each shard's wall time against its rows; residual
+ * 0.6 s rms; BENCHMARKS.md, issue 18). The timed part is bound by the
  * budget rather than by the repetitions: short kernels run until the
  * confidence rule or the budget stops them, long ones for their minimum
  * repetitions. A GPU backend is faster by a near-constant factor across
@@ -66,14 +67,14 @@ void mq_work_free(mq_work_list *w)
 static const struct {
     int64_t ps_weight, ps_setup_weight;
 } format_cost[MQ_FMT_COUNT] = {
-    [MQ_FMT_FP4] = {180, 15000},      [MQ_FMT_U4] = {200, 15000},
-    [MQ_FMT_TRELLIS2] = {260, 15000}, [MQ_FMT_TRELLIS3] = {260, 15000},
-    [MQ_FMT_TRELLIS4] = {260, 15000},
+    [MQ_FMT_FP4] = {180, 26000},      [MQ_FMT_U4] = {200, 26000},
+    [MQ_FMT_TRELLIS2] = {260, 41000}, [MQ_FMT_TRELLIS3] = {260, 41000},
+    [MQ_FMT_TRELLIS4] = {260, 41000},
 };
 enum {
     PS_MAC = 24,          /* a further token row's multiply-add */
-    CANDIDATE_US = 3000,  /* a candidate's fixed part */
-    SETUP_US = 100000,    /* a problem's fixed part */
+    CANDIDATE_US = 500,   /* a candidate's fixed part */
+    SETUP_US = 0,         /* a problem's fixed part (a shard's, about 1 s, is the same for all) */
     CI_STOP_PERCENT = 80, /* of the budget, where the confidence rule stops a typical kernel */
 };
 
@@ -156,55 +157,77 @@ static int pack(mq_work_list *w, int64_t cap, int nshards, int assign)
 }
 
 typedef struct {
-    int slice, problem, at; /* the order of the sliced list */
+    int64_t num, den; /* the unit's place in the mixed list, a fraction of 1 */
+    int problem, at;
     mq_work_unit u;
-} sliced;
+} placed;
 
-static int by_slice(const void *a, const void *b)
+static int by_place(const void *a, const void *b)
 {
-    const sliced *x = a, *y = b;
-    int c = (x->slice > y->slice) - (x->slice < y->slice);
+    const placed *x = a, *y = b;
+    int64_t l = x->num * y->den, r = y->num * x->den; /* both below 2^40 */
+    int c = (l > r) - (l < r);
     if (!c)
         c = (x->problem > y->problem) - (x->problem < y->problem);
     return c ? c : (x->at > y->at) - (x->at < y->at);
 }
 
-/* Reorder the list in slices: each problem's units cut into `slices`
- * consecutive parts, the first part of every problem, then the second, ...
- * Contiguous shares of that list mix problems of every kind, so an
- * estimate that is off for one kind (short kernels that the confidence
- * rule stops early on a quiet machine, late on a busy one) moves every
- * shard alike; the price is a setup per slice. -1 on out of memory (the
- * list is left as it was). */
-static int slice(mq_work_list *w, int slices)
+/* Mix the list so that contiguous shares hold problems of several kinds: a
+ * problem whose setup is cheap next to its measuring (at most 1/20 of it)
+ * is cut into slices (up to one per shard), which go evenly between the
+ * problems kept whole; an estimate that is off for one kind of kernel
+ * (short ones, which the confidence rule stops early on a quiet machine
+ * and late on a busy one) then moves every shard alike, for at most 5%
+ * more setup. -1 on out of memory (the list is left as it was). */
+static int mix(mq_work_list *w, int nshards)
 {
-    sliced *t = malloc(sizeof *t * (size_t)(w->n ? w->n : 1));
-    if (!t)
+    enum { SETUP_SHARE = 20 };
+    placed *t = malloc(sizeof *t * (size_t)(w->n ? w->n : 1));
+    int *slices = malloc(sizeof *slices * (size_t)(w->n ? w->n : 1));
+    if (!t || !slices) {
+        free(t);
+        free(slices);
         return -1;
-    for (int i = 0, prob = -1, first = 0, n = 1; i < w->n; i++) {
+    }
+    /* each problem's slices; the problems kept whole are counted */
+    int nprob = 0, whole = 0;
+    for (int i = 0; i < w->n;) {
+        int n = i;
+        int64_t cost = 0;
+        while (n < w->n && !memcmp(&w->u[n].p, &w->u[i].p, sizeof w->u[i].p))
+            cost += w->u[n++].cost_us;
+        int64_t setup = w->u[i].setup_us, k = setup > 0 ? cost / (SETUP_SHARE * setup) : nshards;
+        slices[nprob] = (int)(k < 1 ? 1 : k > nshards ? nshards : k > n - i ? n - i : k);
+        whole += slices[nprob++] == 1;
+        i = n;
+    }
+    /* a whole problem sits at the middle of its place among the whole
+     * ones, (r + 1/2) / whole; slice s of S at (s + 1/2) / S */
+    for (int i = 0, p = -1, first = 0, n = 0, rank = -1; i < w->n; i++) {
         if (i == 0 || memcmp(&w->u[i - 1].p, &w->u[i].p, sizeof w->u[i].p)) {
-            prob++;
-            first = n = i; /* n: the problem's units */
+            p++;
+            first = n = i;
             while (n < w->n && !memcmp(&w->u[n].p, &w->u[first].p, sizeof w->u[first].p))
                 n++;
             n -= first;
+            rank += slices[p] == 1;
         }
-        t[i] = (sliced){(int)((int64_t)(i - first) * slices / n), prob, i, w->u[i]};
+        int64_t s = (int64_t)(i - first) * slices[p] / n;
+        t[i] = slices[p] == 1 ? (placed){2 * (int64_t)rank + 1, 2 * (int64_t)whole, p, i, w->u[i]}
+                              : (placed){2 * s + 1, 2 * (int64_t)slices[p], p, i, w->u[i]};
     }
-    qsort(t, (size_t)w->n, sizeof *t, by_slice);
+    qsort(t, (size_t)w->n, sizeof *t, by_place);
     for (int i = 0; i < w->n; i++)
         w->u[i] = t[i].u;
     free(t);
+    free(slices);
     return 0;
 }
 
 void mq_work_split(mq_work_list *w, int nshards)
 {
-    /* a slice of every problem for each 4 shards: 16 shards hold 4 slices
-     * of each problem, 4 shards or fewer the problems whole */
-    int slices = (nshards + 3) / 4;
-    if (slices > 1 && slice(w, slices))
-        slices = 1; /* out of memory: the list as it is */
+    if (nshards > 1 && mix(w, nshards))
+        (void)0; /* out of memory: the list as it is, still a valid split */
     /* the smallest cap the units fit into nshards shards with: the
      * optimum of contiguous shares, found by bisection */
     int64_t lo = 1, hi = 1;
