@@ -237,8 +237,10 @@ int main(int argc, char **argv)
         if (mq_results_writer_note(&w, note, sizeof note) ||
             mq_results_torn_note(&old, out, note, sizeof note))
             fprintf(stderr, "bench: %s\n", note);
-        if (j->resume)
+        if (j->resume) {
             fprintf(stderr, "bench: resuming: %d rows in %s\n", old.n, out);
+            (void)mq_results_index(&old); /* without it, lookups read every row */
+        }
         if (o.shard.count) {
             int units;
             int64_t cost, total = mq_work_total_us(&work);

@@ -375,6 +375,7 @@ void mq_results_free(mq_results *rs)
     for (int i = 0; i < rs->n; i++)
         free(rs->r[i].samples);
     free(rs->r);
+    free(rs->by_key);
     memset(rs, 0, sizeof *rs);
 }
 
@@ -411,14 +412,50 @@ void mq_result_stamp(mq_result *r)
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 }
 
+static int index_order(const void *a, const void *b)
+{
+    const mq_result *x = *(const mq_result *const *)a, *y = *(const mq_result *const *)b;
+    int c = mq_result_key_cmp(x, y);
+    return c ? c : (x > y) - (x < y); /* equal keys in file order */
+}
+
+int mq_results_index(mq_results *rs)
+{
+    free(rs->by_key);
+    rs->by_key = malloc(sizeof *rs->by_key * (size_t)(rs->n ? rs->n : 1));
+    if (!rs->by_key)
+        return -1;
+    for (int i = 0; i < rs->n; i++)
+        rs->by_key[i] = &rs->r[i];
+    qsort(rs->by_key, (size_t)rs->n, sizeof *rs->by_key, index_order);
+    return 0;
+}
+
+static int own(const mq_result *r)
+{
+    return !strcmp(r->tool_version, MQ_TOOL_VERSION) && !strcmp(r->git_rev, mq_git_rev()) &&
+           !strcmp(r->host, mq_host_name());
+}
+
 const mq_result *mq_results_find_own(const mq_results *rs, const mq_result *key)
 {
-    for (int i = 0; i < rs->n; i++) {
-        const mq_result *r = &rs->r[i];
-        if (mq_result_same_key(r, key) && !strcmp(r->tool_version, MQ_TOOL_VERSION) &&
-            !strcmp(r->git_rev, mq_git_rev()) && !strcmp(r->host, mq_host_name()))
-            return r;
+    if (!rs->by_key) {
+        for (int i = 0; i < rs->n; i++)
+            if (mq_result_same_key(&rs->r[i], key) && own(&rs->r[i]))
+                return &rs->r[i];
+        return NULL;
     }
+    int lo = 0, hi = rs->n;
+    while (lo < hi) { /* the first row of the key */
+        int mid = lo + (hi - lo) / 2;
+        if (mq_result_key_cmp(rs->by_key[mid], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < rs->n && mq_result_key_cmp(rs->by_key[lo], key) == 0; lo++)
+        if (own(rs->by_key[lo]))
+            return rs->by_key[lo];
     return NULL;
 }
 

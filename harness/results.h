@@ -34,6 +34,7 @@ typedef struct {
     int n;
     int torn_line;     /* a torn last line that was dropped (0: none) */
     size_t torn_bytes;
+    const mq_result **by_key; /* mq_results_index: the rows in key order, else NULL */
 } mq_results;
 
 /* The most samples a row may carry. */
@@ -79,7 +80,12 @@ int mq_result_same_key(const mq_result *a, const mq_result *b);
 int mq_result_key_cmp(const mq_result *a, const mq_result *b);
 /* Fill the build and host fields and the date of a new result. */
 void mq_result_stamp(mq_result *r);
-/* A row of rs with r's key measured by this build on this host, or NULL. */
+/* Sort an index of rs's rows by key, so that mq_results_find_own looks a
+ * key up in log time rather than reading every row (a resumed sweep of
+ * 100000 rows); -1 on out of memory (lookups then read every row). */
+int mq_results_index(mq_results *rs);
+/* A row of rs with r's key measured by this build on this host (the first
+ * in the file), or NULL. */
 const mq_result *mq_results_find_own(const mq_results *rs, const mq_result *key);
 /* The fastest 'ok' row for a problem on a chip and backend (never a wrong
  * one), or NULL. */

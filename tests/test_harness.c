@@ -224,6 +224,31 @@ static mq_result sample_result(int M, const char *status, double median)
     return r;
 }
 
+/* The resume lookup, indexed or not: the first own row of a key in file
+ * order, never another host's, NULL for a key no row has. */
+static void test_find_own_index(void)
+{
+    mq_result rows[5];
+    rows[0] = sample_result(1, "ok", 1e-3);
+    snprintf(rows[0].host, sizeof rows[0].host, "another-host");
+    rows[1] = sample_result(4, "ok", 2e-3);
+    rows[2] = sample_result(1, "ok", 3e-3); /* key of row 0, this host: the answer */
+    rows[3] = sample_result(1, "ok", 4e-3); /* the same key again, later */
+    rows[4] = sample_result(2, "wrong", 0);
+    mq_results rs = {rows, 5, 0, 0, NULL};
+    mq_result key = sample_result(1, "ok", 0), absent = sample_result(3, "ok", 0);
+    for (int indexed = 0; indexed < 2; indexed++) {
+        if (indexed)
+            CHECK(mq_results_index(&rs) == 0, "index 5 rows");
+        const mq_result *r = mq_results_find_own(&rs, &key);
+        CHECK(r == &rows[2], "%s lookup: the first own row of the key (row 3), got row %d",
+              indexed ? "an indexed" : "a linear", r ? (int)(r - rows) + 1 : 0);
+        CHECK(mq_results_find_own(&rs, &absent) == NULL,
+              "%s lookup: NULL for a key no row has", indexed ? "an indexed" : "a linear");
+    }
+    free(rs.by_key); /* the rows are this function's */
+}
+
 static void test_results_store(void)
 {
     char err[1024];
@@ -502,6 +527,7 @@ int main(void)
     test_chips();
     test_space();
     test_results_store();
+    test_find_own_index();
     test_wrong_kernel();
     test_half_output_bound();
     test_sized_read();

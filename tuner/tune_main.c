@@ -421,6 +421,7 @@ int main(int argc, char **argv)
     if (mq_results_writer_note(&T.w, note, sizeof note) ||
         mq_results_torn_note(&T.own, path, note, sizeof note))
         fprintf(stderr, "tune: %s\n", note);
+    (void)mq_results_index(&T.own); /* without it, a resumed lookup reads every row */
     if (o.t.resume && t.measured)
         fprintf(stderr, "tune: resuming: %d rows of %s can be reused%s\n", T.own.n, path,
                 t.from_snapshot ? "; the chip as the interrupted run measured it (tune-chip.csv)"
