@@ -27,7 +27,7 @@ mkeys() { grep -hv '^#' "$@" | grep -v '^sweep,' | cut -d, -f5-17 | tr -d '"' | 
 plain() { tr -d '"'; }
 d=$(mktemp -d)
 rel=results/sweeps/test-$$     # sweep-parallel writes under the repository
-trap 'rm -rf "$d" "$rel"; [ -f "$d/slurm/slurmctld.pid" ] && scripts/slurm-local.sh stop "$d/slurm"' EXIT
+trap '[ -f "$d/slurm/slurmctld.pid" ] && scripts/slurm-local.sh stop "$d/slurm"; rm -rf "$d" "$rel"' EXIT
 # a small sweep: a shape listed twice is one problem
 sweep=(--shape 1x256x512 --shape 4x512x256 --shape 1x256x512 --shape 2x512x512
        --formats fp4,u4 --budget 0.002 --max-reps 3 --no-probes --quiet)
