@@ -139,7 +139,7 @@ check "and --from-results tables every problem of the suite (rc $rc): $(grep '^m
 
 # GNU parallel, 2 local workers: the merged sweep is the unsharded run's keys exactly
 if command -v parallel >/dev/null 2>&1; then
-    out=$(scripts/sweep-parallel.sh --jobs 2 --shards 5 --out "$rel/p" -- "${sweep[@]}" 2>&1); rc=$?
+    out=$(scripts/sweep-parallel.sh --build "$B" --jobs 2 --shards 5 --out "$rel/p" -- "${sweep[@]}" 2>&1); rc=$?
     check "sweep-parallel.sh with 2 workers exits 0 (rc $rc)" [ "$rc" -eq 0 ]
     check "its merged file has the unsharded run's keys exactly (no loss, no duplicate)" \
         [ "$(keys "$rel/p/merged.csv")" = "$(keys "$d/all.csv")" ]
@@ -147,7 +147,7 @@ if command -v parallel >/dev/null 2>&1; then
     # a shard killed mid-run, then the same sweep again: only it reruns, and resumes
     slow=(--shape 1x256x512 --shape 4x512x256 --formats fp4,u4 --ci 0 --budget 0.05
           --max-reps 4000 --no-probes --quiet)
-    scripts/sweep-parallel.sh --jobs 2 --shards 2 --out "$rel/k" -- "${slow[@]}" >/dev/null 2>&1 &
+    scripts/sweep-parallel.sh --build "$B" --jobs 2 --shards 2 --out "$rel/k" -- "${slow[@]}" >/dev/null 2>&1 &
     sp=$!
     for _ in $(seq 400); do
         n=$(grep -c '^"1",' "$rel/k/shard-2-of-2.csv" 2>/dev/null)
@@ -158,7 +158,7 @@ if command -v parallel >/dev/null 2>&1; then
     before=$(grep -c '^"1",' "$rel/k/shard-2-of-2.csv")
     check "the sweep with a killed shard is a finding (rc $rc)" [ "$rc" -eq 1 ]
     check "merge named the killed shard incomplete" grep -q "shard 2/2 .*incomplete" "$rel/k/merge.txt"
-    out=$(scripts/sweep-parallel.sh --jobs 2 --shards 2 --out "$rel/k" -- "${slow[@]}" 2>&1); rc=$?
+    out=$(scripts/sweep-parallel.sh --build "$B" --jobs 2 --shards 2 --out "$rel/k" -- "${slow[@]}" 2>&1); rc=$?
     check "rerunning the sweep completes it (rc $rc)" [ "$rc" -eq 0 ]
     check "only the killed shard ran again" \
         [ "$(tail -n +2 "$rel/k/joblog.txt" | awk '{ print $1 }' | sort | uniq -c | awk '$1 > 1' | wc -l)" -eq 1 ]
@@ -207,21 +207,21 @@ case " $* " in *" --wait "*) exit $rc ;; esac
 exit 0
 EOF
 chmod +x "$d/stub/sbatch"
-out=$(PATH="$d/stub:$PATH" scripts/sweep-slurm.sh --shards 3 --wait --out "$rel/sl" -- "${sweep[@]}" 2>&1); rc=$?
+out=$(PATH="$d/stub:$PATH" scripts/sweep-slurm.sh --build "$B" --shards 3 --wait --out "$rel/sl" -- "${sweep[@]}" 2>&1); rc=$?
 check "sweep-slurm.sh on a stub sbatch exits 0 (rc $rc): $(tail -1 <<< "$out")" [ "$rc" -eq 0 ]
 check "it submitted the array job, then the merge after it" \
     grep -q -- "--dependency=afterany:" "$d/stub/calls"
 check "the job script is an array of 3 shard tasks" grep -q -- "--array=1-3" "$rel/sl/shards.sbatch"
 check "its merged file has the unsharded keys exactly" [ "$(keys "$rel/sl/merged.csv")" = "$(keys "$d/all.csv")" ]
-out=$(scripts/sweep-slurm.sh --shards 0 -- --suite smoke 2>&1); rc=$?
+out=$(scripts/sweep-slurm.sh --build "$B" --shards 0 -- --suite smoke 2>&1); rc=$?
 check "sweep-slurm.sh --shards 0 is refused (rc $rc)" [ "$rc" -eq 2 ]
-out=$(scripts/sweep-slurm.sh --shards 2 -- --shard 1/2 2>&1); rc=$?
+out=$(scripts/sweep-slurm.sh --build "$B" --shards 2 -- --shard 1/2 2>&1); rc=$?
 check "a tool --shard of its own is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "sweep's to set"
 
 # and on a real single-node Slurm when one starts here
 if conf=$(scripts/slurm-local.sh start "$d/slurm" 2>"$d/slurm-start.err"); then
     eval "$conf"
-    out=$(timeout 300 scripts/sweep-slurm.sh --shards 3 --wait --out "$rel/real" -- "${sweep[@]}" 2>&1); rc=$?
+    out=$(timeout 300 scripts/sweep-slurm.sh --build "$B" --shards 3 --wait --out "$rel/real" -- "${sweep[@]}" 2>&1); rc=$?
     check "sweep-slurm.sh on a real Slurm exits 0 (rc $rc): $(tail -1 <<< "$out")" [ "$rc" -eq 0 ]
     check "Slurm ran 3 array tasks" [ "$(ls "$rel"/real/slurm-*_*.out 2>/dev/null | wc -l)" -eq 3 ]
     check "their merged file has the unsharded keys exactly" [ "$(keys "$rel/real/merged.csv")" = "$(keys "$d/all.csv")" ]
