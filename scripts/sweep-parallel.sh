@@ -8,7 +8,9 @@
 # (--resume-failed on the joblog), and each of those resumes its own rows.
 #
 # usage: scripts/sweep-parallel.sh [options] -- TOOL-ARGS...
-#   --shards N          shards (default: the number of jobs)
+#   --shards N          shards (default: the number of jobs; where workers may run
+#                       at different speeds, 4x the jobs: the next shard goes to
+#                       the first free worker)
 #   --jobs J            shards at a time per host (default: cores / threads here;
 #                       with --sshloginfile, what the file says, else parallel's
 #                       default of one per core)
