@@ -43,6 +43,7 @@ die() {
     echo "sweep-parallel: $*" >&2
     exit 2
 }
+. scripts/sweep-common.sh
 
 shards="" jobs="" threads=1 tool=bench out="" build=build sshlogin="" remote="" ssh_cmd=""
 while [ $# -gt 0 ]; do
@@ -63,17 +64,8 @@ while [ $# -gt 0 ]; do
 done
 command -v parallel >/dev/null 2>&1 ||
     die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps)"
-case "$tool" in bench | tune) ;; *) die "bad --tool '$tool' (expected bench or tune)" ;; esac
-[ -x "$build/$tool" ] && [ -x "$build/merge" ] || die "$build/$tool or $build/merge is missing (run make)"
-for v in "$threads" ${shards:+"$shards"} ${jobs:+"$jobs"}; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "bad number '$v' (--shards, --jobs and --threads take positive integers)"
-done
-for a in "$@"; do
-    case "$a" in
-    --shard | --shard=* | --out | --out-dir | --threads | --resume)
-        die "'$a' is the sweep's to set (--out, --threads), not the tool's" ;;
-    esac
-done
+sweep_check "$tool" "$build" "$@"
+sweep_positive "--shards, --jobs and --threads" "$threads" ${shards:+"$shards"} ${jobs:+"$jobs"}
 if [ -n "$sshlogin" ]; then
     [ -r "$sshlogin" ] || die "$sshlogin: cannot read the --sshloginfile"
 else
@@ -85,15 +77,8 @@ case "$out" in /*) die "--out must be relative to the repository (the hosts writ
 [ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
 
-args=""
-[ $# -gt 0 ] && args=$(printf '%q ' "$@")
-if [ "$tool" = bench ]; then
-    res="$out/shard-{}-of-$shards.csv"
-    cmd="$build/bench $args--threads $threads --shard {}/$shards --out $res --resume --quiet"
-else
-    res="$out/tune-shard-{}-of-$shards.csv"
-    cmd="$build/tune $args--threads $threads --shard {}/$shards --out-dir $out --resume --quiet"
-fi
+res=$(sweep_results "$tool" "$out" '{}' "$shards")
+cmd=$(sweep_command "$tool" "$build" "$threads" "$out" '{}' "$shards" "$@")
 man="${res%.csv}.manifest.csv"
 popts=(--joblog "$out/joblog.txt" --resume-failed --halt never --tagstring 'shard {}')
 [ -n "$jobs" ] && popts+=(--jobs "$jobs")

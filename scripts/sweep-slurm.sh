@@ -35,6 +35,7 @@ die() {
     echo "sweep-slurm: $*" >&2
     exit 2
 }
+. scripts/sweep-common.sh
 
 shards="" threads=1 tool=bench out="" build=build wait=0 dry=0 maxrun=""
 sbatch_opts=()
@@ -55,33 +56,16 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$shards" ] || die "--shards N is required"
-for v in "$shards" "$threads" ${maxrun:+"$maxrun"}; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "bad number '$v' (--shards, --threads and --max-running take positive integers)"
-done
-case "$tool" in bench | tune) ;; *) die "bad --tool '$tool' (expected bench or tune)" ;; esac
-[ -x "$build/$tool" ] && [ -x "$build/merge" ] || die "$build/$tool or $build/merge is missing (run make)"
-for a in "$@"; do
-    case "$a" in
-    --shard | --shard=* | --out | --out-dir | --threads | --resume)
-        die "'$a' is the sweep's to set (--out, --threads), not the tool's" ;;
-    esac
-done
+sweep_positive "--shards, --threads and --max-running" "$shards" "$threads" ${maxrun:+"$maxrun"}
+sweep_check "$tool" "$build" "$@"
 [ "$dry" = 1 ] || command -v sbatch >/dev/null 2>&1 ||
     die "sbatch is not installed (Debian: apt-get install slurm-wlm, or make deps)"
 [ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
 root=$PWD
 abs=$(cd "$out" && pwd)
-args=""
-[ $# -gt 0 ] && args=$(printf '%q ' "$@")
-if [ "$tool" = bench ]; then
-    res="$abs/shard-\${SLURM_ARRAY_TASK_ID}-of-$shards.csv"
-    run="$build/bench $args--threads $threads --shard \${SLURM_ARRAY_TASK_ID}/$shards --out $res --resume --quiet"
-    glob="$abs/shard-*-of-$shards.csv"
-else
-    run="$build/tune $args--threads $threads --shard \${SLURM_ARRAY_TASK_ID}/$shards --out-dir $abs --resume --quiet"
-    glob="$abs/tune-shard-*-of-$shards.csv"
-fi
+run=$(sweep_command "$tool" "$build" "$threads" "$abs" '${SLURM_ARRAY_TASK_ID}' "$shards" "$@")
+glob=$(sweep_results "$tool" "$abs" '*' "$shards")
 cat >"$out/shards.sbatch" <<EOF
 #!/bin/bash
 # one shard of the sweep per array task (written by scripts/sweep-slurm.sh)
