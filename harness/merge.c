@@ -43,11 +43,11 @@ static int differ(const entry *e, int n, int schema, int *i0, int *i1)
     return 0;
 }
 
-/* Where a unit's rows start in the sorted kept rows, and how many there
- * are: rows of the unit's chip, backend and problem, and candidate unless
- * the unit is a whole problem. */
-static int unit_cmp(const mq_result *r, const char *chip, const char *backend,
-                    const mq_work_unit *u)
+/* The rows a unit accounts for among the kept rows (in key order): rows of
+ * its chip, backend and problem, and of its candidate unless the unit is a
+ * whole problem. */
+static int unit_rows(const entry *kept, int n, const char *chip, const char *backend,
+                     const mq_work_unit *u)
 {
     mq_result k;
     memset(&k, 0, sizeof k);
@@ -55,27 +55,20 @@ static int unit_cmp(const mq_result *r, const char *chip, const char *backend,
     snprintf(k.backend, sizeof k.backend, "%s", backend);
     k.p = u->p;
     k.c = u->c;
-    if (u->whole) { /* compare up to the problem: the candidate fields equal r's */
-        k.c = r->c;
-    }
-    return mq_result_key_cmp(r, &k);
-}
-
-static int unit_rows(const entry *kept, int n, const char *chip, const char *backend,
-                     const mq_work_unit *u)
-{
+    int (*cmp)(const mq_result *, const mq_result *) =
+        u->whole ? mq_result_problem_cmp : mq_result_key_cmp;
     int lo = 0, hi = n;
     while (lo < hi) { /* the first row not before the unit */
         int mid = lo + (hi - lo) / 2;
-        if (unit_cmp(kept[mid].r, chip, backend, u) < 0)
+        if (cmp(kept[mid].r, &k) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    int k = 0;
-    while (lo + k < n && unit_cmp(kept[lo + k].r, chip, backend, u) == 0)
-        k++;
-    return k;
+    int rows = 0;
+    while (lo + rows < n && cmp(kept[lo + rows].r, &k) == 0)
+        rows++;
+    return rows;
 }
 
 static void describe_unit(const mq_work_unit *u, char *buf, size_t n)

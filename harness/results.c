@@ -57,26 +57,6 @@ static void put_num(linebuf *b, const char *fmt, double v)
     put_field(b, s, 0);
 }
 
-static int write_header(const char *path, char *err, size_t errlen)
-{
-    char tmp[4200];
-    FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
-    if (!f)
-        return -1;
-    linebuf b = {0};
-    for (int i = 0; i < NCOL; i++)
-        put_field(&b, columns[i], i == NCOL - 1);
-    if (b.oom) {
-        mq_atomic_abort(f, tmp);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    fprintf(f, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
-    fwrite(b.buf, 1, b.len, f);
-    free(b.buf);
-    return mq_atomic_commit(f, tmp, path, err, errlen);
-}
-
 int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -90,7 +70,7 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
             return -1;
         w->kept_rows = rs.n;
         mq_results_free(&rs);
-    } else if (write_header(path, err, errlen)) {
+    } else if (mq_results_write(path, NULL, 0, err, errlen)) { /* the header alone */
         return -1;
     }
     w->fd = open(path, O_RDWR | O_APPEND);
@@ -381,25 +361,36 @@ void mq_results_free(mq_results *rs)
 
 int mq_result_same_key(const mq_result *a, const mq_result *b)
 {
-    return !strcmp(a->chip, b->chip) && !strcmp(a->backend, b->backend) &&
-           !memcmp(&a->p, &b->p, sizeof a->p) && a->c.variant == b->c.variant &&
-           !memcmp(&a->c.p, &b->c.p, sizeof a->c.p);
+    return mq_result_key_cmp(a, b) == 0;
 }
 
-int mq_result_key_cmp(const mq_result *a, const mq_result *b)
+/* Ints in order, compared one by one; 0 when all equal. */
+static int ints_cmp(const int *a, const int *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return (a[i] > b[i]) - (a[i] < b[i]);
+    return 0;
+}
+
+int mq_result_problem_cmp(const mq_result *a, const mq_result *b)
 {
     int c = strcmp(a->chip, b->chip);
     if (!c)
         c = strcmp(a->backend, b->backend);
-    const int ka[] = {(int)a->p.format, a->p.M, a->p.N, a->p.K, a->p.group, (int)a->c.variant,
-                      a->c.p.tile_m, a->c.p.tile_n, a->c.p.tile_k, a->c.p.num_threadgroups,
-                      a->c.p.split_k};
-    const int kb[] = {(int)b->p.format, b->p.M, b->p.N, b->p.K, b->p.group, (int)b->c.variant,
-                      b->c.p.tile_m, b->c.p.tile_n, b->c.p.tile_k, b->c.p.num_threadgroups,
-                      b->c.p.split_k};
-    for (size_t i = 0; !c && i < sizeof ka / sizeof ka[0]; i++)
-        c = (ka[i] > kb[i]) - (ka[i] < kb[i]);
-    return c;
+    const int ka[] = {(int)a->p.format, a->p.M, a->p.N, a->p.K, a->p.group};
+    const int kb[] = {(int)b->p.format, b->p.M, b->p.N, b->p.K, b->p.group};
+    return c ? c : ints_cmp(ka, kb, sizeof ka / sizeof ka[0]);
+}
+
+int mq_result_key_cmp(const mq_result *a, const mq_result *b)
+{
+    int c = mq_result_problem_cmp(a, b);
+    const int ka[] = {(int)a->c.variant, a->c.p.tile_m, a->c.p.tile_n, a->c.p.tile_k,
+                      a->c.p.num_threadgroups, a->c.p.split_k};
+    const int kb[] = {(int)b->c.variant, b->c.p.tile_m, b->c.p.tile_n, b->c.p.tile_k,
+                      b->c.p.num_threadgroups, b->c.p.split_k};
+    return c ? c : ints_cmp(ka, kb, sizeof ka / sizeof ka[0]);
 }
 
 void mq_result_stamp(mq_result *r)

@@ -78,6 +78,9 @@ int mq_result_same_key(const mq_result *a, const mq_result *b);
 /* The order of keys: chip, backend, problem (format, M, N, K, group), then
  * candidate; 0 for the same key. */
 int mq_result_key_cmp(const mq_result *a, const mq_result *b);
+/* The same order up to the problem: 0 for rows of one chip, backend and
+ * problem, whatever their candidates. */
+int mq_result_problem_cmp(const mq_result *a, const mq_result *b);
 /* Fill the build and host fields and the date of a new result. */
 void mq_result_stamp(mq_result *r);
 /* Sort an index of rs's rows by key, so that mq_results_find_own looks a

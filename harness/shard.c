@@ -182,52 +182,52 @@ static int by_place(const void *a, const void *b)
 static int mix(mq_work_list *w, int nshards)
 {
     enum { SETUP_SHARE = 20 };
-    placed *t = malloc(sizeof *t * (size_t)(w->n ? w->n : 1));
-    int *slices = malloc(sizeof *slices * (size_t)(w->n ? w->n : 1));
-    if (!t || !slices) {
+    size_t cap = (size_t)w->n + 1;
+    placed *t = malloc(sizeof *t * cap);
+    int *start = malloc(sizeof *start * cap), *slices = malloc(sizeof *slices * cap);
+    if (!t || !start || !slices) {
         free(t);
+        free(start);
         free(slices);
         return -1;
     }
-    /* each problem's slices; the problems kept whole are counted */
+    /* each problem's first unit and slices; the problems kept whole counted */
     int nprob = 0, whole = 0;
-    for (int i = 0; i < w->n;) {
-        int n = i;
+    for (int i = 0, e; i < w->n; i = e) {
         int64_t cost = 0;
-        while (n < w->n && !memcmp(&w->u[n].p, &w->u[i].p, sizeof w->u[i].p))
-            cost += w->u[n++].cost_us;
+        for (e = i; e < w->n && !memcmp(&w->u[e].p, &w->u[i].p, sizeof w->u[i].p); e++)
+            cost += w->u[e].cost_us;
         int64_t setup = w->u[i].setup_us, k = setup > 0 ? cost / (SETUP_SHARE * setup) : nshards;
-        slices[nprob] = (int)(k < 1 ? 1 : k > nshards ? nshards : k > n - i ? n - i : k);
+        start[nprob] = i;
+        slices[nprob] = (int)(k < 1 ? 1 : k > nshards ? nshards : k > e - i ? e - i : k);
         whole += slices[nprob++] == 1;
-        i = n;
     }
+    start[nprob] = w->n;
     /* a whole problem sits at the middle of its place among the whole
      * ones, (r + 1/2) / whole; slice s of S at (s + 1/2) / S */
-    for (int i = 0, p = -1, first = 0, n = 0, rank = -1; i < w->n; i++) {
-        if (i == 0 || memcmp(&w->u[i - 1].p, &w->u[i].p, sizeof w->u[i].p)) {
-            p++;
-            first = n = i;
-            while (n < w->n && !memcmp(&w->u[n].p, &w->u[first].p, sizeof w->u[first].p))
-                n++;
-            n -= first;
-            rank += slices[p] == 1;
+    for (int p = 0, rank = -1; p < nprob; p++) {
+        int first = start[p], n = start[p + 1] - first;
+        rank += slices[p] == 1;
+        for (int i = first; i < first + n; i++) {
+            int64_t s = (int64_t)(i - first) * slices[p] / n;
+            t[i] = slices[p] == 1
+                       ? (placed){2 * (int64_t)rank + 1, 2 * (int64_t)whole, p, i, w->u[i]}
+                       : (placed){2 * s + 1, 2 * (int64_t)slices[p], p, i, w->u[i]};
         }
-        int64_t s = (int64_t)(i - first) * slices[p] / n;
-        t[i] = slices[p] == 1 ? (placed){2 * (int64_t)rank + 1, 2 * (int64_t)whole, p, i, w->u[i]}
-                              : (placed){2 * s + 1, 2 * (int64_t)slices[p], p, i, w->u[i]};
     }
     qsort(t, (size_t)w->n, sizeof *t, by_place);
     for (int i = 0; i < w->n; i++)
         w->u[i] = t[i].u;
     free(t);
+    free(start);
     free(slices);
     return 0;
 }
 
 void mq_work_split(mq_work_list *w, int nshards)
 {
-    if (nshards > 1 && mix(w, nshards))
-        (void)0; /* out of memory: the list as it is, still a valid split */
+    if (nshards > 1)
+        (void)mix(w, nshards); /* out of memory: the list as it is, still a valid split */
     /* the smallest cap the units fit into nshards shards with: the
      * optimum of contiguous shares, found by bisection */
     int64_t lo = 1, hi = 1;
