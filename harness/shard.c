@@ -62,8 +62,9 @@ void mq_work_free(mq_work_list *w)
  * 0.6 s rms; BENCHMARKS.md, issue 18). The timed part is bound by the
  * budget rather than by the repetitions: short kernels run until the
  * confidence rule or the budget stops them, long ones for their minimum
- * repetitions. A GPU backend is faster by a near-constant factor across
- * shapes, which leaves the shares balanced. */
+ * repetitions. These are the CPU model's figures: another machine or
+ * backend keeps the shares balanced as far as its times scale alike across
+ * shapes (assumed, not measured). */
 static const struct {
     int64_t ps_weight, ps_setup_weight;
 } format_cost[MQ_FMT_COUNT] = {
