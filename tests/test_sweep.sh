@@ -169,7 +169,9 @@ if command -v parallel >/dev/null 2>&1; then
         all '[ -z "$(keys "$rel/k/merged.csv" | uniq -d)" ]' '[ "$(keys "$rel/k/merged.csv" | wc -l)" -eq "$(cat "$d/nlegal")" ]'
     # the hosts of an --sshloginfile, through an ssh that runs here (results come back by rsync)
     if command -v rsync >/dev/null 2>&1; then
-        printf '#!/bin/sh\n# a stand-in for ssh: drop the options and the host, run the command here\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) shift; break ;; esac; done\n[ "$1" = -- ] && shift\nexec sh -c "$*"\n' > "$d/fake-ssh"
+        # sshd gives the remote command the login shell in SHELL, which
+        # parallel's remote wrapper execs; CI's environment has none: set it
+        printf '#!/bin/sh\n# a stand-in for ssh: drop the options and the host, run the command here\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) shift; break ;; esac; done\n[ "$1" = -- ] && shift\nSHELL=$(getent passwd "$(id -un)" | cut -d: -f7); export SHELL=${SHELL:-/bin/sh}\nexec sh -c "$*"\n' > "$d/fake-ssh"
         chmod +x "$d/fake-ssh"
         printf '1/macmini1\n1/macmini2\n' > "$d/hosts"
         mkdir -p "$d/remote"
