@@ -5,7 +5,8 @@
 # back to the sweep directory, and merge combines them (naming any shard
 # that is missing or incomplete). Rerun the same command after a kill or a
 # failed host: parallel reruns only the shards whose jobs did not finish
-# (--resume-failed on the joblog), and each of those resumes its own rows.
+# (--resume-failed on the joblog) and those whose manifest is not here, and
+# each of those resumes its own rows.
 #
 # usage: scripts/sweep-parallel.sh [options] -- TOOL-ARGS...
 #   --shards N          shards (default: the number of jobs; where workers may run
@@ -85,6 +86,21 @@ popts=(--joblog "$out/joblog.txt" --resume-failed --halt never --tagstring 'shar
 if [ -n "$sshlogin" ]; then
     popts+=(--sshloginfile "$sshlogin" --workdir "${remote:-$PWD}" --return "$res" --return "$man")
     [ -n "$ssh_cmd" ] && popts+=(--ssh "$ssh_cmd")
+fi
+# A job parallel logged as ended well may still have left nothing here: a
+# remote wrapper that could not start the job exits 0 (seen when a host's
+# environment had no SHELL), a --return that failed, a file deleted since.
+# --resume-failed would never rerun it, so its joblog line goes.
+if [ -f "$out/joblog.txt" ]; then
+    lost=""
+    for i in $(seq 1 "$shards"); do
+        [ -f "${man//\{\}/$i}" ] || lost+=" $i"
+    done
+    if [ -n "$lost" ]; then
+        awk -v lost="$lost " 'NR == 1 || index(lost, " " $1 " ") == 0' "$out/joblog.txt" >"$out/joblog.txt.tmp"
+        mv "$out/joblog.txt.tmp" "$out/joblog.txt"
+        echo "sweep-parallel: no manifest here of shard(s)$lost: they run again" >&2
+    fi
 fi
 echo "sweep-parallel: $shards shards of '$tool $*' (--threads $threads), ${jobs:-one per core on each host} at a time${sshlogin:+ on the hosts of $sshlogin}; sweep in $out" >&2
 start=$(date +%s%N)

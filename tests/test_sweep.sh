@@ -4,7 +4,8 @@
 # duplicates, missing and incomplete shards, and refuses mixed builds; a
 # small sweep through GNU parallel with 2 local workers merges to exactly
 # the keys of an unsharded run; a shard killed mid-run is resumed by
-# rerunning the sweep; tune --shard and tune --from-results build the table
+# rerunning the sweep, as is a shard whose files are gone though parallel
+# logged it as ended well; tune --shard and tune --from-results build the table
 # from merged rows; the Slurm sweep runs its array job on a stub sbatch and,
 # where a single-node Slurm starts here, on a real one.
 # usage: test_sweep.sh BUILD_DIR
@@ -144,6 +145,17 @@ if command -v parallel >/dev/null 2>&1; then
     check "its merged file has the unsharded run's keys exactly (no loss, no duplicate)" \
         [ "$(keys "$rel/p/merged.csv")" = "$(keys "$d/all.csv")" ]
     check "parallel ran 5 shards" [ "$(tail -n +2 "$rel/p/joblog.txt" | wc -l)" -eq 5 ]
+    # a shard parallel logged as ended well whose files are gone runs again, alone
+    grep -v '^3[[:space:]]' "$rel/p/joblog.txt" > "$d/joblog-kept"
+    rm -f "$rel/p/shard-3-of-5.csv" "$rel/p/shard-3-of-5.manifest.csv"
+    out=$(scripts/sweep-parallel.sh --build "$B" --jobs 2 --shards 5 --out "$rel/p" -- "${sweep[@]}" 2>&1); rc=$?
+    check "a shard whose files are gone is run again (rc $rc): $out" \
+        rc_says "$rc" 0 "$out" "no manifest here of shard(s) 3: they run again"
+    check "and only it: the other shards' joblog lines are unchanged" \
+        all '[ "$(grep -v "^3[[:space:]]" "$rel/p/joblog.txt")" = "$(cat "$d/joblog-kept")" ]' \
+            '[ "$(grep -c "^3[[:space:]]" "$rel/p/joblog.txt")" -eq 1 ]'
+    check "and the merge again has the unsharded run's keys exactly" \
+        [ "$(keys "$rel/p/merged.csv")" = "$(keys "$d/all.csv")" ]
     # a shard killed mid-run, then the same sweep again: only it reruns, and resumes
     slow=(--shape 1x256x512 --shape 4x512x256 --formats fp4,u4 --ci 0 --budget 0.05
           --max-reps 4000 --no-probes --quiet)
