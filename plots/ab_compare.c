@@ -113,3 +113,14 @@ void mq_ab_rounds_free(mq_ab_rounds *r)
     }
     r->rounds = 0;
 }
+
+int mq_ab_open_count(const mq_ab_comparison *c, double fraction)
+{
+    int open = 0;
+    for (int i = 0; i < c->n; i++) {
+        const mq_paired_result *r = &c->bench[i].r;
+        if (r->verdict == MQ_UNRELIABLE || (r->verdict != MQ_REGRESSED && r->ci_hi >= 1 + fraction))
+            open++;
+    }
+    return open;
+}

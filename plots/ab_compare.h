@@ -46,4 +46,11 @@ int mq_ab_compare(const mq_results *a, const mq_results *b, int rounds, const mq
                   const char *filter, mq_ab_comparison *out);
 void mq_ab_comparison_free(mq_ab_comparison *c);
 
+/* How many of c's benchmarks leave a slowdown of `fraction` open: not
+ * regressed, and either unreliable or with an interval that reaches
+ * 1 + fraction. A bisect step may call its commit good only when this is
+ * 0; "same" alone only says that this night saw no significant slowdown,
+ * which a noisy round can say of a 4x slower build. */
+int mq_ab_open_count(const mq_ab_comparison *c, double fraction);
+
 #endif

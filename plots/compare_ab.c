@@ -24,11 +24,15 @@ static void usage(FILE *f)
             "per-round ratio B/A; a paired t test on their logs, the geometric-mean ratio\n"
             "with its confidence interval, and the smallest slowdown tonight's scatter\n"
             "could have caught. Regressed: significant and at least the minimum effect.\n"
-            "Exit status: 1 when anything regressed, 0 otherwise, 2 on bad input.\n\n"
+            "Exit status: 1 when anything regressed, 0 otherwise, 2 on bad input; with\n"
+            "--rule-out, 3 when nothing regressed but a slowdown of that size is not ruled\n"
+            "out (a benchmark unreliable, or its interval reaching it: add rounds).\n\n"
             "  --alpha A          two-sided significance (default 0.01)\n"
             "  --min-effect E     smallest |B/A - 1| that counts (default 0.03)\n"
             "  --min-rounds N     fewer rounds for a benchmark: unreliable (default 3)\n"
             "  --bench TEXT       judge only the benchmarks whose name contains TEXT\n"
+            "  --rule-out F       exit 3 unless every benchmark regressed or its interval\n"
+            "                     stays under 1 + F (a bisect step's \"good\" needs this)\n"
             "  --report FILE.md   also write a Markdown report (atomically)\n"
             "  --history FILE     append a summary row (date, revisions, counts,\n"
             "                     geometric mean, median detectable slowdown)\n\n"
@@ -104,11 +108,13 @@ int mq_compare_ab_main(int argc, char **argv)
     const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL, *only = NULL;
     int nfiles = 0;
     mq_paired_opts o = mq_paired_defaults();
+    double rule_out = -1;
     const mq_arg args[] = {
         MQ_OPT_DOUBLE("--alpha", &o.alpha, 1e-12, 0.5, "bad --alpha"),
         MQ_OPT_DOUBLE("--min-effect", &o.min_effect, 0, 10, "bad --min-effect"),
         MQ_OPT_INT("--min-rounds", &o.min_rounds, 2, MQ_AB_MAX_ROUNDS, "bad --min-rounds"),
         MQ_OPT_STR("--bench", &only),
+        MQ_OPT_DOUBLE("--rule-out", &rule_out, 0, 100, "bad --rule-out"),
         MQ_OPT_STR("--report", &report),
         MQ_OPT_STR("--history", &history),
     };
@@ -130,7 +136,7 @@ int mq_compare_ab_main(int argc, char **argv)
     }
     const mq_results *a = ab.a, *b = ab.b;
     int rounds = ab.rounds;
-    int rc = 0, hfd = -1;
+    int rc = 0, hfd = -1, inconclusive = 0;
     FILE *rf = NULL;
     if (report && !(rf = mq_atomic_open(report, rtmp, sizeof rtmp, err, sizeof err))) {
         fprintf(stderr, "compare: %s\n", err);
@@ -168,6 +174,13 @@ int mq_compare_ab_main(int argc, char **argv)
                c.counts[MQ_SAME], c.counts[MQ_UNRELIABLE], c.geomean, 100 * c.detectable_med,
                o.alpha, 100 * o.min_effect);
         rc = c.counts[MQ_REGRESSED] ? 1 : 0;
+        int open = rule_out >= 0 && !rc ? mq_ab_open_count(&c, rule_out) : 0;
+        if (open) {
+            printf("inconclusive: %d of %d benchmarks do not rule out a slowdown of %.1f%% "
+                   "(unreliable, or their interval reaches it)\n",
+                   open, c.n, 100 * rule_out);
+            inconclusive = 1;
+        }
     }
     if (rf && rc < 2) {
         write_report(rf, files[0], &c, &o, arev, brev, rounds);
@@ -184,5 +197,5 @@ int mq_compare_ab_main(int argc, char **argv)
         close(hfd);
     mq_ab_comparison_free(&c);
     mq_ab_rounds_free(&ab);
-    return rc;
+    return rc == 0 && inconclusive ? 3 : rc;
 }

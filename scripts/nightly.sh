@@ -14,9 +14,11 @@
 #   scripts/nightly.sh --stored   the stored-history night alone (no A/B): compare with
 #                                 baseline.csv, confirmation pass of what regressed
 #   scripts/nightly.sh bisect GOOD BAD [--bench TEXT]
-#                                 git bisect run with the same A/B at each step (A = GOOD)
-#                                 -> $NIGHTLY_DIR/bisect-STAMP.md, the first bad commit
-#                                 and every step's ratios
+#                                 git bisect run with the same A/B at each step (A = GOOD),
+#                                 after one of BAD (what it hunts); a step that neither
+#                                 regressed nor ruled out half of that gets more rounds,
+#                                 then is skipped -> $NIGHTLY_DIR/bisect-STAMP.md, the
+#                                 first bad commit and every step's ratios
 # STAMP is DATE (DATE.rHHMMSS for another run that day). Exit status: 1 a
 # regression (or a kernel computed a wrong result), 0 none, 2 the run failed.
 # Environment: NIGHTLY_DIR (default results/nightly), NIGHTLY_CHIP (default
@@ -25,7 +27,9 @@
 # NIGHTLY_AB_ARGS (each A/B process's budget, default --budget 0.05
 # --max-reps 30 --no-probes), NIGHTLY_ALPHA / NIGHTLY_MIN_EFFECT (compare --ab's, default
 # 0.01 / 0.03), NIGHTLY_A_REV (A: another revision than accepted-rev),
-# NIGHTLY_A_BENCH (A: this bench binary instead of a build), NIGHTLY_CONFIRM
+# NIGHTLY_A_BENCH (A: this bench binary instead of a build),
+# NIGHTLY_BISECT_MAX_ROUNDS (a bisect step's rounds at most, default 3 x
+# NIGHTLY_ROUNDS), NIGHTLY_CONFIRM
 # (--stored: 0 no confirmation pass). For testing the detector only:
 # NIGHTLY_PLANT=VARIANT:FRACTION builds B with make PLANT=1 (BUILD=build-plant)
 # and slows that variant's runs by FRACTION (backends/cpu.c); a tree whose
@@ -66,13 +70,14 @@ rev_bench() {
 # plant_of TREE: the test-only slowdown a tree carries (.nightly-plant), or ""
 plant_of() { [ -f "$1/.nightly-plant" ] && tr -d ' \n' < "$1/.nightly-plant" || true; }
 
-# ab_rounds OUTDIR A_BENCH B_BENCH B_PLANT: NIGHTLY_ROUNDS rounds, A then B in odd
-# rounds and B then A in even ones, each a fresh bench process
+# ab_rounds OUTDIR A_BENCH B_BENCH B_PLANT [FROM]: NIGHTLY_ROUNDS rounds, A then B
+# in odd rounds and B then A in even ones, each a fresh bench process; from
+# round FROM (default 1: a new OUTDIR) on, so that a bisect step can add rounds
 ab_rounds() {
-    ab_dir=$1 ab_a=$2 ab_b=$3 ab_plant=$4
-    rm -rf "$ab_dir" && mkdir -p "$ab_dir"
-    r=1
-    while [ "$r" -le "$rounds" ]; do
+    ab_dir=$1 ab_a=$2 ab_b=$3 ab_plant=$4 r=${5:-1}
+    [ "$r" -gt 1 ] || { rm -rf "$ab_dir" && mkdir -p "$ab_dir"; }
+    ab_last=$((r + rounds - 1))
+    while [ "$r" -le "$ab_last" ]; do
         order="a b"; [ $((r % 2)) -eq 0 ] && order="b a"
         for side in $order; do
             bin=$ab_a plant=
@@ -131,44 +136,101 @@ if [ "${1:-}" = "bisect" ]; then
         rm -rf "$wt"
         git worktree add --detach -f "$wt" "$bad" > /dev/null 2>&1 || fail "cannot make the worktree $wt"
     fi
-    # the step: build this commit (125: untestable), the A/B against GOOD's
-    # bench, exit 1 (bad) on a regression of the benchmarks asked for
+    max_rounds=${NIGHTLY_BISECT_MAX_ROUNDS:-$((3 * rounds))}
+    # The step, in the worktree's commit: build it (125: untestable), A/B it
+    # against GOOD's bench, judge the benchmarks asked for. Bad: a regression.
+    # Good: none, and every benchmark's interval rules out the slowdown hunted
+    # ($ev/rule-out: compare --rule-out). Neither: NIGHTLY_ROUNDS more rounds,
+    # up to $max_rounds, then 125 (git bisect skips it) rather than a guess:
+    # one disturbed round of three can hide a 4x slowdown behind a wide
+    # interval. With the argument "calibrate": BAD itself, more rounds while
+    # it neither regressed nor ruled out the minimum effect.
     cat > "$ev/step.sh" <<EOF
 #!/bin/sh
-n=\$(ls "$ev" | grep -c '^step-[0-9]*\$' || true); n=\$((n + 1))
-${NIGHTLY_BISECT_BUILD:-make -j$(nproc) build/bench} > "$ev/build-\$n.log" 2>&1 || exit 125
-NIGHTLY_DIR="$dir" sh "$root/scripts/nightly.sh" --ab-step "$ev/step-\$n" "$abin" \
-    "\$(pwd)/build/bench" || exit 125
-rc=0
-"$root/build/compare" --ab "$ev/step-\$n" --alpha $alpha --min-effect $min_effect \
-    ${bench_filter:+--bench "$bench_filter"} --report "$ev/step-\$n.md" > "$ev/step-\$n.txt" 2>&1 || rc=\$?
-[ \$rc -le 1 ] || exit 125
-v=good; [ \$rc -eq 1 ] && v=bad
-echo "| \$n | \$(git log -1 --format='%h %s' HEAD) | \$v | \$(tail -1 "$ev/step-\$n.txt") |" >> "$ev/steps.md"
+cal=\${1:-}
+if [ -n "\$cal" ]; then
+    out="$ev/calibrate" rule="--rule-out $min_effect"
+else
+    n=\$(ls "$ev" | grep -c '^step-[0-9]*\$' || true); n=\$((n + 1))
+    out="$ev/step-\$n" rule="--rule-out \$(cat "$ev/rule-out")"
+fi
+${NIGHTLY_BISECT_BUILD:-make -j$(nproc) build/bench} > "\$out.build.log" 2>&1 || exit 125
+total=0
+while :; do
+    NIGHTLY_DIR="$dir" sh "$root/scripts/nightly.sh" --ab-step "\$out" "$abin" \\
+        "\$(pwd)/build/bench" \$((total + 1)) || exit 125
+    total=\$((total + $rounds))
+    rc=0
+    "$root/build/compare" --ab "\$out" --alpha $alpha --min-effect $min_effect \$rule \\
+        ${bench_filter:+--bench "$bench_filter"} --report "\$out.md" > "\$out.txt" 2>&1 || rc=\$?
+    [ \$rc -eq 3 ] && [ \$total -lt $max_rounds ] || break
+done
+[ -n "\$cal" ] && [ \$rc -eq 3 ] && exit 0 # BAD not shown slower in \$total rounds
+case \$rc in 0) v=good ;; 1) v=bad ;; 3) v="inconclusive after \$total rounds (skipped)"; rc=125 ;; *) exit 125 ;; esac
+[ -z "\$cal" ] &&
+    echo "| \$n | \$(git log -1 --format='%h %s' HEAD) | \$v | \$(grep '^A/B,' "\$out.txt") |" >> "$ev/steps.md"
 exit \$rc
 EOF
     chmod +x "$ev/step.sh"
+    # Calibration: BAD against GOOD, so that the bisect knows what it hunts
+    # (and does not hunt what this A/B cannot see): B/A, the geometric mean
+    # over the benchmarks that regressed there (one marginal regression does
+    # not set the bar). A step must rule out half of it on the log scale,
+    # sqrt(B/A) - 1, and never less than the minimum effect.
+    crc=0
     (
         cd "$wt"
         git bisect reset > /dev/null 2>&1 || true
+        git checkout -q --detach "$bad" 2>/dev/null
+        "$ev/step.sh" calibrate
+    ) || crc=$?
+    [ "$crc" -le 1 ] || fail "the A/B of BAD $bad against GOOD failed (see $ev/calibrate.txt, $ev/calibrate.build.log)"
+    if [ "$crc" -eq 0 ]; then
+        {
+            echo "# Bisect $good..$bad"
+            echo
+            echo "**Nothing to bisect:** BAD is not slower than GOOD in $(ls "$ev/calibrate" | grep -c '^a\..*csv$') A/B rounds (alpha $alpha,"
+            echo "minimum effect $min_effect${bench_filter:+, benchmarks matching '$bench_filter'}):"
+            echo
+            echo "    $(grep '^A/B,' "$ev/calibrate.txt")"
+        } > "$ev.md.tmp" && mv "$ev.md.tmp" "$ev.md"
+        say "BAD $bad is not slower than GOOD $good: nothing to bisect ($ev.md)"
+        exit 0
+    fi
+    hunted=$(awk '$1 == "regressed" { s += log(1 + $2 / 100); n++ } END { print exp(s / n) }' "$ev/calibrate.txt")
+    awk -v h="$hunted" -v e="$min_effect" 'BEGIN { f = sqrt(h) - 1; printf "%.4f\n", (f > e ? f : e) }' > "$ev/rule-out"
+    (
+        cd "$wt"
         git bisect start "$bad" "$good" > /dev/null
         git bisect run "$ev/step.sh" > "$ev/bisect.log" 2>&1 || true
         git bisect log > "$ev/bisect-log.txt" 2>&1 || true
         git bisect reset > /dev/null 2>&1 || true
     )
     first=$(sed -n 's/^\([0-9a-f]\{40\}\) is the first bad commit$/\1/p' "$ev/bisect.log" | head -1)
+    # steps skipped as inconclusive can leave several candidates
+    anyof=$(sed -n '/first bad commit could be any of/,/cannot bisect more/p' "$ev/bisect.log" |
+            grep -oE '^[0-9a-f]{40}' | tr '\n' ' ' | sed 's/ $//' || true)
     steps=$(grep -c '^| [0-9]' "$ev/steps.md" 2>/dev/null || echo 0)
     {
         echo "# Bisect $good..$bad"
         echo
         if [ -n "$first" ]; then
             echo "**First bad commit: \`$first\`** ($(git log -1 --format='%s' "$first")), in $steps A/B steps."
+        elif [ -n "$anyof" ]; then
+            echo "**The first bad commit is one of:** \`$(echo "$anyof" | sed 's/ /`, `/g')\`" \
+                "(inconclusive steps were skipped), after $steps A/B steps."
         else
             echo "**No first bad commit found** ($steps steps; see bisect.log)."
         fi
         echo
+        echo "BAD against GOOD: $(grep '^A/B,' "$ev/calibrate.txt")"
+        echo "The bisect hunts the geometric mean slowdown of the benchmarks that regressed there: a"
+        echo "step is good only when every benchmark's interval stays under +$(awk '{ printf "%.1f", 100 * $1 }' "$ev/rule-out")%, half of it on the"
+        echo "log scale (compare --rule-out)."
+        echo
         echo "Each step: the commit built, $rounds A/B rounds against GOOD's bench in alternating fresh"
-        echo "processes, compare --ab (alpha $alpha, minimum effect $min_effect${bench_filter:+, benchmarks matching '$bench_filter'})."
+        echo "processes (up to $max_rounds while inconclusive), compare --ab (alpha $alpha, minimum effect"
+        echo "$min_effect${bench_filter:+, benchmarks matching '$bench_filter'})."
         echo
         echo "| step | commit | verdict | compare --ab summary |"
         echo "| --- | --- | --- | --- |"
@@ -178,13 +240,17 @@ EOF
         say "first bad commit $first in $steps steps ($ev.md)"
         exit 1
     fi
+    if [ -n "$anyof" ]; then
+        say "the first bad commit is one of $anyof (inconclusive steps skipped; $ev.md)"
+        exit 1
+    fi
     say "no first bad commit found ($ev.md)"
     exit 0
 fi
 
-if [ "${1:-}" = "--ab-step" ]; then # internal: one A/B of the bisect (OUTDIR A B), in the commit's tree
+if [ "${1:-}" = "--ab-step" ]; then # internal: A/B rounds of the bisect (OUTDIR A B [FROM]), in the commit's tree
     wrong=
-    ab_rounds "$2" "$3" "$4" "$(plant_of "$(pwd)")"
+    ab_rounds "$2" "$3" "$4" "$(plant_of "$(pwd)")" "${5:-1}"
     exit 0
 fi
 

@@ -84,7 +84,9 @@ check "the confirmation report lists the repeated regressions" \
 rm -rf "$dir"
 
 # ---- bisect over a synthetic history: 8 commits after GOOD, the 5th plants
-# a 3x slowdown of one kernel (.nightly-plant, read by the PLANT build)
+# a 3x slowdown of one kernel (.nightly-plant, read by the PLANT build); the
+# bisect first measures BAD against GOOD (what it hunts), and a step is good
+# only when its interval rules out half of that (compare --rule-out)
 make BUILD=build-plant PLANT=1 build-plant/bench > /dev/null || { echo "FAIL: the PLANT build" >&2; exit 1; }
 hist=$(mktemp -d)
 planted=$(sh scripts/nightly-history.sh "$hist" 8 5 marlin_gemv_decode:2.0)
@@ -97,6 +99,16 @@ check "the planted commit, in at most 4 steps (log2 8 + 1) ($out)" [ "$ok" -eq 1
 rep=$(ls "$hist/nightly"/bisect-*.md 2>/dev/null | head -1)
 check "the bisect report names it and gives each step's A/B" \
     sh -c "grep -q 'First bad commit: .$planted' '$rep' && grep -q '^| 1 |' '$rep'"
+check "and what it hunted: BAD against GOOD, and the slowdown a good step rules out" \
+    sh -c "grep -q '^BAD against GOOD: A/B, 3 rounds' '$rep' && grep -q 'stays under +[0-9.]*%' '$rep'"
+hunt=$(sed -n 's/.*stays under +\([0-9.]*\)%.*/\1/p' "$rep")
+check "a 3x slowdown hunted: a good step must rule out +30% or more (got +$hunt%)" \
+    awk -v h="$hunt" 'BEGIN { exit !(h >= 30) }'
+# no slowdown between GOOD and BAD (the commits before the planted one): nothing to bisect
+rm -f "$hist/nightly"/bisect-*.md
+out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD~8 HEAD~5 --bench marlin_gemv_decode 2>&1); rc=$?
+check "BAD no slower than GOOD: exit 0 and nothing to bisect (got $rc: $out)" \
+    sh -c "[ $rc -eq 0 ] && grep -q 'Nothing to bisect' $hist/nightly/bisect-*.md"
 out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD HEAD~8 2>&1); rc=$?
 check "GOOD after BAD: exit 2 (got $rc: $out)" [ "$rc" -eq 2 ]
 rm -rf "$hist"

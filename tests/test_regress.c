@@ -201,6 +201,28 @@ static void test_paired(void)
           r.rounds);
 }
 
+/* mq_ab_open_count: which verdicts leave a slowdown open */
+static void test_open_count(void)
+{
+    mq_ab_bench b[4] = {0};
+    const mq_verdict v[4] = {MQ_SAME, MQ_REGRESSED, MQ_IMPROVED, MQ_UNRELIABLE};
+    const double hi[4] = {1.20, 5.0, 0.95, 1.0};
+    for (int i = 0; i < 4; i++) {
+        b[i].r.verdict = v[i];
+        b[i].r.ci_hi = hi[i];
+    }
+    mq_ab_comparison c = {.bench = b, .n = 4};
+    CHECK(mq_ab_open_count(&c, 0.10) == 2,
+          "fraction 0.10: the same one reaching 1.20 and the unreliable one are open, got %d",
+          mq_ab_open_count(&c, 0.10));
+    CHECK(mq_ab_open_count(&c, 0.30) == 1,
+          "fraction 0.30: only the unreliable one is open (a regression never is), got %d",
+          mq_ab_open_count(&c, 0.30));
+    c.n = 3;
+    CHECK(mq_ab_open_count(&c, 0.20) == 1,
+          "an interval reaching exactly 1 + fraction is open, got %d", mq_ab_open_count(&c, 0.20));
+}
+
 /* compare --ab on hand-made rounds: three benchmarks (same, +10%, -10%) over
  * three rounds with a little scatter; then --bench, and bad directories. */
 static void test_compare_ab_command(const char *compare)
@@ -232,6 +254,14 @@ static void test_compare_ab_command(const char *compare)
     CHECK(strstr(text, "| regressed | 1.100 |") != NULL, "the report lists B/A 1.100");
     const char *one[] = {compare, "--ab", dir, "--bench", "M=1 ", NULL};
     CHECK(run(compare, one) == 0, "--bench naming the unchanged benchmark: exit 0");
+    const char *loose[] = {compare, "--ab", dir, "--bench", "M=1 ", "--rule-out", "0.5", NULL};
+    CHECK(run(compare, loose) == 0,
+          "--rule-out 0.5 on the unchanged benchmark (interval within +2%%): exit 0, good");
+    const char *tight[] = {compare, "--ab", dir, "--bench", "M=1 ", "--rule-out", "0.001", NULL};
+    CHECK(run(compare, tight) == 3,
+          "--rule-out 0.001 that three rounds of 0.3%% scatter cannot rule out: exit 3");
+    const char *reg[] = {compare, "--ab", dir, "--rule-out", "0.001", NULL};
+    CHECK(run(compare, reg) == 1, "a regression decides before --rule-out: exit 1");
     const char *none[] = {compare, "--ab", dir, "--bench", "no such", NULL};
     CHECK(run(compare, none) == 2, "--bench naming nothing: exit 2");
     snprintf(path, sizeof path, "%s/b.3.csv", dir);
@@ -254,6 +284,7 @@ int main(int argc, char **argv)
     snprintf(compare, sizeof compare, "%s/../compare", dirname(self));
     test_compare_command(compare);
     test_paired();
+    test_open_count();
     test_compare_ab_command(compare);
     char err[512];
     mq_results rs;
