@@ -48,7 +48,11 @@ check "a planted 3x slowdown of one kernel fails the night: exit 1 (got $rc: $ou
 third=$(ls "$dir" | grep -E "^$day\.r[0-9]{6}-ab\.md\$" | tail -n 1)
 check "the A/B report lists the planted kernel as regressed" \
     grep -q "^| regressed .*marlin_gemv_decode" "$dir/$third"
-check "and no other kernel" sh -c "! grep '^| regressed' '$dir/$third' | grep -vq marlin_gemv_decode"
+# the plant slows its kernel only: every other benchmark far from 3x (a verdict
+# on them is a test at alpha 0.01, which a few of these microsecond kernels
+# fail by chance now and then: the ratio, not the verdict, is what a leak shows)
+check "and no other kernel: every other benchmark's B/A under 1.5" \
+    sh -c "grep '^| [a-z]* | [0-9.]* |' '$dir/$third' | grep -v marlin_gemv_decode | awk -F' [|] ' '{ if (\$2 >= 1.5) bad = 1; n++ } END { exit bad || !n }'"
 out=$(scripts/nightly.sh --accept 2>&1); rc=$?
 check "--accept exits 0 ($out)" [ "$rc" -eq 0 ]
 case "$out" in *"A is now $(git rev-parse HEAD)"*) ok=1 ;; *) ok=0 ;; esac
