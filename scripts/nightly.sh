@@ -125,6 +125,11 @@ if [ "${1:-}" = "bisect" ]; then
         fail "unknown argument '$1' (usage: nightly.sh bisect GOOD BAD [--bench TEXT])"
     fi
     git merge-base --is-ancestor "$good" "$bad" || fail "GOOD $good is not an ancestor of BAD $bad"
+    max_rounds=${NIGHTLY_BISECT_MAX_ROUNDS:-$((3 * rounds))}
+    # compare --ab reads at most 64 rounds (MQ_AB_MAX_ROUNDS): more would be measured unread
+    case $max_rounds in '' | *[!0-9]*) max_rounds=0 ;; esac
+    [ "$max_rounds" -ge "$rounds" ] && [ "$max_rounds" -le 64 ] ||
+        fail "bad NIGHTLY_BISECT_MAX_ROUNDS '${NIGHTLY_BISECT_MAX_ROUNDS:-}' (expected $rounds to 64: NIGHTLY_ROUNDS to compare --ab's limit)"
     make build/compare > /dev/null 2>&1 || [ -x build/compare ] || fail "cannot build build/compare"
     stamp=$(date -u +%Y-%m-%dT%H%M%S)
     ev=$dir/bisect-$stamp
@@ -136,7 +141,6 @@ if [ "${1:-}" = "bisect" ]; then
         rm -rf "$wt"
         git worktree add --detach -f "$wt" "$bad" > /dev/null 2>&1 || fail "cannot make the worktree $wt"
     fi
-    max_rounds=${NIGHTLY_BISECT_MAX_ROUNDS:-$((3 * rounds))}
     # The step, in the worktree's commit: build it (125: untestable), A/B it
     # against GOOD's bench, judge the benchmarks asked for. Bad: a regression.
     # Good: none, and every benchmark's interval rules out the slowdown hunted

@@ -115,6 +115,10 @@ check "BAD no slower than GOOD: exit 0 and nothing to bisect (got $rc: $out)" \
     sh -c "[ $rc -eq 0 ] && grep -q 'Nothing to bisect' $hist/nightly/bisect-*.md"
 out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD HEAD~8 2>&1); rc=$?
 check "GOOD after BAD: exit 2 (got $rc: $out)" [ "$rc" -eq 2 ]
+out=$(cd "$hist" && NIGHTLY_BISECT_MAX_ROUNDS=65 sh scripts/nightly.sh bisect HEAD~8 HEAD 2>&1); rc=$?
+case "$out" in *"bad NIGHTLY_BISECT_MAX_ROUNDS '65'"*) ok=1 ;; *) ok=0 ;; esac
+check "more bisect rounds than compare --ab reads: exit 2 naming the variable (got $rc: $out)" \
+    [ "$rc-$ok" = 2-1 ]
 rm -rf "$hist"
 echo "nightly: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
