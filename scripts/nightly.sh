@@ -28,7 +28,7 @@
 # --max-reps 30 --no-probes), NIGHTLY_ALPHA / NIGHTLY_MIN_EFFECT (compare --ab's, default
 # 0.01 / 0.03), NIGHTLY_A_REV (A: another revision than accepted-rev),
 # NIGHTLY_A_BENCH (A: this bench binary instead of a build),
-# NIGHTLY_BISECT_MAX_ROUNDS (a bisect step's rounds at most, default 3 x
+# NIGHTLY_BISECT_MAX_ROUNDS (a bisect step's rounds at most, NIGHTLY_ROUNDS to 64, default 3 x
 # NIGHTLY_ROUNDS), NIGHTLY_CONFIRM
 # (--stored: 0 no confirmation pass). For testing the detector only:
 # NIGHTLY_PLANT=VARIANT:FRACTION builds B with make PLANT=1 (BUILD=build-plant)
