@@ -3,12 +3,12 @@
  * backends bind the same parameters the same way: [[buffer(n)]] from the
  * launch's buffer table, position attributes from the PTX special
  * registers (backends/cuda/metal_stdlib). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_module.h"
+#include "grow.h"
 #include "msl_exec.h"
 #include "msl_program.h"
 
@@ -20,38 +20,6 @@ const char *mq_cuda_include_dir(void)
 {
     const char *d = getenv("MQ_CUDA_INCLUDE");
     return d && *d ? d : MQ_SOURCE_DIR "/backends/cuda";
-}
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-    int oom;
-} text;
-
-static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add(text *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (t->oom || n < 0)
-        return;
-    if (t->len + (size_t)n + 1 > t->cap) {
-        size_t nc = (t->len + (size_t)n + 1) * 2;
-        char *ns = realloc(t->s, nc);
-        if (!ns) {
-            t->oom = 1;
-            return;
-        }
-        t->s = ns;
-        t->cap = nc;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
 }
 
 char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_cuda_kernel *ks,
@@ -79,10 +47,10 @@ char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_
         free(sig);
         return NULL;
     }
-    text t = {0};
-    add(&t, "%s\n", cu);
+    mq_strbuf t = {0};
+    mq_sb_printf(&t, "%s\n", cu);
     free(cu);
-    add(&t, "\n// ---- the entries (backends/cuda_module.c) ----\n"
+    mq_sb_printf(&t, "\n// ---- the entries (backends/cuda_module.c) ----\n"
             "#if defined(__clang__) && !defined(__CUDACC_RTC__)\n"
             "#pragma clang force_cuda_host_device end\n"
             "#endif\n"
@@ -95,27 +63,27 @@ char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_
         const mq_msl_kernel_sig *k = &sig[i];
         snprintf(ks[i].name, sizeof ks[i].name, "%s", k->name);
         ks[i].used = k->used;
-        add(&t, "extern \"C\" __global__ void MQ_CUDA_BOUNDS mq_cuda_entry_%s(metal::mq_cuda_buffers mq_b)\n{\n",
+        mq_sb_printf(&t, "extern \"C\" __global__ void MQ_CUDA_BOUNDS mq_cuda_entry_%s(metal::mq_cuda_buffers mq_b)\n{\n",
             k->name);
         /* a constant-space reference binds to a copy in registers: with
          * generic pointers the compiler would otherwise reload it from
          * memory after every store that might alias it */
         for (int j = 0; j < k->nparam; j++)
             if (k->param[j].buffer >= 0 && strchr(k->param[j].type, '&'))
-                add(&t, "    metal::mq_detail::noref<%s>::type mq_c%d = *(metal::mq_detail::noref<%s>::type *)mq_b.p[%d];\n",
+                mq_sb_printf(&t, "    metal::mq_detail::noref<%s>::type mq_c%d = *(metal::mq_detail::noref<%s>::type *)mq_b.p[%d];\n",
                     k->param[j].type, j, k->param[j].type, k->param[j].buffer);
-        add(&t, "    %s(", k->name);
+        mq_sb_printf(&t, "    %s(", k->name);
         for (int j = 0; j < k->nparam; j++) {
             const mq_msl_param *p = &k->param[j];
             if (p->buffer < 0)
-                add(&t, "%smetal::mq_detail::position<%s>(metal::mq_detail::pos_%s())",
+                mq_sb_printf(&t, "%smetal::mq_detail::position<%s>(metal::mq_detail::pos_%s())",
                     j ? ",\n        " : "", p->type, p->attr);
             else if (strchr(p->type, '&'))
-                add(&t, "%smq_c%d", j ? ",\n        " : "", j);
+                mq_sb_printf(&t, "%smq_c%d", j ? ",\n        " : "", j);
             else
-                add(&t, "%s(%s)mq_b.p[%d]", j ? ",\n        " : "", p->type, p->buffer);
+                mq_sb_printf(&t, "%s(%s)mq_b.p[%d]", j ? ",\n        " : "", p->type, p->buffer);
         }
-        add(&t, ");\n}\n");
+        mq_sb_printf(&t, ");\n}\n");
     }
     *nk = n;
     free(sig);

@@ -8,7 +8,6 @@
  * compiled, and dlopen it. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "msl_exec.h"
 #include "msl_program.h"
 
@@ -39,44 +39,6 @@ struct mq_msl_module {
 };
 
 extern const mq_msl_api mq_msl_host_api; /* msl_exec.c */
-
-/* ---- a growing string ---------------------------------------------------- */
-typedef struct {
-    char *s;
-    size_t len, cap;
-    int oom;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *t, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = (b->len + n + 1) * 2 + 256;
-        char *ns = realloc(b->s, nc);
-        if (!ns) {
-            b->oom = 1;
-            return;
-        }
-        b->s = ns;
-        b->cap = nc;
-    }
-    memcpy(b->s + b->len, t, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
 
 static int is_id(int c)
 {
@@ -181,12 +143,12 @@ static const char *number_end(const char *p)
  * library may declare such a suffix and NVRTC has no system headers). */
 static char *translate(const char *src, int cuda)
 {
-    strbuf b = {0};
+    mq_strbuf b = {0};
     const char *p = src;
     while (*p) {
         const char *q = skip_literal(p);
         if (q != p) {
-            sb_add(&b, p, (size_t)(q - p));
+            mq_sb_add(&b, p, (size_t)(q - p));
             p = q;
             continue;
         }
@@ -197,17 +159,17 @@ static char *translate(const char *src, int cuda)
             if (!hex && (e[-1] == 'h' || e[-1] == 'H') && e - p > 1) {
                 int real = memchr(p, '.', (size_t)(e - p)) || memchr(p, 'e', (size_t)(e - p)) ||
                            memchr(p, 'E', (size_t)(e - p));
-                sb_add(&b, "metal::half(", 12);
-                sb_add(&b, p, (size_t)(e - 1 - p));
-                sb_add(&b, real ? "f)" : ".0f)", real ? 2 : 4);
+                mq_sb_puts(&b, "metal::half(");
+                mq_sb_add(&b, p, (size_t)(e - 1 - p));
+                mq_sb_puts(&b, real ? "f)" : ".0f)");
             } else {
-                sb_add(&b, p, (size_t)(e - p));
+                mq_sb_add(&b, p, (size_t)(e - p));
             }
             p = e;
             continue;
         }
         if (!is_id((unsigned char)*p)) {
-            sb_add(&b, p++, 1);
+            mq_sb_add(&b, p++, 1);
             continue;
         }
         const char *id = p;
@@ -220,27 +182,27 @@ static char *translate(const char *src, int cuda)
             while (te > tb && (te[-1] == ' ' || te[-1] == '\t'))
                 te--;
             if (cuda) {
-                sb_add(&b, "__shared__ __attribute__((aligned(16))) ", 40);
-                sb_add(&b, tb, (size_t)(te - tb));
-                sb_add(&b, " ", 1);
-                sb_add(&b, nb, (size_t)(ne - nb));
-                sb_add(&b, db, (size_t)(de - db));
-                sb_add(&b, ";", 1);
+                mq_sb_puts(&b, "__shared__ __attribute__((aligned(16))) ");
+                mq_sb_add(&b, tb, (size_t)(te - tb));
+                mq_sb_puts(&b, " ");
+                mq_sb_add(&b, nb, (size_t)(ne - nb));
+                mq_sb_add(&b, db, (size_t)(de - db));
+                mq_sb_puts(&b, ";");
             } else {
-                sb_add(&b, "auto &", 6);
-                sb_add(&b, nb, (size_t)(ne - nb));
-                sb_add(&b, " = metal::mq_msl_tg_array<", 26);
-                sb_add(&b, tb, (size_t)(te - tb));
-                sb_add(&b, db, (size_t)(de - db));
-                sb_add(&b, ">();", 4);
+                mq_sb_puts(&b, "auto &");
+                mq_sb_add(&b, nb, (size_t)(ne - nb));
+                mq_sb_puts(&b, " = metal::mq_msl_tg_array<");
+                mq_sb_add(&b, tb, (size_t)(te - tb));
+                mq_sb_add(&b, db, (size_t)(de - db));
+                mq_sb_puts(&b, ">();");
             }
             p = end;
         } else {
-            sb_add(&b, id, (size_t)(p - id));
+            mq_sb_add(&b, id, (size_t)(p - id));
         }
     }
     if (!b.s && !b.oom)
-        sb_add(&b, "", 0);
+        mq_sb_puts(&b, "");
     if (b.oom) {
         free(b.s);
         return NULL;
@@ -447,7 +409,7 @@ int mq_msl_read_kernels(const char *pre, mq_msl_kernel_sig *ks, int max, int *nk
 /* Every kernel of the preprocessed text, with its C entry for the executor
  * binding [[buffer(n)]] and the position attributes; the names and buffers
  * into m. */
-static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *err, size_t errlen)
+static int write_entries(const char *pre, mq_strbuf *out, mq_msl_module *m, char *err, size_t errlen)
 {
     mq_msl_kernel_sig *ks = calloc(MAX_KERNELS, sizeof *ks);
     if (!ks) {
@@ -462,22 +424,22 @@ static int write_entries(const char *pre, strbuf *out, mq_msl_module *m, char *e
         const mq_msl_kernel_sig *k = &ks[i];
         snprintf(m->k[i].name, sizeof m->k[i].name, "%s", k->name);
         m->k[i].used = k->used;
-        sb_printf(out, "\nextern \"C\" __attribute__((visibility(\"default\"), used)) void "
+        mq_sb_printf(out, "\nextern \"C\" __attribute__((visibility(\"default\"), used)) void "
                        "mq_msl_entry_%s(const mq_msl_thread *t)\n{\n    %s(",
                   k->name, k->name);
         for (int j = 0; j < k->nparam; j++) {
             const mq_msl_param *pa = &k->param[j];
             if (j)
-                sb_add(out, ", ", 2);
+                mq_sb_puts(out, ", ");
             if (pa->buffer < 0)
-                sb_printf(out, "metal::mq_detail::position<%s>(t->%s)", pa->type, pa->attr);
+                mq_sb_printf(out, "metal::mq_detail::position<%s>(t->%s)", pa->type, pa->attr);
             else if (strchr(pa->type, '&'))
-                sb_printf(out, "*(std::remove_reference<%s>::type *)t->buffers[%d]", pa->type,
+                mq_sb_printf(out, "*(std::remove_reference<%s>::type *)t->buffers[%d]", pa->type,
                           pa->buffer);
             else
-                sb_printf(out, "(%s)t->buffers[%d]", pa->type, pa->buffer);
+                mq_sb_printf(out, "(%s)t->buffers[%d]", pa->type, pa->buffer);
         }
-        sb_add(out, ");\n}\n", 5);
+        mq_sb_puts(out, ");\n}\n");
     }
     free(ks);
     return 0;
@@ -558,11 +520,11 @@ static char *slurp(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    strbuf b = {0};
+    mq_strbuf b = {0};
     char chunk[65536];
     size_t got;
     while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        sb_add(&b, chunk, got);
+        mq_sb_add(&b, chunk, got);
     fclose(f);
     if (b.oom || !b.s) {
         free(b.s);
@@ -757,12 +719,12 @@ mq_msl_module *mq_msl_module_load(const char *file, const char *src, const char 
     snprintf(log, sizeof log, "%s/log", tmp);
     mq_msl_module *m = calloc(1, sizeof *m);
     char *pre = NULL;
-    strbuf full = {0};
+    mq_strbuf full = {0};
     if (!m)
         goto oom;
     if (!(pre = preprocess_in(tmp, cxx, file, src, defines, err, errlen)))
         goto fail;
-    sb_add(&full, pre, strlen(pre));
+    mq_sb_puts(&full, pre);
     if (write_entries(pre, &full, m, err, errlen))
         goto fail;
     if (full.oom)

@@ -11,6 +11,7 @@
 
 #include "atomic_file.h"
 #include "csvfile.h"
+#include "grow.h"
 #include "numparse.h"
 #include "results.h"
 #include "version.h"
@@ -25,32 +26,19 @@ enum { NCOL = (int)(sizeof columns / sizeof columns[0]) };
 
 /* ---- writing ---- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} linebuf;
-
-static void put_field(linebuf *b, const char *s, int last)
+/* One CSV field, quoted as libcsv quotes (at most 2n + 2 bytes), then its
+ * separator: ',' or the row's newline. */
+static void put_field(mq_strbuf *b, const char *s, int last)
 {
-    size_t n = strlen(s), need = 2 * n + 4;
-    if (b->oom)
+    size_t n = strlen(s);
+    if (mq_sb_reserve(b, 2 * n + 3))
         return;
-    if (b->len + need > b->cap) {
-        size_t cap = (b->len + need) * 2;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) {
-            b->oom = 1;
-            return;
-        }
-        b->buf = nb;
-        b->cap = cap;
-    }
-    b->len += csv_write(b->buf + b->len, b->cap - b->len, s, n);
-    b->buf[b->len++] = last ? '\n' : ',';
+    b->len += csv_write(b->s + b->len, b->cap - b->len, s, n);
+    b->s[b->len++] = last ? '\n' : ',';
+    b->s[b->len] = 0;
 }
 
-static void put_num(linebuf *b, const char *fmt, double v)
+static void put_num(mq_strbuf *b, const char *fmt, double v)
 {
     char s[64];
     snprintf(s, sizeof s, fmt, v);
@@ -89,7 +77,7 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
 }
 
 /* A row as its CSV line into b (b->oom on out of memory). */
-static void format_row(linebuf *b, const mq_result *r)
+static void format_row(mq_strbuf *b, const mq_result *r)
 {
     char s[64];
     snprintf(s, sizeof s, "%d", r->schema);
@@ -136,15 +124,15 @@ static void format_row(linebuf *b, const mq_result *r)
 
 int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen)
 {
-    linebuf b = {0};
+    mq_strbuf b = {0};
     format_row(&b, r);
     if (b.oom) {
-        free(b.buf);
+        free(b.s);
         snprintf(err, errlen, "%s: out of memory writing a result", w->path);
         return -1;
     }
-    int rc = mq_append_row(w->fd, w->path, b.buf, b.len, err, errlen);
-    free(b.buf);
+    int rc = mq_append_row(w->fd, w->path, b.s, b.len, err, errlen);
+    free(b.s);
     return rc;
 }
 
@@ -155,17 +143,17 @@ int mq_results_write(const char *path, const mq_result *const *rows, int n, char
     FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
     if (!f)
         return -1;
-    linebuf b = {0};
+    mq_strbuf b = {0};
     for (int i = 0; i < NCOL; i++)
         put_field(&b, columns[i], i == NCOL - 1);
     fprintf(f, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
     for (int i = 0; i <= n && !b.oom; i++) {
-        fwrite(b.buf, 1, b.len, f);
+        fwrite(b.s, 1, b.len, f);
         b.len = 0;
         if (i < n)
             format_row(&b, rows[i]);
     }
-    free(b.buf);
+    free(b.s);
     if (b.oom) {
         mq_atomic_abort(f, tmp);
         snprintf(err, errlen, "%s: out of memory", path);
@@ -284,6 +272,16 @@ static int parse_row(char **f, mq_result *r, char *why, size_t n)
     return 0;
 }
 
+/* mq_csv_parse_rows' parser: the next row of the set. */
+static int take_row(char **f, void *set, char *why, size_t n)
+{
+    mq_results *rs = set;
+    if (parse_row(f, &rs->r[rs->n], why, n))
+        return -1;
+    rs->n++;
+    return 0;
+}
+
 int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -309,19 +307,8 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
             rc = -1;
         }
     }
-    for (int i = 1; rc == 0 && i < t.nrows; i++) {
-        char why[256];
-        if (t.rows[i].nfields != NCOL) {
-            snprintf(err, errlen, "%s:%d: %d fields, expected %d", path, t.rows[i].line,
-                     t.rows[i].nfields, NCOL);
-            rc = -1;
-        } else if (parse_row(t.rows[i].fields, &out->r[out->n], why, sizeof why)) {
-            snprintf(err, errlen, "%s:%d: %s", path, t.rows[i].line, why);
-            rc = -1;
-        } else {
-            out->n++;
-        }
-    }
+    if (rc == 0)
+        rc = mq_csv_parse_rows(&t, path, NCOL, take_row, out, err, errlen);
     mq_csv_free(&t);
     if (rc)
         mq_results_free(out);

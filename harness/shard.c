@@ -5,6 +5,7 @@
 
 #include "atomic_file.h"
 #include "csvfile.h"
+#include "grow.h"
 #include "numparse.h"
 #include "shard.h"
 
@@ -31,14 +32,8 @@ int mq_shard_parse(const char *text, mq_shard *s, char *err, size_t errlen)
 
 int mq_work_add(mq_work_list *w, const mq_work_unit *u)
 {
-    if (w->n == w->cap) {
-        int cap = w->cap ? 2 * w->cap : 256;
-        mq_work_unit *nu = realloc(w->u, sizeof *nu * (size_t)cap);
-        if (!nu)
-            return -1;
-        w->u = nu;
-        w->cap = cap;
-    }
+    if (mq_grow(&w->u, &w->cap, w->n + 1, sizeof *w->u, 256))
+        return -1;
     w->u[w->n++] = *u;
     return 0;
 }
@@ -396,6 +391,16 @@ static int parse_mrow(char **f, const mq_manifest *m, mq_work_unit *u, char *why
     return 0;
 }
 
+/* mq_csv_parse_rows' parser: the manifest's next unit. */
+static int take_unit(char **f, void *manifest, char *why, size_t n)
+{
+    mq_manifest *m = manifest;
+    if (parse_mrow(f, m, &m->u[m->n], why, n))
+        return -1;
+    m->cost_us += m->u[m->n++].cost_us;
+    return 0;
+}
+
 int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -425,19 +430,8 @@ int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         rc = -1;
     }
-    for (int i = 1; rc == 0 && i < t.nrows; i++) {
-        char why[400];
-        if (t.rows[i].nfields != NMCOL) {
-            snprintf(err, errlen, "%s:%d: %d fields, expected %d", path, t.rows[i].line,
-                     t.rows[i].nfields, NMCOL);
-            rc = -1;
-        } else if (parse_mrow(t.rows[i].fields, m, &m->u[m->n], why, sizeof why)) {
-            snprintf(err, errlen, "%s:%d: %s", path, t.rows[i].line, why);
-            rc = -1;
-        } else {
-            m->cost_us += m->u[m->n++].cost_us;
-        }
-    }
+    if (rc == 0)
+        rc = mq_csv_parse_rows(&t, path, NMCOL, take_unit, m, err, errlen);
     mq_csv_free(&t);
     if (rc)
         mq_manifest_free(m);

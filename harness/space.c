@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "candidate_grid.h"
+#include "grow.h"
 #include "space.h"
 
 int mq_space_kind_parse(const char *s, mq_space_kind *out)
@@ -20,14 +21,8 @@ int mq_space_kind_parse(const char *s, mq_space_kind *out)
 static int add(mq_space *s, int *cap, const mq_problem *p, const mq_limits *lim, mq_candidate c,
                const char *space_reason)
 {
-    if (s->n == *cap) {
-        int nc = *cap ? 2 * *cap : 256;
-        mq_space_entry *e = realloc(s->e, sizeof *e * (size_t)nc);
-        if (!e)
-            return -1;
-        s->e = e;
-        *cap = nc;
-    }
+    if (mq_grow(&s->e, cap, s->n + 1, sizeof *s->e, 256))
+        return -1;
     mq_space_entry *e = &s->e[s->n++];
     memset(e, 0, sizeof *e);
     e->c = c;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "grow.h"
 #include "mq_internal.h"
 
 #define HUGE_BYTES ((size_t)2 << 20)
@@ -22,7 +23,7 @@ typedef struct {
 
 typedef struct {
     block *b;
-    size_t n, cap;
+    int n, cap;
 } block_list;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -31,21 +32,15 @@ static size_t cached_bytes, cache_limit;
 
 static int list_push(block_list *l, void *p, size_t bytes)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        block *nb = realloc(l->b, cap * sizeof *nb);
-        if (!nb)
-            return -1;
-        l->b = nb;
-        l->cap = cap;
-    }
+    if (mq_grow(&l->b, &l->cap, l->n + 1, sizeof *l->b, 64))
+        return -1;
     l->b[l->n].p = p;
     l->b[l->n].bytes = bytes;
     l->n++;
     return 0;
 }
 
-static void list_remove(block_list *l, size_t i)
+static void list_remove(block_list *l, int i)
 {
     l->b[i] = l->b[--l->n];
 }
@@ -90,8 +85,8 @@ static void *big_alloc(size_t count, size_t size, int zero)
     size_t rounded = (bytes + step - 1) / step * step;
     void *p = NULL;
     pthread_mutex_lock(&lock);
-    size_t best = cached.n; /* the smallest cached block that fits */
-    for (size_t i = 0; i < cached.n; i++)
+    int best = cached.n; /* the smallest cached block that fits */
+    for (int i = 0; i < cached.n; i++)
         if (cached.b[i].bytes >= rounded &&
             (best == cached.n || cached.b[i].bytes < cached.b[best].bytes))
             best = i;
@@ -126,7 +121,7 @@ void mq_big_free(void *p)
     if (!p)
         return;
     pthread_mutex_lock(&lock);
-    size_t i = live.n;
+    int i = live.n;
     while (i > 0 && live.b[i - 1].p != p) /* the newest first: frees mirror allocations */
         i--;
     if (i == 0) { /* a small array (calloc) */

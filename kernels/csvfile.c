@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "csvfile.h"
+#include "grow.h"
 
 typedef struct {
     char **fields;
@@ -19,15 +20,9 @@ static void on_field(void *s, size_t len, void *data)
     field_acc *a = data;
     if (a->oom)
         return;
-    if (a->n == a->cap) {
-        int cap = a->cap ? 2 * a->cap : 16;
-        char **f = realloc(a->fields, sizeof *f * (size_t)cap);
-        if (!f) {
-            a->oom = 1;
-            return;
-        }
-        a->fields = f;
-        a->cap = cap;
+    if (mq_grow(&a->fields, &a->cap, a->n + 1, sizeof *a->fields, 16)) {
+        a->oom = 1;
+        return;
     }
     char *copy = malloc(len + 1);
     if (!copy) {
@@ -48,23 +43,20 @@ static void on_row(int c, void *data)
 
 static int push_row(mq_csv_table *t, field_acc *a, int line)
 {
-    mq_csv_row *rows = realloc(t->rows, sizeof *rows * (size_t)(t->nrows + 1));
-    if (!rows)
+    if (mq_grow(&t->rows, &t->rows_cap, t->nrows + 1, sizeof *t->rows, 64))
         return -1;
-    t->rows = rows;
-    rows[t->nrows].fields = a->fields;
-    rows[t->nrows].nfields = a->n;
-    rows[t->nrows].line = line;
+    t->rows[t->nrows].fields = a->fields;
+    t->rows[t->nrows].nfields = a->n;
+    t->rows[t->nrows].line = line;
     t->nrows++;
     return 0;
 }
 
 static int push_comment(mq_csv_table *t, const char *text, size_t len)
 {
-    char **c = realloc(t->comments, sizeof *c * (size_t)(t->ncomments + 1));
-    if (!c)
+    if (mq_grow(&t->comments, &t->comments_cap, t->ncomments + 1, sizeof *t->comments, 8))
         return -1;
-    t->comments = c;
+    char **c = t->comments;
     c[t->ncomments] = malloc(len + 1);
     if (!c[t->ncomments])
         return -1;
@@ -90,32 +82,16 @@ static int csv_read(const char *path, int torn_ok, mq_csv_table *out, char *err,
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 > cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                snprintf(err, errlen, "%s: out of memory", path);
-                return -1;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int rd_err = ferror(f);
+    mq_strbuf text = {0};
+    int rd = mq_sb_read(&text, f);
     fclose(f);
-    if (rd_err) {
-        free(buf);
-        snprintf(err, errlen, "%s: read error", path);
+    if (rd) {
+        free(text.s);
+        snprintf(err, errlen, "%s: %s", path, text.oom ? "out of memory" : "read error");
         return -1;
     }
+    char *buf = text.s;
+    size_t len = text.len;
     int line = 0, rc = 0;
     size_t pos = 0;
     while (pos < len && rc == 0) {
@@ -203,6 +179,25 @@ void mq_csv_free(mq_csv_table *t)
     free(t->rows);
     free(t->comments);
     memset(t, 0, sizeof *t);
+}
+
+int mq_csv_parse_rows(const mq_csv_table *t, const char *path, int nfields,
+                      mq_csv_row_parser parse, void *ctx, char *err, size_t errlen)
+{
+    for (int i = 1; i < t->nrows; i++) {
+        const mq_csv_row *r = &t->rows[i];
+        char why[400];
+        if (r->nfields != nfields) {
+            snprintf(err, errlen, "%s:%d: %d fields, expected %d", path, r->line, r->nfields,
+                     nfields);
+            return -1;
+        }
+        if (parse(r->fields, ctx, why, sizeof why)) {
+            snprintf(err, errlen, "%s:%d: %s", path, r->line, why);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int mq_csv_column(const mq_csv_table *t, const char *name)

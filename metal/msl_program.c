@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "msl_program.h"
 
 #ifndef MQ_SOURCE_DIR
@@ -138,52 +139,19 @@ static char *read_file(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot read the Metal source", path);
         return NULL;
     }
-    char *buf = NULL;
-    size_t len = 0, cap = 0, got;
-    char chunk[8192];
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + got + 1 > cap) {
-            cap = (len + got + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                snprintf(err, errlen, "out of memory reading %s", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, got);
-        len += got;
-    }
+    mq_strbuf b = {0};
+    int rd = mq_sb_read(&b, f);
     fclose(f);
-    if (!buf && !(buf = calloc(1, 1)))
-        snprintf(err, errlen, "out of memory reading %s", path);
-    else
-        buf[len] = 0;
-    return buf;
-}
-
-/* Append text to a growing string; -1 on out of memory. */
-static int append(char **s, size_t *len, size_t *cap, const char *t, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t nc = (*len + n + 1) * 2;
-        char *ns = realloc(*s, nc);
-        if (!ns)
-            return -1;
-        *s = ns;
-        *cap = nc;
+    if (rd) {
+        snprintf(err, errlen, "%s reading %s", b.oom ? "out of memory" : "a read error", path);
+        free(b.s);
+        return NULL;
     }
-    memcpy(*s + *len, t, n);
-    *len += n;
-    (*s)[*len] = 0;
-    return 0;
+    return b.s;
 }
 
 /* Expand #include "x" lines (depth-limited: headers have include guards). */
-static int expand(const char *file, int depth, char **out, size_t *len, size_t *cap, char *err,
-                  size_t errlen)
+static int expand(const char *file, int depth, mq_strbuf *out, char *err, size_t errlen)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", mq_metal_source_dir(), file);
@@ -200,8 +168,8 @@ static int expand(const char *file, int depth, char **out, size_t *len, size_t *
         size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
         char inc[256];
         if (sscanf(line, " #include \"%255[^\"]\"", inc) == 1)
-            rc = expand(inc, depth + 1, out, len, cap, err, errlen);
-        else if (append(out, len, cap, line, n))
+            rc = expand(inc, depth + 1, out, err, errlen);
+        else if (mq_sb_add(out, line, n))
             rc = -1, snprintf(err, errlen, "out of memory reading %s", path);
         line += n;
     }
@@ -211,13 +179,15 @@ static int expand(const char *file, int depth, char **out, size_t *len, size_t *
 
 char *mq_metal_source(const char *file, char *err, size_t errlen)
 {
-    char *out = NULL;
-    size_t len = 0, cap = 0;
-    if (expand(file, 0, &out, &len, &cap, err, errlen)) {
-        free(out);
+    mq_strbuf out = {0};
+    int rc = expand(file, 0, &out, err, errlen);
+    if (rc == 0 && mq_sb_add(&out, "", 0)) /* an empty file: still a string */
+        rc = -1, snprintf(err, errlen, "out of memory reading %s", file);
+    if (rc) {
+        free(out.s);
         return NULL;
     }
-    return out;
+    return out.s;
 }
 
 mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "plot_data.h"
 #include "space.h"
 #include "work_features.h"
@@ -19,14 +20,8 @@ typedef struct {
 
 static int points_add(points *ps, double series, double x, double y)
 {
-    if (ps->n == ps->cap) {
-        int cap = ps->cap ? 2 * ps->cap : 256;
-        point *p = realloc(ps->p, sizeof *p * (size_t)cap);
-        if (!p)
-            return -1;
-        ps->p = p;
-        ps->cap = cap;
-    }
+    if (mq_grow(&ps->p, &ps->cap, ps->n + 1, sizeof *ps->p, 256))
+        return -1;
     ps->p[ps->n++] = (point){series, x, y};
     return 0;
 }

@@ -110,9 +110,13 @@ check "and what it hunted: BAD against GOOD in 3 or more rounds (got '$crounds')
 hunt=$(sed -n 's/.*stays under +\([0-9.]*\)%.*/\1/p' "$rep")
 check "a 3x slowdown hunted: a good step must rule out +30% or more (got +$hunt%)" \
     awk -v h="$hunt" 'BEGIN { exit !(h >= 30) }'
-# no slowdown between GOOD and BAD (the commits before the planted one): nothing to bisect
+# no slowdown between GOOD and BAD (the commits before the planted one): nothing
+# to bisect. This is an A/A: at the default 3% minimum effect a burst of load on
+# this 2-vCPU host now and then passes for a regression (1 run in ~10 with a
+# build running beside it); the check is of what the script does when BAD is
+# not slower, so it asks for a 20% effect, which no such burst reaches
 rm -f "$hist/nightly"/bisect-*.md
-out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD~8 HEAD~5 --bench marlin_gemv_decode 2>&1); rc=$?
+out=$(cd "$hist" && NIGHTLY_MIN_EFFECT=0.2 sh scripts/nightly.sh bisect HEAD~8 HEAD~5 --bench marlin_gemv_decode 2>&1); rc=$?
 check "BAD no slower than GOOD: exit 0 and nothing to bisect (got $rc: $out)" \
     sh -c "[ $rc -eq 0 ] && grep -q 'Nothing to bisect' $hist/nightly/bisect-*.md"
 out=$(cd "$hist" && sh scripts/nightly.sh bisect HEAD HEAD~8 2>&1); rc=$?

@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "baselines.h"
+#include "grow.h"
 #include "probes.h"
 #include "table_write.h"
 #include "atomic_file.h"
@@ -89,21 +90,11 @@ typedef struct {
 
 static int rows_add(rows *R, const mq_result *r, const mq_features *f)
 {
-    if (R->n == R->cap) {
-        int nc = R->cap ? 2 * R->cap : 1024;
-        mq_features *nf = realloc(R->f, sizeof *nf * (size_t)nc);
-        if (nf)
-            R->f = nf;
-        double *nt = realloc(R->t, sizeof *nt * (size_t)nc);
-        if (nt)
-            R->t = nt;
-        mq_result *nr = realloc(R->r, sizeof *nr * (size_t)nc);
-        if (nr)
-            R->r = nr;
-        if (!nf || !nt || !nr)
-            return -1;
-        R->cap = nc;
-    }
+    int fcap = R->cap, tcap = R->cap;
+    if (mq_grow(&R->f, &fcap, R->n + 1, sizeof *R->f, 1024) ||
+        mq_grow(&R->t, &tcap, R->n + 1, sizeof *R->t, 1024) ||
+        mq_grow(&R->r, &R->cap, R->n + 1, sizeof *R->r, 1024))
+        return -1; /* some arrays may have grown: R->cap stays what all hold */
     R->f[R->n] = *f;
     R->t[R->n] = r->st.median;
     R->r[R->n] = *r;

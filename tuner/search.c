@@ -5,18 +5,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow.h"
 #include "search.h"
 #include "space.h"
 
-void mq_rows_add(mq_rowset *r, const mq_features *f, double t)
+int mq_rows_add(mq_rowset *r, const mq_features *f, double t)
 {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 1024;
-        r->f = realloc(r->f, sizeof *r->f * (size_t)r->cap);
-        r->t = realloc(r->t, sizeof *r->t * (size_t)r->cap);
-    }
+    int fcap = r->cap;
+    if (mq_grow(&r->f, &fcap, r->n + 1, sizeof *r->f, 1024) ||
+        mq_grow(&r->t, &r->cap, r->n + 1, sizeof *r->t, 1024))
+        return -1; /* f may have grown alone: r->cap stays what both hold */
     r->f[r->n] = *f;
     r->t[r->n++] = t;
+    return 0;
 }
 
 /* Time one candidate (or take this build's earlier row); -1 when not ok. */
@@ -48,8 +49,10 @@ double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c)
         }
         c->time = strcmp(m.status, "ok") ? -1 : m.st.median;
     }
-    if (c->time > 0)
-        mq_rows_add(&T->rows, &c->f, c->time);
+    if (c->time > 0 && mq_rows_add(&T->rows, &c->f, c->time)) {
+        fprintf(stderr, "tune: out of memory keeping the measured rows for the model\n");
+        T->failed = 1;
+    }
     return c->time;
 }
 
@@ -230,7 +233,13 @@ int mq_tune_stored_model(const char *path, const mq_chip *chip, mq_model *pred, 
         if (strcmp(r->status, "ok") || strcmp(r->chip, chip->name) || !strcmp(r->backend, "cpu") ||
             mq_features_compute(&r->p, &r->c, chip, &f, NULL) != MQ_OK)
             continue;
-        mq_rows_add(&rows, &f, r->st.median);
+        if (mq_rows_add(&rows, &f, r->st.median)) {
+            snprintf(err, errlen, "%s: out of memory reading its rows", path);
+            mq_results_free(&rs);
+            free(rows.f);
+            free(rows.t);
+            return -1;
+        }
     }
     mq_results_free(&rs);
     int n = 0;

@@ -107,7 +107,11 @@ static int pick_from_rows(mq_tuner *T, const mq_cand *cs, int n)
     for (int i = 0; i < n; i++) {
         if (cs[i].time <= 0)
             continue;
-        mq_rows_add(&T->rows, &cs[i].f, cs[i].time);
+        if (mq_rows_add(&T->rows, &cs[i].f, cs[i].time)) {
+            fprintf(stderr, "tune: out of memory keeping the rows for the model\n");
+            T->failed = 1;
+            return -1;
+        }
         T->reused++;
         if (pick < 0 || cs[i].time < cs[pick].time)
             pick = i;
