@@ -120,25 +120,7 @@ static void test_every_program(void)
     }
     if (cmds)
         fclose(cmds);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "xargs -d '\\n' -P \"$(nproc)\" -n 1 sh -c < %s/cmds", dir);
-    int bad = system(cmd) != 0;
-    for (int i = 0; i < np; i++) {
-        snprintf(path, sizeof path, "%s/%d.bad", dir, i);
-        if (access(path, F_OK))
-            continue;
-        bad++;
-        char line[512] = "";
-        snprintf(path, sizeof path, "%s/%d.log", dir, i);
-        FILE *l = fopen(path, "r");
-        while (l && fgets(line, sizeof line, l) && !strstr(line, "error"))
-            ;
-        if (l)
-            fclose(l);
-        line[strcspn(line, "\n")] = 0;
-        CHECK(0, "expected metal/%s with %s to compile as CUDA: %s", ps[i].file, ps[i].defines,
-              line);
-    }
+    int bad = mq_test_run_programs(dir, ps, np, "compile as CUDA");
     int ptx_ok = 0;
     for (int i = 0; i < np; i++) { /* the PTX outputs hold the entries */
         snprintf(path, sizeof path, "%s/%d.out", dir, i);
@@ -156,6 +138,7 @@ static void test_every_program(void)
           "expected PTX with a mq_cuda_entry_ kernel for one program of each of the %d files, got "
           "%d",
           nptx, ptx_ok);
+    char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd))
         bad++;

@@ -119,26 +119,8 @@ static int sweep(const mq_test_program *ps, int np)
     }
     if (cmds)
         fclose(cmds);
+    bad += mq_test_run_programs(dir, ps, np, "pass the syntax check");
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "xargs -d '\\n' -P \"$(nproc)\" -n 1 sh -c < %s/cmds", dir);
-    if (system(cmd) != 0)
-        bad++;
-    for (int i = 0; i < np; i++) {
-        snprintf(path, sizeof path, "%s/%d.bad", dir, i);
-        if (access(path, F_OK))
-            continue;
-        bad++;
-        char line[512] = "";
-        snprintf(path, sizeof path, "%s/%d.log", dir, i);
-        FILE *l = fopen(path, "r");
-        while (l && fgets(line, sizeof line, l) && !strstr(line, "error"))
-            ;
-        if (l)
-            fclose(l);
-        line[strcspn(line, "\n")] = 0;
-        CHECK(0, "expected metal/%s with %s to pass the syntax check: %s", ps[i].file,
-              ps[i].defines, line);
-    }
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         bad++;

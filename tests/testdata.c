@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "check.h"
 #include "msl_program.h"
 #include "space.h"
 #include "testdata.h"
@@ -172,6 +174,29 @@ void mq_test_define_flags(FILE *f, const char *defines)
         fprintf(f, " -D%s", d);
         defines += k;
     }
+}
+
+int mq_test_run_programs(const char *dir, const mq_test_program *ps, int np, const char *what)
+{
+    char cmd[512], path[512];
+    snprintf(cmd, sizeof cmd, "xargs -d '\\n' -P \"$(nproc)\" -n 1 sh -c < %s/cmds", dir);
+    int bad = system(cmd) != 0;
+    for (int i = 0; i < np; i++) {
+        snprintf(path, sizeof path, "%s/%d.bad", dir, i);
+        if (access(path, F_OK))
+            continue;
+        bad++;
+        char line[512] = "";
+        snprintf(path, sizeof path, "%s/%d.log", dir, i);
+        FILE *l = fopen(path, "r");
+        while (l && fgets(line, sizeof line, l) && !strstr(line, "error"))
+            ;
+        if (l)
+            fclose(l);
+        line[strcspn(line, "\n")] = 0;
+        CHECK(0, "expected metal/%s with %s to %s: %s", ps[i].file, ps[i].defines, what, line);
+    }
+    return bad;
 }
 
 mq_model td_model(const double *shared, int n)

@@ -73,4 +73,11 @@ int mq_test_programs(const char *arch_prefix, mq_test_program *ps, int cap,
 /* " -DA=1 -DB=2" for "A=1 B=2", written to f (a compiler command). */
 void mq_test_define_flags(FILE *f, const char *defines);
 
+/* Run DIR/cmds, one compiler command per program, as many at a time as
+ * there are cores (xargs -P). Command I logs to DIR/I.log and touches
+ * DIR/I.bad when it fails; each such program is a failed check naming its
+ * file, its macros, what it was expected to pass and the log's first line
+ * that says error. The count of failures (a failed xargs counts one). */
+int mq_test_run_programs(const char *dir, const mq_test_program *ps, int np, const char *what);
+
 #endif
