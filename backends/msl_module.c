@@ -515,19 +515,19 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
     return h;
 }
 
+/* The whole file, or NULL (errno says why) when it cannot be read or is
+ * empty: the preprocessor's output always has text. */
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
     mq_strbuf b = {0};
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        mq_sb_add(&b, chunk, got);
+    int rd = mq_sb_read(&b, f);
     fclose(f);
-    if (b.oom || !b.s) {
+    if (rd || b.len == 0) {
         free(b.s);
+        errno = b.oom ? ENOMEM : rd ? EIO : ENODATA;
         return NULL;
     }
     return b.s;

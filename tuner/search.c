@@ -20,6 +20,15 @@ int mq_rows_add(mq_rowset *r, const mq_features *f, double t)
     return 0;
 }
 
+int mq_tune_keep_row(mq_tuner *T, const mq_features *f, double t)
+{
+    if (mq_rows_add(&T->rows, f, t) == 0)
+        return 0;
+    fprintf(stderr, "tune: out of memory keeping the measured rows for the model\n");
+    T->failed = 1;
+    return -1;
+}
+
 /* Time one candidate (or take this build's earlier row); -1 when not ok. */
 double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c)
 {
@@ -49,10 +58,8 @@ double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c)
         }
         c->time = strcmp(m.status, "ok") ? -1 : m.st.median;
     }
-    if (c->time > 0 && mq_rows_add(&T->rows, &c->f, c->time)) {
-        fprintf(stderr, "tune: out of memory keeping the measured rows for the model\n");
-        T->failed = 1;
-    }
+    if (c->time > 0)
+        (void)mq_tune_keep_row(T, &c->f, c->time); /* a failure stops the run (T->failed) */
     return c->time;
 }
 

@@ -60,6 +60,9 @@ typedef struct {
 
 /* Add one measured row for the model fit: 0, or -1 when out of memory. */
 int mq_rows_add(mq_rowset *r, const mq_features *f, double t);
+/* mq_rows_add into T's rows; out of memory is said on stderr and stops the
+ * run (T->failed), -1. */
+int mq_tune_keep_row(mq_tuner *T, const mq_features *f, double t);
 /* Time one candidate (or take this build's earlier row); -1 when not ok. */
 double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c);
 /* Index of a candidate in the list, or -1. */

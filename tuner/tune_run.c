@@ -107,11 +107,8 @@ static int pick_from_rows(mq_tuner *T, const mq_cand *cs, int n)
     for (int i = 0; i < n; i++) {
         if (cs[i].time <= 0)
             continue;
-        if (mq_rows_add(&T->rows, &cs[i].f, cs[i].time)) {
-            fprintf(stderr, "tune: out of memory keeping the rows for the model\n");
-            T->failed = 1;
+        if (mq_tune_keep_row(T, &cs[i].f, cs[i].time))
             return -1;
-        }
         T->reused++;
         if (pick < 0 || cs[i].time < cs[pick].time)
             pick = i;
