@@ -60,10 +60,12 @@ TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/merge $(BUILD)/moe-benc
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
+include tests/objc_standin/standin.mk
+
 .PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept nightly-bisect deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
-all: $(LIB) $(TOOLS) $(TEST_BIN)
+all: $(LIB) $(TOOLS) $(TEST_BIN) $(STANDIN_LIB)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -109,8 +111,9 @@ $(FAULT_LIB): tests/fault_inject.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fPIC -shared -Wall -Wextra $(if $(WERROR),-Werror) $< -ldl -o $@
 
-test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB)
+test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
+	  "tests/test_metal_standin.sh $(BUILD)" \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh \
 	  "tests/test_sweep.sh $(BUILD)" \

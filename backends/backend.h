@@ -53,6 +53,8 @@ struct mq_backend {
     /* describe the device: filled when opened */
     char device[96];   /* the device's own name ("Apple M4 Max"); "" for the CPU model */
     char arch[64];     /* its architecture name ("applegpu_g16s"); "" when it has none */
+    int gpu_cores;     /* its GPU core count where the system tells (a Mac's IORegistry
+                        * gpu-core-count); 0: unknown */
     int threads;       /* CPU-model workers; 0 for device backends */
     int verify_only;   /* its times are nobody's (the MSL executor): verify, never time */
     size_t cache_bytes; /* the device's last-level cache (cold weights rotate past twice

@@ -339,6 +339,16 @@ static const mq_weights *next_weights(mq_bench_problem *bp)
     return &bp->copies[bp->next_copy];
 }
 
+/* A run after verification failed (a GPU's command buffer can fail at any
+ * time): the candidate gets an error row and none of its samples. */
+static void timed_run_failed(mq_measurement *m, const char *which, int nth, const mq_error *err)
+{
+    m->nsamples = 0;
+    memset(&m->st, 0, sizeof m->st);
+    snprintf(m->status, sizeof m->status, "error");
+    snprintf(m->error, sizeof m->error, "%s run %d failed: %.200s", which, nth, err->msg);
+}
+
 void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
                 const mq_limits *lim, const mq_measure_opts *o, mq_measurement *m)
 {
@@ -385,16 +395,25 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     }
     for (int i = 0; i < o->warmups; i++) {
         t0 = mq_now();
-        b->run(b, &bp->p, next_weights(bp), bp->A, bp->C, c, lim, &err);
+        st = b->run(b, &bp->p, next_weights(bp), bp->A, bp->C, c, lim, &err);
         m->kernel_s += mq_now() - t0;
+        if (st) {
+            timed_run_failed(m, "warm-up", i + 1, &err);
+            return;
+        }
     }
     double spent = 0;
     int max = o->max_reps < MQ_MAX_SAMPLES ? o->max_reps : MQ_MAX_SAMPLES;
     while (m->nsamples < max) {
         const mq_weights *w = next_weights(bp);
         t0 = mq_now();
-        b->run(b, &bp->p, w, bp->A, bp->C, c, lim, &err);
+        st = b->run(b, &bp->p, w, bp->A, bp->C, c, lim, &err);
         double wall = mq_now() - t0;
+        if (st) { /* a failed run has no time: the row is an error, not a sample */
+            m->kernel_s += spent + wall;
+            timed_run_failed(m, "timed", m->nsamples + 1, &err);
+            return;
+        }
         /* the device's own clock where it has one (Metal's GPU timestamps) */
         double dev = b->device_time ? b->device_time(b) : -1;
         double dt = dev >= 0 ? dev : wall;

@@ -6,10 +6,6 @@
 #include "grow.h"
 #include "msl_program.h"
 
-#ifndef MQ_SOURCE_DIR
-#define MQ_SOURCE_DIR "."
-#endif
-
 const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c,
                                          mq_msl_program *out)
 {
@@ -124,70 +120,6 @@ int mq_msl_weight_slot_of(mq_buffer_kind k)
     default:
         return -1;
     }
-}
-
-const char *mq_metal_source_dir(void)
-{
-    const char *d = getenv("MQ_METAL_DIR");
-    return d && *d ? d : MQ_SOURCE_DIR "/metal";
-}
-
-static char *read_file(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read the Metal source", path);
-        return NULL;
-    }
-    mq_strbuf b = {0};
-    int rd = mq_sb_read(&b, f);
-    fclose(f);
-    if (rd) {
-        snprintf(err, errlen, "%s reading %s", b.oom ? "out of memory" : "a read error", path);
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
-}
-
-/* Expand #include "x" lines (depth-limited: headers have include guards). */
-static int expand(const char *file, int depth, mq_strbuf *out, char *err, size_t errlen)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", mq_metal_source_dir(), file);
-    if (depth > 8) {
-        snprintf(err, errlen, "%s: #include nested too deeply", path);
-        return -1;
-    }
-    char *text = read_file(path, err, errlen);
-    if (!text)
-        return -1;
-    int rc = 0;
-    for (char *line = text; rc == 0 && *line;) {
-        char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        char inc[256];
-        if (sscanf(line, " #include \"%255[^\"]\"", inc) == 1)
-            rc = expand(inc, depth + 1, out, err, errlen);
-        else if (mq_sb_add(out, line, n))
-            rc = -1, snprintf(err, errlen, "out of memory reading %s", path);
-        line += n;
-    }
-    free(text);
-    return rc;
-}
-
-char *mq_metal_source(const char *file, char *err, size_t errlen)
-{
-    mq_strbuf out = {0};
-    int rc = expand(file, 0, &out, err, errlen);
-    if (rc == 0 && mq_sb_add(&out, "", 0)) /* an empty file: still a string */
-        rc = -1, snprintf(err, errlen, "out of memory reading %s", file);
-    if (rc) {
-        free(out.s);
-        return NULL;
-    }
-    return out.s;
 }
 
 mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metal_source.h"
 #include "mq.h"
 
 /* The second dispatch of every split-K candidate: the workspace's slices
@@ -70,14 +71,6 @@ const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate 
  * planner refuses. */
 int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
                      const char **function, char *defines, size_t n, char *err, size_t errlen);
-
-/* The directory of the MSL sources: $MQ_METAL_DIR, else metal/ of the
- * source tree. */
-const char *mq_metal_source_dir(void);
-
-/* Read FILE from the source directory with every #include "x" expanded.
- * NULL and a message on error; free() the result. */
-char *mq_metal_source(const char *file, char *err, size_t errlen);
 
 /* What every backend running the Metal kernels' source needs for one
  * candidate: the plan under the chip's limits, the program (file, kernel
