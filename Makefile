@@ -65,7 +65,7 @@ include tests/objc_standin/standin.mk
 .PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept nightly-bisect deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
-all: $(LIB) $(TOOLS) $(TEST_BIN) $(STANDIN_LIB)
+all: $(LIB) $(TOOLS) $(TEST_BIN) $(STANDIN_LIB) $(MSGSEND_ABI)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -111,9 +111,9 @@ $(FAULT_LIB): tests/fault_inject.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fPIC -shared -Wall -Wextra $(if $(WERROR),-Werror) $< -ldl -o $@
 
-test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB)
+test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
-	  "tests/test_metal_standin.sh $(BUILD)" \
+	  "tests/test_metal_standin.sh $(BUILD)" $(MSGSEND_ABI) tests/test_msgsend_arm64.sh \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh \
 	  "tests/test_sweep.sh $(BUILD)" \

@@ -22,3 +22,11 @@ $(BUILD)/pic/%.S.o: %.S
 $(STANDIN_LIB): $(STANDIN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared $(LDFLAGS) $^ -ldl -lm -pthread -o $@
+
+# The trampoline alone with every kind of argument and result
+# (tests/msgsend_abi.c), natively; tests/test_msgsend_arm64.sh runs the
+# same for AArch64 under qemu-user where a cross compiler is installed.
+MSGSEND_ABI = $(BUILD)/tests/msgsend_abi
+$(MSGSEND_ABI): tests/msgsend_abi.c tests/objc_standin/msgsend.S backends/objc_rt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Ibackends tests/msgsend_abi.c tests/objc_standin/msgsend.S $(LDFLAGS) -o $@
