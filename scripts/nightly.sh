@@ -37,6 +37,7 @@
 # synthetic history can carry a slowdown in one commit.
 set -eu
 root=$(pwd)
+. "$(dirname "$0")/portable.sh"
 dir=${NIGHTLY_DIR:-results/nightly}
 case $dir in /*) ;; *) dir=$root/$dir ;; esac
 chip=${NIGHTLY_CHIP:-host}
@@ -61,7 +62,7 @@ rev_bench() {
         git worktree add --detach -f "$rb_wt" "$rb_rev" > /dev/null 2>&1 ||
             fail "cannot check out $rb_rev in a worktree ($rb_wt)"
         # shellcheck disable=SC2086 # no argument or one
-        make -C "$rb_wt" -j"$(nproc)" ${2:-} build/bench > "$rb_wt.log" 2>&1 ||
+        make -C "$rb_wt" -j"$(ncpu)" ${2:-} build/bench > "$rb_wt.log" 2>&1 ||
             fail "the build of $rb_rev failed (log: $rb_wt.log)"
     fi
     echo "$rb_wt/build/bench"
@@ -158,7 +159,7 @@ else
     n=\$(ls "$ev" | grep -c '^step-[0-9]*\$' || true); n=\$((n + 1))
     out="$ev/step-\$n" rule="--rule-out \$(cat "$ev/rule-out")"
 fi
-${NIGHTLY_BISECT_BUILD:-make -j$(nproc) build/bench} > "\$out.build.log" 2>&1 || exit 125
+${NIGHTLY_BISECT_BUILD:-make -j$(ncpu) build/bench} > "\$out.build.log" 2>&1 || exit 125
 total=0
 while :; do
     NIGHTLY_DIR="$dir" sh "$root/scripts/nightly.sh" --ab-step "\$out" "$abin" \\
@@ -291,7 +292,7 @@ if [ "${1:-}" = "--stored" ]; then
             build/compare "$dir/baseline.csv" "$conf" --report "$dir/$stamp-confirm.md" \
                 >/dev/null || rc=$?
             say "confirmation pass: $(grep -c '^| regressed' "$dir/$stamp-confirm.md" || true) of" \
-                "$(wc -l < "$dir/confirm/$stamp.rerun") regressions repeated ($dir/$stamp-confirm.md)"
+                "$(nlines < "$dir/confirm/$stamp.rerun") regressions repeated ($dir/$stamp-confirm.md)"
         fi
     fi
     [ "$rc" -le 1 ] || exit "$rc"

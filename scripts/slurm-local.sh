@@ -14,6 +14,7 @@ die() {
     exit 2
 }
 [ $# -eq 2 ] || die "usage: slurm-local.sh start|stop DIR"
+. "$(dirname "$0")/portable.sh"
 cmd=$1
 dir=$(mkdir -p "$2" && cd "$2" && pwd)
 
@@ -34,8 +35,14 @@ start) ;;
 *) die "unknown command '$cmd' (expected start or stop)" ;;
 esac
 for b in slurmctld slurmd sbatch sinfo; do
-    command -v $b >/dev/null 2>&1 || [ -x /usr/sbin/$b ] || die "$b is not installed (Debian: apt-get install slurm-wlm)"
+    command -v $b >/dev/null 2>&1 || [ -x /usr/sbin/$b ] || {
+        is_macos && die "$b is not installed (Homebrew packages no Slurm)"
+        die "$b is not installed (Debian: apt-get install slurm-wlm)"
+    }
 done
+# the processes of a job: Linux's /proc where there is one, else process groups
+proctrack=pgid
+[ -d /proc/self ] && proctrack=linuxproc # portable: the Linux plugin only where /proc is
 host=$(hostname -s)
 user=$(id -un)
 # ports of our own, so a cluster of the machine's (if any) is not disturbed
@@ -57,7 +64,7 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/$proctrack
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
@@ -65,7 +72,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=2
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
+NodeName=$host CPUs=$(ncpu) State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF=$dir/slurm.conf

@@ -45,6 +45,7 @@ die() {
     exit 2
 }
 . scripts/sweep-common.sh
+. scripts/portable.sh
 
 shards="" jobs="" threads=1 tool=bench out="" build=build sshlogin="" remote="" ssh_cmd=""
 while [ $# -gt 0 ]; do
@@ -64,13 +65,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 command -v parallel >/dev/null 2>&1 ||
-    die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps)"
+    die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps; macOS: brew install parallel)"
 sweep_check "$tool" "$build" "$@"
 sweep_positive "--shards, --jobs and --threads" "$threads" ${shards:+"$shards"} ${jobs:+"$jobs"}
 if [ -n "$sshlogin" ]; then
     [ -r "$sshlogin" ] || die "$sshlogin: cannot read the --sshloginfile"
 else
-    cores=$(nproc)
+    cores=$(ncpu)
     [ -n "$jobs" ] || jobs=$(( cores / threads > 0 ? cores / threads : 1 ))
 fi
 [ -n "$shards" ] || shards=${jobs:-1}
@@ -103,12 +104,12 @@ if [ -f "$out/joblog.txt" ]; then
     fi
 fi
 echo "sweep-parallel: $shards shards of '$tool $*' (--threads $threads), ${jobs:-one per core on each host} at a time${sshlogin:+ on the hosts of $sshlogin}; sweep in $out" >&2
-start=$(date +%s%N)
+start=$(now_ns)
 set +e
 seq 1 "$shards" | parallel "${popts[@]}" "$cmd" >"$out/shards.log" 2>&1
 prc=$?
 set -e
-end=$(date +%s%N)
+end=$(now_ns)
 echo "sweep-parallel: the shards ran in $(awk -v ns=$((end - start)) 'BEGIN { printf "%.1f", ns / 1e9 }') s (parallel exit $prc; per shard: $out/joblog.txt, output: $out/shards.log)" >&2
 files=()
 for i in $(seq 1 "$shards"); do

@@ -8,7 +8,8 @@
 # and the table tune --from-results builds from the merged rows. With
 # UNSHARDED=1, the same sweep as one plain bench run too. Nothing is
 # installed: libgsl/libcsv and GNU parallel come from .debs/deps.tar.xz
-# (usr/ trees) or .debs/*.deb when the machine lacks them.
+# (usr/ trees) or .debs/*.deb when a Linux machine lacks them (on macOS:
+# brew install gsl libcsv parallel).
 #
 # usage: scripts/sweep-scaling.sh             (OUT: where the results go, default
 #                                              /tmp/sweep-scaling)
@@ -21,6 +22,7 @@
 # OUT/sweep-scaling.tar.gz (merged rows, reports, joblogs, tables).
 set -u
 cd "$(dirname "$0")/.."
+. scripts/portable.sh
 OUT=${OUT:-/tmp/sweep-scaling}
 SHARDS=${SHARDS:-16 8 4 2 1}
 SWEEP_ARGS=${SWEEP_ARGS:---backend cpu --suite llama3-8b --m 1 --formats fp4,u4,trellis3 --space full --budget 0.05 --no-probes}
@@ -31,15 +33,17 @@ OVERSUB=${OVERSUB:-1}
 mkdir -p "$OUT" /tmp/deps
 S=$OUT/summary.txt
 say() { echo "$*" | tee -a "$S"; }
-if ! pkg-config --exists gsl 2>/dev/null || ! command -v parallel >/dev/null 2>&1; then
+if ! is_macos && { ! pkg-config --exists gsl 2>/dev/null || ! command -v parallel >/dev/null 2>&1; }; then
+    # portable-begin: Debian packages unpacked on a Linux machine
     for f in .debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" /tmp/deps; done
     [ -f .debs/deps.tar.xz ] && tar xJf .debs/deps.tar.xz -C /tmp/deps
     L=/tmp/deps/usr/lib/x86_64-linux-gnu
     export CPPFLAGS="-I/tmp/deps/usr/include" LDFLAGS="-L$L"
     export LD_LIBRARY_PATH="$L${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PATH="$PATH:/tmp/deps/usr/bin"
+    # portable-end
 fi
-say "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/ { print $2 }') GiB; $(parallel --version 2>/dev/null | head -1)"
-if ! make -j"$(nproc)" build/bench build/merge build/tune > "$OUT/build.log" 2>&1; then
+say "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(cpu_name), $(ncpu) cores, $(mem_gib) GiB; $(parallel --version 2>/dev/null | head -1)"
+if ! make -j"$(ncpu)" build/bench build/merge build/tune > "$OUT/build.log" 2>&1; then
     say "build failed:"; tail -20 "$OUT/build.log" | tee -a "$S"; exit 1
 fi
 dir=results/sweeps/$TAG
@@ -53,7 +57,7 @@ for w in $SHARDS; do
     rm -rf "$run"
     est=$(build/bench $SWEEP_ARGS --threads 1 --shard "1/$n" --explain | sed -n 's/^estimated imbalance.*: //p')
     say "== $n shards on $w workers ($SWEEP_ARGS), estimated imbalance $est"
-    timeout "$LIMIT_S" scripts/sweep-parallel.sh --jobs "$w" --shards "$n" --threads 1 --out "$run" -- $SWEEP_ARGS > "$OUT/shards-$n.log" 2>&1
+    run_timeout "$LIMIT_S" scripts/sweep-parallel.sh --jobs "$w" --shards "$n" --threads 1 --out "$run" -- $SWEEP_ARGS > "$OUT/shards-$n.log" 2>&1
     mrc=$?
     cat "$OUT/shards-$n.log" | tee -a "$S"
     wall=$(sed -n 's/.*the shards ran in \([0-9.]*\) s.*/\1/p' "$OUT/shards-$n.log")
@@ -63,9 +67,9 @@ for w in $SHARDS; do
     rows=$(grep -c '^"1",' "$run/merged.csv" 2>/dev/null)
     build/tune --chip host --threads 1 --from-results "$run/merged.csv" --out-dir "$run/table" > "$OUT/table-$n.log" 2>&1
     picks "$run/table/table.csv" > "$run/picks.txt" 2>/dev/null
-    same="" np=$(wc -l < "$run/picks.txt")
+    same="" np=$(nlines < "$run/picks.txt")
     if [ -f "$dir/shards-1/picks.txt" ]; then
-        same=$(comm -12 "$run/picks.txt" "$dir/shards-1/picks.txt" | wc -l)
+        same=$(comm -12 "$run/picks.txt" "$dir/shards-1/picks.txt" | nlines)
     fi
     one=$(awk -F, -v t="$TAG" '$1 == t && $2 == 1 { print $3 }' "$OUT/scaling.csv" | tail -1)
     sp=""
@@ -77,16 +81,16 @@ if [ "$UNSHARDED" = 1 ]; then
     run=$dir/unsharded
     rm -rf "$run" && mkdir -p "$run"
     say "== unsharded: bench $SWEEP_ARGS --threads 1"
-    t0=$(date +%s%N)
-    timeout "$LIMIT_S" build/bench $SWEEP_ARGS --threads 1 --quiet --out "$run/all.csv" > "$OUT/unsharded.log" 2>&1
+    t0=$(now_ns)
+    run_timeout "$LIMIT_S" build/bench $SWEEP_ARGS --threads 1 --quiet --out "$run/all.csv" > "$OUT/unsharded.log" 2>&1
     rc=$?
-    t1=$(date +%s%N)
+    t1=$(now_ns)
     wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')
     rows=$(grep -c '^"1",' "$run/all.csv")
     build/tune --chip host --threads 1 --from-results "$run/all.csv" --out-dir "$run/table" > "$OUT/table-unsharded.log" 2>&1
     picks "$run/table/table.csv" > "$run/picks.txt"
-    same="" np=$(wc -l < "$run/picks.txt")
-    [ -f "$dir/shards-1/picks.txt" ] && same=$(comm -12 "$run/picks.txt" "$dir/shards-1/picks.txt" | wc -l)
+    same="" np=$(nlines < "$run/picks.txt")
+    [ -f "$dir/shards-1/picks.txt" ] && same=$(comm -12 "$run/picks.txt" "$dir/shards-1/picks.txt" | nlines)
     echo "$TAG-unsharded,0,$wall,,,,,,,$rows,$rc,$same,$np,1," >> "$OUT/scaling.csv"
     say "unsharded: wall $wall s (exit $rc), $rows rows, picks same as 1 shard: ${same:-?} of $np"
 fi

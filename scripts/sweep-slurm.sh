@@ -59,7 +59,7 @@ done
 sweep_positive "--shards, --threads and --max-running" "$shards" "$threads" ${maxrun:+"$maxrun"}
 sweep_check "$tool" "$build" "$@"
 [ "$dry" = 1 ] || command -v sbatch >/dev/null 2>&1 ||
-    die "sbatch is not installed (Debian: apt-get install slurm-wlm, or make deps)"
+    die "sbatch is not installed (Debian: apt-get install slurm-wlm, or make deps; macOS has no Slurm package: --dry-run writes the job scripts for a cluster)"
 [ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
 root=$PWD

@@ -8,6 +8,7 @@
 # usage: test_badinput.sh BUILD_DIR
 B=$(cd "${1:-build}" && pwd)
 root=$(pwd)
+. "$root/scripts/portable.sh"
 passed=0; failed=0
 check() {
     desc=$1; shift
@@ -120,7 +121,8 @@ moe-bench|good.csv: not a moe-bench results file|--tokens 1 --out good.csv
 moe-bench|bad --tokens|--tokens 0
 EOF
 
-snapshot() { find . -path ./cases.txt -prune -o \( -type f -o -type l \) -print | sort | xargs md5sum 2>/dev/null; find . | sort; }
+# shellcheck disable=SC2086 # the checksum command is meant to split
+snapshot() { find . -path ./cases.txt -prune -o \( -type f -o -type l \) -print | sort | xargs $MQ_SHA256 2>/dev/null; find . | sort; }
 n=0
 while IFS='|' read -r tool needle args; do
     [ -n "$tool" ] || continue

@@ -5,6 +5,7 @@
 # left behind; bench appending to the results store).
 # usage: test_cli.sh BUILD_DIR
 B=${1:-build}
+. "$(dirname "$0")/../scripts/portable.sh"
 bench="$B/kernel-bench"
 passed=0; failed=0
 check() { # check "description" condition...
@@ -14,7 +15,7 @@ check() { # check "description" condition...
 expect_usage_error() { # expect_usage_error "needle" args...   (runs $bench)
     needle=$1; shift
     out=$("$bench" "$@" 2>&1); rc=$?
-    lines=$(printf '%s\n' "$out" | wc -l)
+    lines=$(printf '%s\n' "$out" | nlines)
     check "'$*' exits 2 (got $rc)" [ "$rc" -eq 2 ]
     check "'$*' prints one line (got $lines)" [ "$lines" -eq 1 ]
     case "$out" in *"$needle"*) ok=1 ;; *) ok=0 ;; esac
@@ -37,7 +38,7 @@ case "$out" in *"best u4 M=3"*) ok=1 ;; *) ok=0 ;; esac
 check "the run names the best candidate" [ "$ok" -eq 1 ]
 case "$out" in *"illegal: tile_m=12"*) ok=1 ;; *) ok=0 ;; esac
 check "an illegal candidate prints its reason" [ "$ok" -eq 1 ]
-rows=$(wc -l < "$dir/r.csv" 2>/dev/null || echo 0)
+rows=$(nlines < "$dir/r.csv" 2>/dev/null || echo 0)
 check "the CSV has a header and 3 rows (got $rows lines)" [ "$rows" -eq 4 ]
 check "the CSV's rows say ok twice" [ "$(grep -c '"ok"' "$dir/r.csv")" -eq 2 ]
 check "no temporary file is left" [ "$(ls "$dir" | wc -l)" -eq 1 ]
@@ -129,8 +130,9 @@ int main(void)
 C
 san=""  # a sanitizer build's library needs the sanitizer runtimes to link
 nm "$B/libmq.a" 2>/dev/null | grep -q __asan && san="-fsanitize=address,undefined"
-${CC:-gcc} -std=c11 -Wall -Wextra -Werror $san -Ikernels -I"$dir" "$dir/use.c" "$B/libmq.a" \
-    -lcsv -lm -pthread -o "$dir/use" 2>"$dir/cc.err"; rc=$?
+# shellcheck disable=SC2086 # the flags are meant to split
+${CC:-gcc} -std=c11 -Wall -Wextra -Werror $san $(dep_cflags) -Ikernels -I"$dir" "$dir/use.c" "$B/libmq.a" \
+    $(dep_ldflags) -lcsv -lm -pthread -o "$dir/use" 2>"$dir/cc.err"; rc=$?
 check "the generated table.h compiles into a program (rc $rc: $(head -c 300 "$dir/cc.err"))" [ "$rc" -eq 0 ]
 check "its compiled-in table answers a suite shape exactly and, with its compiled-in cost model, an unseen shape by the model" \
     [ "$("$dir/use" 2>&1)" = "exact model" ]

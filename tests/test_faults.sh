@@ -3,11 +3,12 @@
 # a machine breaks them, on the real tools:
 #   1. a full disk (a 256 KiB tmpfs when this machine lets us mount one in a
 #      private mount namespace, else write(2) failures injected by
-#      libfault_inject.so): an append that does not fit leaves the results
+#      libfault_inject: LD_PRELOAD on Linux, DYLD_INSERT_LIBRARIES on macOS,
+#      which has no tmpfs): an append that does not fit leaves the results
 #      or history file exactly as it was, the tool exits 2 with one line
 #      naming the file and the OS error, and a later run goes on from there;
 #      a table set that does not fit is not published; plot says the disk
-#      is full;
+#      is full (these two on the tmpfs only: skipped on macOS);
 #   2. a kill at each rename of a tune run (fresh directory, a published set,
 #      a set of plain files from before the linked layout): the visible
 #      table.csv, table.h, model.csv and chip.csv are always one run's, and
@@ -17,9 +18,10 @@
 #      appending;
 #   4. non-finite chip figures are refused before anything is written.
 # usage: test_faults.sh BUILD_DIR [tmpfs-part RESULTS_FILE]
+#   (the library: MQ_FAULT_LIB, else BUILD_DIR/tests/libfault_inject.so or .dylib)
 B=${1:-build}
-lib="$(cd "$(dirname "$B/tests/libfault_inject.so")" && pwd)/libfault_inject.so"
-passed=0; failed=0
+. "$(dirname "$0")/../scripts/portable.sh"
+passed=0; failed=0; skipped=0
 check() { # check "description" command...
     desc=$1; shift
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
@@ -27,7 +29,33 @@ check() { # check "description" command...
 has() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
 lines() { printf '%s\n' "$1" | grep -c .; }
 sums() { # checksums of the files a path names (links followed), sorted
-    for f in "$@"; do [ -e "$f" ] && md5sum < "$f" || echo missing; done | tr '\n' ' '
+    for f in "$@"; do [ -e "$f" ] && sha256 < "$f" || echo missing; done | tr '\n' ' '
+}
+# the fault library and the variable that loads it: macOS's dyld reads
+# DYLD_INSERT_LIBRARIES, and SIP drops it from the environment of a system
+# binary (/bin/sh, /usr/bin/env), so it goes on the tool's own command
+if is_macos; then preload=DYLD_INSERT_LIBRARIES; exts=".dylib .so"; else preload=LD_PRELOAD; exts=".so .dylib"; fi # portable: by platform
+lib=${MQ_FAULT_LIB:-}
+if [ -z "$lib" ]; then
+    for e in $exts; do
+        [ -f "$B/tests/libfault_inject$e" ] && { lib=$B/tests/libfault_inject$e; break; }
+    done
+fi
+if [ -z "$lib" ] || [ ! -f "$lib" ]; then
+    failed=$((failed + 1))
+    echo "FAIL: no fault library '${lib:-$B/tests/libfault_inject.so or .dylib}' (make builds it)" >&2
+    lib=$B/tests/libfault_inject${exts%% *}
+fi
+lib="$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")"
+with_faults() { # with_faults [VAR=VALUE...] TOOL ARGS...: TOOL with the library loaded
+    (
+        export "$preload=$lib"
+        while [ $# -gt 0 ]; do
+            # shellcheck disable=SC2163 # "$1" is NAME=VALUE
+            case $1 in *=*) export "$1"; shift ;; *) break ;; esac
+        done
+        exec "$@"
+    )
 }
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 # every row carries 400 samples (over 4 KiB, more than any page slack), so a full
@@ -72,7 +100,7 @@ full_disk_appends() { # DIR FILL-COMMAND: bench and compare --history appends
 if [ "${2:-}" = "tmpfs-part" ]; then
     # inside a private mount namespace: a real full disk
     mnt=$(mktemp -d)
-    mount -t tmpfs -o size=256k tmpfs "$mnt" || exit 3
+    mount -t tmpfs -o size=256k tmpfs "$mnt" || exit 3 # portable: Linux only (macOS takes the injected route)
     full_disk_appends "$mnt" "head -c 1000000 /dev/zero > '$mnt/fill' 2>/dev/null" "rm -f '$mnt/fill'"
     # a table set that does not fit is not published
     "$B/tune" --chip m4max --suite smoke --m 1 --out-dir "$mnt/t" >/dev/null 2>&1
@@ -93,25 +121,33 @@ if [ "${2:-}" = "tmpfs-part" ]; then
     "$B/tune" --chip m4max --suite smoke --m 1,16 --out-dir "$mnt/t" >/dev/null 2>&1; rc=$?
     check "with room again tune publishes (rc $rc), leaving one generation" \
         [ "$rc" -eq 0 -a "$(ls "$mnt/t/tables" | grep -vc current)" -eq 1 ]
-    umount "$mnt"
+    umount "$mnt" # portable: Linux only (the tmpfs route)
     rmdir "$mnt"
     echo "$passed $failed" > "$3"
     exit 0
 fi
 
 part=$(mktemp)
-# MQ_FAULTS_INJECT=1 takes the injected path even where a tmpfs could be mounted
-if [ -z "${MQ_FAULTS_INJECT:-}" ] &&
-    { unshare -rm sh "$0" "$B" tmpfs-part "$part" 2>&1 || sh "$0" "$B" tmpfs-part "$part" 2>/dev/null; }; then
+# MQ_FAULTS_INJECT=1 takes the injected path even where a tmpfs could be mounted;
+# macOS always does (no tmpfs, no mount namespace)
+if [ -z "${MQ_FAULTS_INJECT:-}" ] && ! is_macos &&
+    { unshare -rm sh "$0" "$B" tmpfs-part "$part" 2>&1 || sh "$0" "$B" tmpfs-part "$part" 2>/dev/null; }; then # portable: Linux only
     read -r p f < "$part"
     passed=$((passed + p)); failed=$((failed + f))
     echo "full disk: a 256 KiB tmpfs"
 else
     echo "full disk: write(2) failures injected (no tmpfs mounted)"
-    d=$(mktemp -d)
-    full_disk_appends "$d" "export LD_PRELOAD='$lib' MQ_FAULT_WRITE_MATCH='$d/' MQ_FAULT_WRITE_LIMIT=100" \
-        "unset LD_PRELOAD MQ_FAULT_WRITE_MATCH MQ_FAULT_WRITE_LIMIT"
+    # the physical path: the library matches the path the system reports for
+    # the open file (macOS's /var is a link to /private/var)
+    d=$(cd "$(mktemp -d)" && pwd -P)
+    # the library loaded through the shell's environment: the tools are the
+    # commands it execs (SIP drops DYLD_* only from system binaries)
+    full_disk_appends "$d" "export $preload='$lib' MQ_FAULT_WRITE_MATCH='$d/' MQ_FAULT_WRITE_LIMIT=100" \
+        "unset $preload MQ_FAULT_WRITE_MATCH MQ_FAULT_WRITE_LIMIT"
     rm -rf "$d"
+    if is_macos; then
+        skip "a table set and a plot on a full disk (they need a 256 KiB tmpfs; the appends above are tested through injected write(2) failures)"
+    fi
 fi
 rm -f "$part"
 
@@ -121,8 +157,8 @@ visible_set_ok() { # DIR OLD-SUMS: the four files are the old set, or they resol
     [ "$(sums "$d/table.csv" "$d/table.h" "$d/model.csv" "$d/chip.csv")" = "$2" ] && return 0
     dirs=$(for f in table.csv table.h model.csv chip.csv; do
                [ -e "$d/$f" ] || { echo missing; continue; }
-               dirname "$(readlink -f "$d/$f")"
-           done | sort -u | wc -l)
+               dirname "$(resolve_path "$d/$f")"
+           done | sort -u | nlines)
     [ "$dirs" -eq 1 ] || return 1
     [ -e "$d/table.csv" ] || return 1
     csv=$(grep -vc '^#' "$d/table.csv"); h=$(grep -c '^    {MQ_FMT' "$d/table.h")
@@ -148,7 +184,7 @@ for layout in fresh linked plain; do
             fi
         fi
         old=$(sums "$d/a/table.csv" "$d/a/table.h" "$d/a/model.csv" "$d/a/chip.csv")
-        LD_PRELOAD="$lib" MQ_FAULT_KILL_AT_RENAME=$k \
+        with_faults MQ_FAULT_KILL_AT_RENAME=$k \
             "$B/tune" --chip m4max --suite smoke --m 1,16 --out-dir "$d/a" >/dev/null 2>&1; rc=$?
         now=$(sums "$d/a/table.csv" "$d/a/table.h" "$d/a/model.csv" "$d/a/chip.csv")
         if [ "$layout" = fresh ] && [ "$rc" -ne 0 ] && [ ! -e "$d/a/table.csv" ]; then
@@ -204,5 +240,5 @@ done
 check "the table made before is untouched" [ "$(sums "$d/t/table.csv" "$d/t/table.h")" = "$before" ]
 rm -rf "$d"
 
-echo "faults: $passed passed, $failed failed"
+test_summary faults "$passed" "$failed" "$skipped"
 [ "$failed" -eq 0 ]

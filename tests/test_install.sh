@@ -7,6 +7,7 @@
 # usage: test_install.sh BUILD_DIR (the files of a finished build are installed
 # by scripts/install.sh, the script make install runs)
 B=${1:-build}
+. "$(dirname "$0")/../scripts/portable.sh"
 passed=0; failed=0
 check() {
     desc=$1; shift
@@ -53,7 +54,7 @@ C
 san=""  # a sanitizer build's library needs the sanitizer runtimes to link
 nm "$B/libmq.a" 2>/dev/null | grep -q __asan && san="-fsanitize=address,undefined"
 # shellcheck disable=SC2086 # the flags are meant to split
-${CC:-gcc} -std=c11 $san "$d/use.c" $flags -o "$d/use" 2>"$d/cc.err"; rc=$?
+${CC:-gcc} -std=c11 $san $(dep_cflags) "$d/use.c" $flags $(dep_ldflags) -o "$d/use" 2>"$d/cc.err"; rc=$?
 check "a program builds from the installed files alone (rc $rc: $(head -c 300 "$d/cc.err"))" [ "$rc" -eq 0 ]
 out=$("$d/use" 2>&1)
 check "and runs a GEMM through the installed library: '$out'" [ "$out" = "ok 9 variants" ]

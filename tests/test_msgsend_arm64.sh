@@ -8,7 +8,8 @@
 cd "$(dirname "$0")/.." || exit 1
 cc=aarch64-linux-gnu-gcc
 if ! command -v "$cc" >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
-    echo "test_msgsend_arm64 (skipped: no $cc or qemu-aarch64 here): 0 passed, 0 failed"
+    echo "skipped on $(uname -s): no $cc or qemu-aarch64 (CI installs gcc-aarch64-linux-gnu and qemu-user)"
+    echo "test_msgsend_arm64: 0 passed, 0 failed, 1 skipped"
     exit 0
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mq-arm64.XXXXXX") || exit 1

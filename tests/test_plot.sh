@@ -6,6 +6,7 @@
 # image already there untouched.
 # usage: test_plot.sh BUILD_DIR
 B=${1:-build}
+. "$(dirname "$0")/../scripts/portable.sh"
 plot="$B/plot"
 passed=0; failed=0
 check() { # check "description" condition...
@@ -50,7 +51,7 @@ expect_images occupancy-m4max-fp4-16x4096x4096 1000 650
 expect_fail() { # expect_fail CODE "needle" args...: exit CODE, one line naming the problem
     code=$1; needle=$2; shift 2
     msg=$("$plot" "$@" 2>&1); rc=$?
-    lines=$(printf '%s\n' "$msg" | wc -l)
+    lines=$(printf '%s\n' "$msg" | nlines)
     check "'$*' exits $code (got $rc)" [ "$rc" -eq "$code" ]
     check "'$*' prints one line (got $lines: $msg)" [ "$lines" -eq 1 ]
     case "$msg" in *"$needle"*) ok=1 ;; *) ok=0 ;; esac
