@@ -12,8 +12,11 @@
 /* the MQ_CHIP_* fields: kernels/cost_model.h (the dispatch table carries them) */
 
 typedef struct {
-    char name[32];
+    char name[32];                       /* lower-case letters, digits, '_' (results/NAME/,
+                                          * table.h's identifiers) */
     char arch[32];                       /* Metal architecture name ("" for host) */
+    char like[32];                       /* the chip this one inherits from ("": none):
+                                          * a binned part is like its full part */
     double v[MQ_CHIP_NFIELDS];
     char source[MQ_CHIP_NFIELDS][200];
     int is_host;
@@ -22,12 +25,15 @@ typedef struct {
 typedef struct {
     mq_chip *chips;
     int n;
+    char path[1024]; /* the file it was read from, for messages ("" if built by hand) */
 } mq_chip_db;
 
 /* The default chips file: MQ_CHIPS if set, else the one in the source tree. */
 const char *mq_chips_default_path(void);
-/* Load a chips file; every chip must have every field. -1 and a message
- * naming the file and line on error. */
+/* Load a chips file; every chip must have every field, its own or, through
+ * `like`, another chip's (the whole file is read first, so row order does
+ * not matter; a chain of likes resolves from its end). -1 and a message
+ * naming the file and line on error (an unknown or circular like too). */
 int mq_chips_load(const char *path, mq_chip_db *db, char *err, size_t errlen);
 void mq_chips_free(mq_chip_db *db);
 
@@ -51,14 +57,22 @@ int mq_chip_write(const char *path, const mq_chip *c, char *err, size_t errlen);
 /* Read such a snapshot back (it may be 'host'). */
 int mq_chip_snapshot_load(const char *path, mq_chip *out, char *err, size_t errlen);
 
-/* The chip a Metal device is: by its name ("Apple M4 Max" -> m4max) when
- * the chips file has it, else the only chip whose arch is the device's
- * architecture name (applegpu_g13g -> m1). -1 and a message naming the
- * candidates when the architecture is shared (applegpu_g16s: m4pro or
- * m4max) or unknown. */
+/* The chip a device is. Its name picks a family ("Apple M4 Max" -> m4max
+ * and every chip like m4max, directly or by a chain, whose name starts with
+ * "m4max": the binned parts), and its GPU core count (gpu_cores, 0 =
+ * unknown) the member: 32 -> m4max32; unknown -> the full part m4max. A
+ * count no member has is an error listing the members' counts. A name the
+ * file lacks falls back to the chips whose arch is the device's
+ * architecture name (applegpu_g13g -> m1), of that core count when known,
+ * else the full parts only. -1 and a one-line message naming the
+ * candidates when several remain (applegpu_g16s: m4pro or m4max) or none. */
 int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const char *arch,
-                        mq_chip *out, char *err, size_t errlen);
+                        int gpu_cores, mq_chip *out, char *err, size_t errlen);
 
 mq_limits mq_chip_limits(const mq_chip *c);
+
+/* Is any chip of db like `full` (a binned part of it)? Where none is, a
+ * device's unknown core count leaves no doubt about its row. */
+int mq_chip_has_binned_parts(const mq_chip_db *db, const char *full);
 
 #endif

@@ -31,6 +31,27 @@ static int measure_host(mq_target *t, int threads, char *err, size_t errlen)
     return mq_chip_find(NULL, "host", threads > 0 ? threads : 1, &t->chip, err, errlen);
 }
 
+/* "Apple M4 Max (32 GPU cores)", or the name alone where the system did not
+ * tell the count: binned parts share the name, so the count says which. */
+static const char *device_desc(const mq_backend *be, char *buf, size_t n)
+{
+    if (be->gpu_cores > 0)
+        snprintf(buf, n, "%s (%d GPU cores)", be->device, be->gpu_cores);
+    else
+        snprintf(buf, n, "%s", be->device);
+    return buf;
+}
+
+/* Where the device's chip was taken with its core count unknown, the note
+ * says which part was assumed (a binned part would be another row). */
+static void note_assumed(mq_target *t, const mq_chip_db *db, const mq_backend *be,
+                         const mq_chip *dc)
+{
+    if (be->gpu_cores <= 0 && mq_chip_has_binned_parts(db, dc->name))
+        note(t, "GPU core count unknown: assumed the %d-core %s", (int)dc->v[MQ_CHIP_GPU_CORES],
+             dc->name);
+}
+
 /* tune: the first device backend that is the chip, else the CPU model; the
  * notes say why the chip is predicted. */
 static int open_chip_backend(const mq_target_opts *o, const mq_chip_db *db, mq_target *t,
@@ -53,15 +74,25 @@ static int open_chip_backend(const mq_target_opts *o, const mq_chip_db *db, mq_t
             note(t, "%s is predicted (%s: %s)", o->chip, k->name, e.msg);
             continue;
         }
-        if (mq_chip_from_device(db, be->device, be->arch, &dc, why, sizeof why) == 0 && !strcmp(dc.name, o->chip)) {
+        char desc[160];
+        device_desc(be, desc, sizeof desc);
+        int known =
+            mq_chip_from_device(db, be->device, be->arch, be->gpu_cores, &dc, why, sizeof why) == 0;
+        if (known && !strcmp(dc.name, o->chip)) {
             t->be = be;
             t->measured = 1;
             t->notes[0] = '\0';
-            note(t, "measuring %s on %s (%s)", o->chip, k->name, be->device);
+            note(t, "measuring %s on %s (%s)", o->chip, k->name, desc);
+            note_assumed(t, db, be, &dc);
             return 0;
         }
-        note(t, "%s is predicted (%s: the device is %s, not %s)", o->chip, k->name, be->device,
-             o->chip);
+        if (known) {
+            note(t, "%s is predicted (%s: the device, %s, is %s, not %s)", o->chip, k->name, desc,
+                 dc.name, o->chip);
+            note_assumed(t, db, be, &dc);
+        } else {
+            note(t, "%s is predicted (%s: %s)", o->chip, k->name, why);
+        }
         mq_backend_close(be);
     }
     mq_error e;
@@ -102,19 +133,26 @@ static int open_any_backend(const mq_target_opts *o, const mq_chip_db *db, mq_ta
         return 0;
     }
     mq_chip dc;
-    char why[512];
-    int known = mq_chip_from_device(db, t->be->device, t->be->arch, &dc, why, sizeof why) == 0;
+    char why[512], desc[160];
+    device_desc(t->be, desc, sizeof desc);
+    int known = mq_chip_from_device(db, t->be->device, t->be->arch, t->be->gpu_cores, &dc, why,
+                                    sizeof why) == 0;
     if (!strcmp(o->chip, "host")) {
         if (!known) {
-            snprintf(err, errlen, "%s device %s is not a chip of %s: name one with --chip (%s)",
-                     t->be->name, t->be->device, o->chips_path, why);
+            snprintf(err, errlen, "%s: %s", t->be->name, why); /* names the device and file */
             return -1;
         }
         t->chip = dc;
         t->measured = 1;
-        note(t, "%s on %s: chip %s", t->be->name, t->be->device, dc.name);
+        note(t, "%s on %s: chip %s", t->be->name, desc, dc.name);
+        note_assumed(t, db, t->be, &dc);
     } else {
         t->measured = known && !strcmp(dc.name, o->chip);
+        if (known && !t->measured) /* a binned part timed as its full part, say */
+            note(t, "%s on %s, which is chip %s: the times are %s's, not %s's", t->be->name,
+                 desc, dc.name, dc.name, o->chip);
+        if (known)
+            note_assumed(t, db, t->be, &dc);
     }
     return 0;
 }

@@ -1,7 +1,7 @@
 /* target.h - which backend runs and which chip a tool is about, decided in
  * one place for every tool (bench, tune, plot, kernel-bench):
  *   - the chip: 'host' (this machine, measured by the probes), a chip of the
- *     chips file, the chip a device backend is (from its name and
+ *     chips file, the chip a device backend is (from its name, GPU core count and
  *     architecture), or a snapshot of a chip a run saw (tune-chip.csv,
  *     results/CHIP/chip.csv);
  *   - the backend: by name (bench), the one that is the chip, else the CPU

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     mq_chip chip;
     char err[1024];
     if (mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) ||
-        mq_chip_from_device(&db, b->device, b->arch, &chip, err, sizeof err)) {
+        mq_chip_from_device(&db, b->device, b->arch, b->gpu_cores, &chip, err, sizeof err)) {
         fprintf(stderr, "gpu_cuda: %s\n", err);
         return 2;
     }

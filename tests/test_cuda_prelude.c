@@ -346,17 +346,20 @@ static void test_unavailable(void)
         CHECK(0, "chips: %s", err);
         return;
     }
-    CHECK(mq_chip_from_device(&db, "NVIDIA H100 80GB HBM3", "sm_90", &c, err, sizeof err) == 0 &&
+    int rc = mq_chip_from_device(&db, "NVIDIA H100 80GB HBM3", "sm_90", 0, &c, err, sizeof err);
+    CHECK(rc == 0 &&
               !strcmp(c.name, "h100") && c.v[MQ_CHIP_GPU_CORES] == 132 &&
               c.v[MQ_CHIP_TG_MEM_PER_CORE_BYTES] > c.v[MQ_CHIP_TG_MEM_BYTES],
           "expected 'NVIDIA H100 80GB HBM3' to be h100 with 132 SMs: %s", err);
-    CHECK(mq_chip_from_device(&db, "NVIDIA H200", "sm_90", &c, err, sizeof err) == 0 &&
+    CHECK(mq_chip_from_device(&db, "NVIDIA H200", "sm_90", 0, &c, err, sizeof err) == 0 &&
               !strcmp(c.name, "h200"),
           "expected 'NVIDIA H200' to be h200: %s", err);
-    CHECK(mq_chip_from_device(&db, "NVIDIA A100-SXM4-80GB", "sm_80", &c, err, sizeof err) != 0 &&
+    rc = mq_chip_from_device(&db, "NVIDIA A100-SXM4-80GB", "sm_80", 0, &c, err, sizeof err);
+    CHECK(rc != 0 &&
               strstr(err, "not in the chips file"),
           "expected an undescribed GPU to be refused, naming it: %s", err);
-    CHECK(mq_chip_from_device(&db, "Apple M4 Max", "applegpu_g16s", &c, err, sizeof err) == 0 &&
+    rc = mq_chip_from_device(&db, "Apple M4 Max", "applegpu_g16s", 0, &c, err, sizeof err);
+    CHECK(rc == 0 &&
               !strcmp(c.name, "m4max") && c.v[MQ_CHIP_TG_MEM_PER_CORE_BYTES] == 0,
           "expected Apple names to map as before, optional fields 0: %s", err);
     mq_chips_free(&db);

@@ -1,5 +1,6 @@
 /* test_harness.c - the harness's parts: statistics on synthetic samples,
- * chips as data (the shipped file, unknown names, broken files), the
+ * chips as data (the shipped file and its binned parts, unknown names,
+ * broken files, like: overrides, chains, cycles), the
  * candidate space on two chips (hand-counted), the results store (round
  * trip; truncated, malformed and newer-schema files refused with their line),
  * and a deliberately wrong kernel recorded as wrong and never ranked. */
@@ -68,12 +69,36 @@ static void test_chips(void)
     mq_chip_db db;
     CHECK(mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) == 0,
           "the shipped chips file loads: %s", err);
-    CHECK(db.n == 16, "16 chips described (m1 .. m4max, h100, h200), got %d", db.n);
+    CHECK(db.n == 30, "30 chips described (m1 .. m4max, 14 binned parts, h100, h200), got %d",
+          db.n);
     mq_chip c;
     CHECK(mq_chip_find(&db, "m4max", 0, &c, err, sizeof err) == 0 &&
               c.v[MQ_CHIP_GPU_CORES] == 40 && c.v[MQ_CHIP_MEM_BW_GBS] == 546 &&
               !strcmp(c.arch, "applegpu_g16s"),
           "m4max: 40 cores, 546 GB/s, applegpu_g16s");
+    /* every binned part: like a full part, named it plus its core count, fewer cores, no
+     * more bandwidth, the same arch and FP32 per core */
+    int binned = 0;
+    for (int i = 0; i < db.n; i++) {
+        const mq_chip *b = &db.chips[i];
+        mq_chip f;
+        char want[64];
+        if (!b->like[0] || mq_chip_find(&db, b->like, 0, &f, err, sizeof err))
+            continue;
+        binned++;
+        snprintf(want, sizeof want, "%s%d", b->like, (int)b->v[MQ_CHIP_GPU_CORES]);
+        double per = b->v[MQ_CHIP_FP32_TFLOPS] / b->v[MQ_CHIP_GPU_CORES] /
+                     (f.v[MQ_CHIP_FP32_TFLOPS] / f.v[MQ_CHIP_GPU_CORES]);
+        CHECK(!f.like[0] && !strcmp(b->name, want) && !strcmp(b->arch, f.arch) &&
+                  b->v[MQ_CHIP_GPU_CORES] < f.v[MQ_CHIP_GPU_CORES] &&
+                  b->v[MQ_CHIP_MEM_BW_GBS] <= f.v[MQ_CHIP_MEM_BW_GBS] && fabs(per - 1) < 0.02,
+              "binned %s (like %s): named %s, fewer cores, FP32 per core %.3f of its base",
+              b->name, b->like, want, per);
+    }
+    CHECK(binned == 14, "14 binned parts, each like a chip of the file, got %d", binned);
+    CHECK(mq_chip_has_binned_parts(&db, "m4max") && !mq_chip_has_binned_parts(&db, "m4max32") &&
+              !mq_chip_has_binned_parts(&db, "h100"),
+          "m4max has binned parts; m4max32 and h100 have none");
     int sourced = 1;
     for (int i = 0; i < db.n; i++)
         for (int f = 0; f < MQ_CHIP_NFIELDS; f++)
@@ -100,6 +125,66 @@ static void test_chips(void)
     CHECK(mq_chips_load(tmp_path("nope.csv"), &db, err, sizeof err) != 0 &&
               strstr(err, "nope.csv: cannot open"),
           "a missing chips file is refused: '%s'", err);
+}
+
+/* like: every field of the chip named, then the chip's own rows, whatever
+ * the order of the rows and along a chain; a cycle or an unknown name is
+ * refused naming the file and line. */
+static void test_chip_likes(void)
+{
+    static const char head[] = "chip,field,value,source\n",
+                      big[] = "big,arch,applegpu_g99s,doc\nbig,gpu_cores,40,spec\n"
+                              "big,tg_mem_bytes,32768,spec\nbig,max_threads_per_tg,1024,spec\n"
+                              "big,simd_width,32,spec\nbig,resident_tgs_per_core,4,guess\n"
+                              "big,mem_bw_gbs,546,spec\nbig,fp32_tflops,16,spec\n"
+                              "big,fp16_tflops,16,spec\nbig,l2_bytes,0,none\n"
+                              "big,slc_bytes,0,none\n";
+    char text[2048], err[1024];
+    mq_chip_db db;
+    mq_chip a, b;
+    /* the chain first, its base last: big24 <- big32 <- big */
+    snprintf(text, sizeof text, "%sbig24,like,big32,chain\nbig24,gpu_cores,24,own\n"
+             "big32,gpu_cores,32,bin\nbig32,like,big,binned\nbig32,mem_bw_gbs,410,bin\n%s",
+             head, big);
+    write_file(tmp_path("likes1.csv"), text);
+    int rc = mq_chips_load(tmp_path("likes1.csv"), &db, err, sizeof err);
+    CHECK(rc == 0 && mq_chip_find(&db, "big32", 0, &a, err, sizeof err) == 0 &&
+              mq_chip_find(&db, "big24", 0, &b, err, sizeof err) == 0,
+          "a file of likes loads: %s", err);
+    CHECK(!rc && a.v[MQ_CHIP_GPU_CORES] == 32 && a.v[MQ_CHIP_MEM_BW_GBS] == 410 &&
+              !strcmp(a.source[MQ_CHIP_MEM_BW_GBS], "bin") && a.v[MQ_CHIP_FP32_TFLOPS] == 16 &&
+              !strcmp(a.source[MQ_CHIP_FP32_TFLOPS], "spec") && !strcmp(a.arch, "applegpu_g99s") &&
+              !strcmp(a.like, "big"),
+          "big32: its own cores and bandwidth, big's FP32 with big's source, big's arch");
+    CHECK(!rc && b.v[MQ_CHIP_GPU_CORES] == 24 && b.v[MQ_CHIP_MEM_BW_GBS] == 410 &&
+              b.v[MQ_CHIP_SIMD_WIDTH] == 32 && !strcmp(b.arch, "applegpu_g99s"),
+          "big24 (like big32, like big): 24 cores, big32's 410 GB/s, big's SIMD width and arch");
+    /* snapshots hold the resolved figures, not the like */
+    CHECK(!rc && mq_chip_write(tmp_path("snap.csv"), &b, err, sizeof err) == 0 &&
+              mq_chip_snapshot_load(tmp_path("snap.csv"), &a, err, sizeof err) == 0 &&
+              a.v[MQ_CHIP_GPU_CORES] == 24 && !a.like[0],
+          "a chip of likes as a snapshot reads back: %s", err);
+    if (!rc)
+        mq_chips_free(&db);
+    static const struct {
+        const char *rows, *want;
+    } bad[] = { /* each after the head and big's 11 rows: line 13 onwards */
+        {"x,like,y,a\ny,like,x,b\n", ".csv:14: y is like x, which is like y: a cycle"},
+        {"s,like,s,a\n", ".csv:13: s is like s: a cycle"},
+        {"x,like,y,a\ny,like,z,b\nz,like,x,c\nw,like,x,d\n", "which is like"},
+        {"c,like,nosuch,a\n", ".csv:13: c is like 'nosuch', which is not a chip of this file"},
+        {"c,like,big,a\nc,like,big,b\n", ".csv:14: like of c is given twice"},
+        {"Big2,like,big,a\n", ".csv:13: bad chip name 'Big2' (lower-case letters"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "likes-bad%zu.csv", i);
+        snprintf(text, sizeof text, "%s%s%s", head, big, bad[i].rows);
+        write_file(tmp_path(name), text);
+        CHECK(mq_chips_load(tmp_path(name), &db, err, sizeof err) != 0 &&
+                  strstr(err, bad[i].want) && !strchr(err, '\n'),
+              "expected '%s' to be refused with '%s', got '%s'", bad[i].rows, bad[i].want, err);
+    }
 }
 
 static int count_reason(const mq_space *s, mq_variant v, const char *needle)
@@ -525,6 +610,7 @@ int main(void)
     }
     test_stats();
     test_chips();
+    test_chip_likes();
     test_space();
     test_results_store();
     test_find_own_index();

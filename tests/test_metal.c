@@ -269,26 +269,68 @@ static void test_device_chips(void)
         return;
     }
     static const struct {
-        const char *name, *arch, *chip;
+        const char *name, *arch;
+        int cores; /* the IORegistry's gpu-core-count; 0: unknown */
+        const char *chip;
     } cases[] = {
-        {"Apple M4 Max", "applegpu_g16s", "m4max"}, /* the name decides */
-        {"Apple M2 Pro", "applegpu_g14s", "m2pro"},
-        {"Apple M1", "applegpu_g13g", "m1"},
-        {"Apple M1 Ultra", "", "m1ultra"},          /* no architecture name (older macOS) */
-        {"Some Future GPU", "applegpu_g13g", "m1"}, /* the only g13g */
-        {"Some Future GPU", "applegpu_g15g", "m3"},
+        {"Apple M4 Max", "applegpu_g16s", 0, "m4max"}, /* the name decides */
+        {"Apple M4 Max", "applegpu_g16s", 40, "m4max"},
+        {"Apple M4 Max", "applegpu_g16s", 32, "m4max32"}, /* the binned part */
+        {"Apple M2 Pro", "applegpu_g14s", 0, "m2pro"},
+        {"Apple M1", "applegpu_g13g", 7, "m17"},
+        {"Apple M1 Ultra", "", 0, "m1ultra"},              /* no architecture name (older macOS) */
+        {"Some Future GPU", "applegpu_g13g", 0, "m1"},     /* the only full g13g */
+        {"Some Future GPU", "applegpu_g15g", 0, "m3"},
+        {"Some Future GPU", "applegpu_g16s", 20, "m4pro"}, /* the count tells Pro from Max */
+        {"Some Future GPU", "applegpu_g16s", 32, "m4max32"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mq_chip c;
-        int rc = mq_chip_from_device(&db, cases[i].name, cases[i].arch, &c, err, sizeof err);
-        CHECK(rc == 0 && !strcmp(c.name, cases[i].chip), "expected '%s' (%s) to be %s, got %s",
-              cases[i].name, cases[i].arch, cases[i].chip, rc ? err : c.name);
+        int rc = mq_chip_from_device(&db, cases[i].name, cases[i].arch, cases[i].cores, &c, err,
+                                     sizeof err);
+        CHECK(rc == 0 && !strcmp(c.name, cases[i].chip),
+              "expected '%s' (%s, %d cores) to be %s, got %s", cases[i].name, cases[i].arch,
+              cases[i].cores, cases[i].chip, rc ? err : c.name);
     }
     mq_chip c;
-    CHECK(mq_chip_from_device(&db, "Unknown", "applegpu_g16s", &c, err, sizeof err) == -1 &&
+    int rc = mq_chip_from_device(&db, "Apple M4 Max", "applegpu_g16s", 32, &c, err, sizeof err);
+    CHECK(rc == 0 && c.v[MQ_CHIP_MEM_BW_GBS] == 410 && c.v[MQ_CHIP_GPU_CORES] == 32,
+          "expected the 32-core M4 Max's 410 GB/s, not the 40-core part's 546: %s", err);
+    /* a count the family lacks: its members' counts, not another family's */
+    rc = mq_chip_from_device(&db, "Apple M4 Max", "applegpu_g16s", 36, &c, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "device 'Apple M4 Max' has 36 GPU cores; ") &&
+              strstr(err, "chips.csv has m4max with 40, m4max32 with 32: add a row, or name a "
+                          "chip with --chip") && !strchr(err, '\n'),
+          "expected an unlisted core count to name the counts the file has, got '%s'", err);
+    rc = mq_chip_from_device(&db, "Apple M4 Pro", "applegpu_g16s", 40, &c, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "m4pro with 20, m4pro16 with 16:") && !strstr(err, "m4max"),
+          "expected a 40-core 'M4 Pro' to be refused within its family, got '%s'", err);
+    CHECK(mq_chip_from_device(&db, "Unknown", "applegpu_g16s", 36, &c, err, sizeof err) == -1 &&
+              strstr(err, "(applegpu_g16s) has 36 GPU cores; ") && strstr(err, "m4max32 with 32"),
+          "expected an architecture without that count to list its chips' counts, got '%s'", err);
+    /* the family: chips whose likes lead to the named chip and whose names start with its
+     * name (other, 16 cores, is like big but no big...) */
+    mq_chip hand[4];
+    memset(hand, 0, sizeof hand);
+    static const char *const hn[] = {"big", "big32", "big24", "other"},
+                             *const hl[] = {"", "big", "big32", "big"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(hand[i].name, sizeof hand[i].name, "%s", hn[i]);
+        snprintf(hand[i].like, sizeof hand[i].like, "%s", hl[i]);
+        hand[i].v[MQ_CHIP_GPU_CORES] = 40 - 8 * i;
+    }
+    mq_chip_db hdb = {hand, 4, ""};
+    CHECK(mq_chip_from_device(&hdb, "Apple Big", "", 24, &c, err, sizeof err) == 0 &&
+              !strcmp(c.name, "big24"),
+          "expected big24 (like big32, like big) for a 24-core 'Apple Big': %s", err);
+    CHECK(mq_chip_from_device(&hdb, "Apple Big", "", 16, &c, err, sizeof err) == -1 &&
+              strstr(err, "the chips file has big with 40, big32 with 32, big24 with 24:") &&
+              !strstr(err, "other"),
+          "expected 'other' (like big, not named big...) outside the family, got '%s'", err);
+    CHECK(mq_chip_from_device(&db, "Unknown", "applegpu_g16s", 0, &c, err, sizeof err) == -1 &&
               strstr(err, "m4pro") && strstr(err, "m4max") && strstr(err, "--chip"),
           "expected a shared architecture to name its chips and ask for --chip, got '%s'", err);
-    CHECK(mq_chip_from_device(&db, "Unknown", "applegpu_g99x", &c, err, sizeof err) == -1 &&
+    CHECK(mq_chip_from_device(&db, "Unknown", "applegpu_g99x", 0, &c, err, sizeof err) == -1 &&
               strstr(err, "not in the chips file"),
           "expected an unknown architecture to be refused, got '%s'", err);
     mq_chips_free(&db);
