@@ -156,5 +156,22 @@ check "an unknown core count: the full part m4max, said so ($(grep -i 'core' "$t
     sh -c "sed -n '3p' '$tmp/c0.csv' | grep -q '\"m4max\",\"metal\"' && grep -qi 'core count unknown' '$tmp/cores0.out'"
 check "core count: clean" clean cores32
 
-echo "metal (stand-in runtime): $ok of $rows candidates verified; test_metal_standin: $passed passed, $failed failed"
+# ---- on a Mac: the same smoke suite on the real GPU ----
+skipped=0
+if [ "$(uname -s)" = Darwin ]; then
+    (unset MQ_OBJC_RUNTIME; exec "$B/bench" --backend metal --suite smoke --out "$tmp/gpu.csv" \
+        $quick) >"$tmp/gpu.out" 2>&1
+    grc=$?
+    grows=$(statuses "$tmp/gpu.csv" 2>/dev/null | grep -c .)
+    gok=$(count_status "$tmp/gpu.csv" ok 2>/dev/null)
+    check "the Apple GPU: bench exits 0 ($(tail -n 3 "$tmp/gpu.out"))" [ "$grc" = 0 ]
+    check "the Apple GPU: every smoke candidate ok ($gok of $grows)" [ "${gok:-0}" = "$grows" ]
+    check "the Apple GPU: at least 50 candidates ($grows)" [ "$grows" -ge 50 ]
+    echo "metal (this Mac's GPU): ${gok:-0} of $grows candidates verified"
+else
+    echo "skipped on $(uname -s): the smoke suite on a real Apple GPU (only a Mac has one)"
+    skipped=1
+fi
+
+echo "metal (stand-in runtime): $ok of $rows candidates verified; test_metal_standin: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
