@@ -12,12 +12,41 @@
 #   make race       the MSL executor under ThreadSanitizer: a missing barrier is a race
 #   make install    libmq.a, mq.h, the tools and mq.pc under PREFIX (/usr/local)
 #   make deps       install libgsl-dev, libcsv-dev, gnuplot, parallel, rsync, slurm-wlm
-#                   (and clang) with apt-get if missing
+#                   (and clang) with apt-get if missing; on macOS gsl, libcsv,
+#                   gnuplot, parallel with Homebrew
+# Linux and macOS (Apple Silicon and Intel; scripts/macos-cross.sh links the
+# macOS arm64 build on Linux, for CI).
 # CPPFLAGS, CFLAGS, LDFLAGS and LDLIBS from the command line or the
 # environment are honoured (e.g. LDFLAGS=-L/opt/gsl/lib CPPFLAGS=-I/opt/gsl/include).
 ifeq ($(origin CC),default)
 CC = gcc
 endif
+# The platform, uname's unless given: scripts/macos-cross.sh sets UNAME_S=Darwin
+# UNAME_M=arm64 (and BREW_PREFIX to its own GSL and libcsv) to build the macOS
+# flavour on Linux.
+UNAME_S ?= $(shell uname -s)
+UNAME_M ?= $(shell uname -m)
+ifeq ($(UNAME_S),Darwin)
+# Apple clang refuses -march=native on arm64 ("does not support '-march=native'"
+# before Xcode 15); -mcpu=apple-m1 (Xcode 13 on) is every Apple Silicon chip's
+# baseline, -mcpu=native (Xcode 15 on) the chip's own: ARCH=-mcpu=native.
+ifeq ($(UNAME_M),arm64)
+ARCH    ?= -mcpu=apple-m1
+PORTABLE_ARCH ?= -mcpu=apple-m1
+endif
+# Homebrew's headers and libraries (gsl, libcsv): /opt/homebrew on Apple
+# Silicon, /usr/local on Intel; after the command line's flags
+ifeq ($(origin BREW_PREFIX),undefined)
+BREW_PREFIX := $(or $(shell brew --prefix 2>/dev/null),$(if $(filter arm64,$(UNAME_M)),/opt/homebrew,/usr/local))
+endif
+override CPPFLAGS += -I$(BREW_PREFIX)/include
+override LDFLAGS  += -L$(BREW_PREFIX)/lib
+DYLIB_EXT = .dylib
+else
+DYLIB_EXT = .so
+endif
+# make portable: no AVX-512 (on arm64 every build is without it)
+PORTABLE_ARCH ?= -march=x86-64-v2 -Wno-psabi
 ARCH    ?= -march=native
 OPT     ?= -O3
 SAN     ?=
@@ -54,8 +83,9 @@ TUNER_OBJ    = $(call objs_of,tuner) $(HARNESS_OBJ)
 PLOTS_OBJ    = $(call objs_of,plots) $(TUNER_OBJ)
 TEST_SRC = $(filter-out tests/check.c,$(wildcard tests/test_*.c))
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-# the fault tests' LD_PRELOAD library: never sanitized (it loads into any build)
-FAULT_LIB = $(BUILD)/tests/libfault_inject.so
+# the fault tests' LD_PRELOAD (DYLD_INSERT_LIBRARIES) library: never sanitized
+# (it loads into any build)
+FAULT_LIB = $(BUILD)/tests/libfault_inject$(DYLIB_EXT)
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/merge $(BUILD)/moe-bench $(BUILD)/tune $(BUILD)/model $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
@@ -115,7 +145,7 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
 	  "tests/test_metal_standin.sh $(BUILD)" $(MSGSEND_ABI) tests/test_msgsend_arm64.sh \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
-	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh \
+	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
 	  "tests/test_sweep.sh $(BUILD)" \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
@@ -131,7 +161,7 @@ sanitize:
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
 portable:
-	$(MAKE) BUILD=build-portable ARCH="-march=x86-64-v2 -Wno-psabi" test
+	$(MAKE) BUILD=build-portable ARCH="$(PORTABLE_ARCH)" test
 
 # libFuzzer targets, one per parser (tests/fuzz/), under ASan + UBSan with
 # clang; `make fuzz-run` runs each FUZZ_SECONDS seconds from seed corpora of
@@ -203,4 +233,4 @@ deps:
 	@scripts/install-deps.sh
 
 clean:
-	rm -rf build build-san build-portable build-clang build-fuzz build-tsan
+	rm -rf build build-san build-portable build-clang build-fuzz build-tsan build-macos

@@ -33,6 +33,11 @@
  * first: by count, and by bytes past half the device's recommended working
  * set (unified memory: every resident copy is memory the host also needs). */
 #define MAX_WEIGHTS 4352
+/* The cold weights rotate past twice this: the largest system-level cache
+ * published for an Apple GPU (M1 Ultra, 96 MiB: harness/chips.csv, from
+ * philipturner/metal-benchmarks); macOS reports no SLC size, and the host's
+ * L2 would be far too small. */
+#define APPLE_SLC_BYTES ((size_t)96 << 20)
 #define REDUCE_THREADS 256 /* marlin_splitk_reduce's threadgroup (msl_cpu.c launches the same) */
 
 typedef struct {
@@ -479,6 +484,7 @@ mq_backend *mq_backend_metal_open(const mq_backend_opts *o, mq_error *err)
     b->prepare = metal_prepare;
     b->run = metal_run;
     b->device_time = metal_device_time;
+    b->cache_bytes = APPLE_SLC_BYTES;
     b->close = metal_close;
     b->state = s;
     return b;

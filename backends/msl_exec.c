@@ -1,9 +1,10 @@
 /* msl_exec.c - running a compiled MSL kernel (msl_module.c) over a grid on
  * the CPU, with a GPU's semantics where they decide correctness:
- *   - every thread of a threadgroup is a fiber (ucontext) with its own
- *     stack; a worker (OS thread) runs one threadgroup at a time, switching
- *     fibers only at barriers and simdgroup exchanges, so a threadgroup's
- *     threads interleave as concurrent threads may;
+ *   - every thread of a threadgroup is a fiber with its own stack (a
+ *     register switch of our own on x86-64 and arm64, Linux and macOS;
+ *     ucontext elsewhere); a worker (OS thread) runs one threadgroup at a
+ *     time, switching fibers only at barriers and simdgroup exchanges, so a
+ *     threadgroup's threads interleave as concurrent threads may;
  *   - threadgroup_barrier waits for every thread of the threadgroup,
  *     simdgroup_barrier for every lane of the simdgroup; a barrier that some
  *     threads can never reach (they returned, or wait at another barrier) is
@@ -30,7 +31,6 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "msl_exec.h"
@@ -54,9 +54,132 @@
  * design (one runs at a time); TSan must see only the kernels' accesses and
  * the barriers' release/acquire, so these functions are not instrumented. */
 #define SCHED __attribute__((no_sanitize("thread")))
-/* getcontext/swapcontext return twice: kept out of line so no caller's
- * locals need to survive them (-Wclobbered) */
+/* A context switch stays out of line: the sanitizers' fiber calls bracket
+ * it exactly, and with ucontext (which returns twice) no caller's locals
+ * need to survive it (-Wclobbered). */
 #define SWITCH __attribute__((noinline))
+
+/* ---- the fiber switch ------------------------------------------------------
+ * Our own on x86-64 and arm64: save the callee-saved registers on the
+ * running stack, store its stack pointer, load the other's, restore its
+ * registers, return into it. macOS refuses <ucontext.h> unless _XOPEN_SOURCE
+ * is defined and deprecates it; its arm64 makecontext also zeroes the whole
+ * stack each time (libplatform, src/ucontext/generic/makecontext.c), and
+ * every ucontext swap on Linux and macOS is a sigprocmask system call. The
+ * fibers of a worker share its thread's signal mask and floating-point
+ * control state (no kernel changes either), so neither is switched.
+ * ucontext stays for other CPUs, for -DMQ_FIBER_UCONTEXT, and where Intel
+ * CET is on (-fcf-protection: a shadow stack rejects a return into a
+ * stack we switched to ourselves). */
+#if !defined(MQ_FIBER_UCONTEXT) && !defined(__CET__) && (defined(__x86_64__) || defined(__aarch64__))
+#define FIBER_ASM 1
+#else
+#define FIBER_ASM 0
+#endif
+
+#if FIBER_ASM
+typedef struct {
+    void *sp; /* the saved registers are at the top of its stack */
+} fiber_ctx;
+
+/* Save this context's registers and stack pointer into *from, resume `to`. */
+void mq_fiber_switch(void **from, void *to) __asm__("mq_msl_fiber_switch")
+    __attribute__((visibility("hidden")));
+/* Where a new fiber's first switch returns to: calls the function left in
+ * a callee-saved register (rbx / x19), which never returns. */
+void mq_fiber_start(void) __asm__("mq_msl_fiber_start") __attribute__((visibility("hidden")));
+
+#ifdef __APPLE__ /* Mach-O: no .type/.size, hidden is .private_extern */
+#define FIBER_FN(name) ".globl " name "\n.private_extern " name "\n.p2align 4\n" name ":\n"
+#define FIBER_SECTION ".text\n"
+#define FIBER_END ""
+#else
+#define FIBER_FN(name) ".globl " name "\n.hidden " name "\n.type " name ", %function\n.p2align 4\n" name ":\n"
+#define FIBER_SECTION ".pushsection .text\n"
+#define FIBER_END ".popsection\n"
+#endif
+
+#if defined(__x86_64__)
+/* The System V AMD64 psABI (3.2.1, "Registers and the Stack Frame"): rbx,
+ * rbp and r12-r15 are callee-saved. The saved frame, from the stack pointer
+ * up: r15 r14 r13 r12 rbx rbp, the return address. */
+#define FIBER_FRAME_WORDS 7
+#define FIBER_SLOT_FN 4    /* rbx */
+#define FIBER_SLOT_START 6 /* the return address */
+__asm__(FIBER_SECTION
+        FIBER_FN("mq_msl_fiber_switch")
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        FIBER_FN("mq_msl_fiber_start")
+        "    callq *%rbx\n" /* rbp is 0: the end of the frame chain */
+        "    ud2\n"
+        FIBER_END);
+#else
+/* Arm's AAPCS64 ("Procedure Call Standard for the Arm 64-bit Architecture",
+ * its general-purpose and SIMD/floating-point register sections): x19-x28,
+ * the frame pointer x29 and the low halves of v8-v15 (d8-d15) are
+ * callee-saved, and x30 is where ret goes; x18 is the platform's register
+ * on Apple's platforms ("Writing ARM64 code for Apple platforms",
+ * developer.apple.com) and is left alone. The saved frame, from the stack
+ * pointer up: x19..x28, x29, x30, d8..d15. */
+#define FIBER_FRAME_WORDS 20
+#define FIBER_SLOT_FN 0     /* x19 */
+#define FIBER_SLOT_START 11 /* x30 */
+__asm__(FIBER_SECTION
+        FIBER_FN("mq_msl_fiber_switch")
+        "    sub sp, sp, #160\n"
+        "    stp x19, x20, [sp, #0]\n"
+        "    stp x21, x22, [sp, #16]\n"
+        "    stp x23, x24, [sp, #32]\n"
+        "    stp x25, x26, [sp, #48]\n"
+        "    stp x27, x28, [sp, #64]\n"
+        "    stp x29, x30, [sp, #80]\n"
+        "    stp d8, d9, [sp, #96]\n"
+        "    stp d10, d11, [sp, #112]\n"
+        "    stp d12, d13, [sp, #128]\n"
+        "    stp d14, d15, [sp, #144]\n"
+        "    mov x9, sp\n"
+        "    str x9, [x0]\n"
+        "    mov sp, x1\n"
+        "    ldp x19, x20, [sp, #0]\n"
+        "    ldp x21, x22, [sp, #16]\n"
+        "    ldp x23, x24, [sp, #32]\n"
+        "    ldp x25, x26, [sp, #48]\n"
+        "    ldp x27, x28, [sp, #64]\n"
+        "    ldp x29, x30, [sp, #80]\n"
+        "    ldp d8, d9, [sp, #96]\n"
+        "    ldp d10, d11, [sp, #112]\n"
+        "    ldp d12, d13, [sp, #128]\n"
+        "    ldp d14, d15, [sp, #144]\n"
+        "    add sp, sp, #160\n"
+        "    ret\n"
+        FIBER_FN("mq_msl_fiber_start")
+        "    blr x19\n" /* x29 is 0: the end of the frame chain */
+        "    brk #1\n"
+        FIBER_END);
+#endif
+#define fiber_swap(from, to) mq_fiber_switch(&(from)->sp, (to)->sp)
+#else /* ucontext */
+#ifdef __APPLE__
+#error "the MSL executor's fibers on macOS are the x86-64/arm64 switch (its ucontext is deprecated)"
+#endif
+#include <ucontext.h>
+typedef ucontext_t fiber_ctx;
+#define fiber_swap(from, to) swapcontext(from, to)
+#endif
 
 #define MAX_THREADS 1024 /* per threadgroup, as on Apple GPUs */
 #define MAX_SGS (MAX_THREADS / MQ_MSL_SIMD_WIDTH)
@@ -114,7 +237,7 @@ void mq_msl_buffer_free(mq_msl_buffer *b)
 enum { F_RUN, F_WAIT_TG, F_WAIT_SG, F_DONE };
 
 typedef struct {
-    ucontext_t ctx;
+    fiber_ctx ctx;
     int state, nalloc;
     unsigned sg, lane, xparity;
     mq_msl_thread t;
@@ -122,7 +245,7 @@ typedef struct {
 } fiber;
 
 typedef struct {
-    ucontext_t main;
+    fiber_ctx main;
     void *main_tsan, *asan_fake, *main_bottom;
     size_t main_size;
     fiber f[MAX_THREADS];
@@ -173,7 +296,7 @@ SCHED SWITCH static void switch_to_fiber(worker *w, int i)
 #ifdef __SANITIZE_ADDRESS__
     __sanitizer_start_switch_fiber(&w->asan_fake, w->stacks[i] + page_size(), STACK_BYTES);
 #endif
-    swapcontext(&w->main, &w->f[i].ctx);
+    fiber_swap(&w->main, &w->f[i].ctx);
 #ifdef __SANITIZE_ADDRESS__
     __sanitizer_finish_switch_fiber(w->asan_fake, NULL, NULL);
 #endif
@@ -192,7 +315,7 @@ SCHED SWITCH static void yield_to_main(worker *w, int last)
 #else
     (void)last;
 #endif
-    swapcontext(&f->ctx, &w->main);
+    fiber_swap(&f->ctx, &w->main);
 #ifdef __SANITIZE_ADDRESS__
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -349,15 +472,29 @@ SCHED static void describe_deadlock(worker *w)
     w->failed = 1;
 }
 
-/* Thread i's context, to start at fiber_main on its own stack. */
-SCHED SWITCH static void make_fiber(worker *w, int i)
+/* Thread i's context, to start at fiber_main on its own stack. The stack
+ * may still carry ASan's marks of the fibers that ran on it before (they
+ * never return), so the frame is written uninstrumented, one word at a
+ * time (a loop the compiler could make a memset would be checked). */
+SCHED SWITCH __attribute__((no_sanitize("address"))) static void make_fiber(worker *w, int i)
 {
     fiber *f = &w->f[i];
+#if FIBER_ASM
+    uintptr_t top = ((uintptr_t)(w->stacks[i] + page_size()) + STACK_BYTES) & ~(uintptr_t)15;
+    uintptr_t base = top - FIBER_FRAME_WORDS * sizeof(uintptr_t);
+    volatile uintptr_t *frame = (volatile uintptr_t *)base;
+    for (int k = 0; k < FIBER_FRAME_WORDS; k++)
+        frame[k] = 0; /* and so the frame pointer is 0 */
+    frame[FIBER_SLOT_FN] = (uintptr_t)fiber_main;
+    frame[FIBER_SLOT_START] = (uintptr_t)mq_fiber_start;
+    f->ctx.sp = (void *)base;
+#else
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = w->stacks[i] + page_size();
     f->ctx.uc_stack.ss_size = STACK_BYTES;
     f->ctx.uc_link = NULL;
     makecontext(&f->ctx, fiber_main, 0);
+#endif
 #ifdef __SANITIZE_THREAD__
     f->tsan = __tsan_create_fiber(0);
 #endif

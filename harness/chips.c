@@ -343,8 +343,8 @@ int mq_chip_host(int threads, mq_chip *out)
         {MQ_CHIP_MEM_BW_GBS, "measured: streaming-read probe, best of 3"},
         {MQ_CHIP_FP32_TFLOPS, "measured: FP32 FMA probe, best of 3"},
         {MQ_CHIP_FP16_TFLOPS, "CPU model: FP16 is converted to FP32, same peak"},
-        {MQ_CHIP_L2_BYTES, "sysfs cpu0 cache, level 2 (per core)"},
-        {MQ_CHIP_SLC_BYTES, "sysfs cpu0 cache, level 3 (the last-level cache)"},
+        {MQ_CHIP_L2_BYTES, "the OS: cpu0 cache level 2 (sysfs; sysctl hw.perflevel0.l2cachesize on macOS)"},
+        {MQ_CHIP_SLC_BYTES, "the OS: cpu0 cache level 3 (sysfs; 0 on Apple Silicon, which reports none)"},
     };
     double v[MQ_CHIP_NFIELDS] = {
         [MQ_CHIP_GPU_CORES] = threads, [MQ_CHIP_TG_MEM_BYTES] = 32768,

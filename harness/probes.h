@@ -21,7 +21,9 @@ int mq_probe_machine(int threads, size_t buffer_bytes, int trials, mq_machine_pr
 
 /* Size in bytes of a cache level (2 or 3) of this machine: the kernel's
  * sysfs description of cpu0 first (sysconf can report a whole host's L3
- * inside a VM), then sysconf; 0 when unknown. */
+ * inside a VM), then sysconf; on macOS sysctl (level 2: the performance
+ * cores' L2; level 3: 0 on Apple Silicon, which reports none); 0 when
+ * unknown. */
 long mq_cache_bytes(int level);
 
 /* Whether the probes are skipped (bench --no-probes: repeated runs whose

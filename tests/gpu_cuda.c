@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* mkdtemp: macOS declares it here only */
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>

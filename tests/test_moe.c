@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* mkdtemp: macOS declares it here only */
 
 #include "check.h"
 #include "backend.h"
