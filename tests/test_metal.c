@@ -7,8 +7,9 @@
  * real, FP16 the Apple target's own, an arm64-apple target); a planted typo,
  * a type error, a simdgroup_load from thread memory and a device pointer
  * used as threadgroup memory fail it; the backend builds here and
- * reports itself unavailable, and "auto" falls back to the CPU model
- * saying so; device names and architecture names map to chips. */
+ * reports itself unavailable, and "auto" falls back to the CPU model saying
+ * so (on a Mac the backend opens and "auto" takes it); device names, core
+ * counts and architecture names map to chips. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,16 @@ static void test_backend_here(void)
     char note[512] = "";
     mq_error e;
     mq_backend_opts bo = {1};
+#ifdef __APPLE__
+    /* a Mac has the GPU: the backend opens and describes it, auto takes it
+     * (the smoke suite runs on it in tests/test_metal_standin.sh) */
+    mq_backend *g = mq_backend_open("auto", &bo, note, sizeof note, &e);
+    CHECK(g && !strcmp(g->name, "metal") && !strncmp(g->device, "Apple ", 6),
+          "expected auto to take this Mac's GPU (metal, an Apple device), got %s '%s' (%s)",
+          g ? g->name : "NULL", g ? g->device : "", g ? note : e.msg);
+    mq_backend_close(g);
+    return;
+#endif
     mq_backend *m = mq_backend_metal_open(&bo, &e);
     const char *why = e.msg;
     CHECK(m == NULL && !strncmp(why, "unavailable: ", 13) && strstr(why, "Metal"),
