@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "grow.h"
 #include "objc_rt.h"
 
 #ifndef MQ_SOURCE_DIR
@@ -101,16 +102,20 @@ static int check_casts_in(const char *text, const char *what, check_cast_fn chec
     return bad;
 }
 
+/* A source file whole (NULL when it cannot be read); free() it. */
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    char *buf = calloc(1, 1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    (void)n;
+    mq_strbuf b = {0};
+    int rc = mq_sb_read(&b, f);
     fclose(f);
-    return buf;
+    if (rc) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
 }
 
 static void test_sources(check_cast_fn check)

@@ -17,8 +17,6 @@
 #define MAX_DISPATCHES 8
 #define SET_BYTES_MAX 4096 /* Apple: setBytes is for single-use data under 4 KB */
 
-mq_msl_buffer *so_buffer_storage(id buf); /* device.c */
-int so_pipeline_kernel(id pso, const mq_msl_module **m, const char **name, NSUInteger *max_threads);
 
 typedef struct {
     id pipeline;                          /* retained */

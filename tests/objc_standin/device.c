@@ -349,7 +349,6 @@ static NSUInteger device_working_set(id self, SEL cmd) { return (void)self, (voi
 static BOOL device_unified(id self, SEL cmd) { return (void)self, (void)cmd, 1; }
 
 SO_PROTO0(device_new_queue, id);
-id so_queue_new(void); /* commands.c */
 static id device_new_queue(id self, SEL cmd) { return (void)self, (void)cmd, so_queue_new(); }
 
 const so_method so_device_methods[] = {

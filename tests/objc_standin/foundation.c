@@ -136,9 +136,6 @@ static BOOL obj_responds(id self, SEL cmd, SEL sel)
     return (BOOL)so_responds(((so_object *)self)->cls, (const char *)sel);
 }
 
-/* Objects alloc can make: each allocatable class's instance layout. */
-size_t so_instance_size(const char *cls);
-
 static id cls_alloc(id self, SEL cmd)
 {
     (void)cmd;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grow.h"
 #include "standin.h"
 
 /* ---- Apple's declarations ------------------------------------------------ */
@@ -95,7 +96,7 @@ so_class *so_class_named(const char *name)
 /* The class table, from Apple's declarations (two passes: names, then bases). */
 static void make_classes(void)
 {
-    classes = calloc((size_t)NDECL_CLASSES + 8, sizeof *classes);
+    classes = calloc((size_t)NDECL_CLASSES, sizeof *classes);
     if (!classes)
         so_violation("out of memory");
     for (int i = 0; i < NDECL_CLASSES; i++) {
@@ -104,9 +105,8 @@ static void make_classes(void)
         snprintf(c->name, sizeof c->name, "%s", decl_classes[i].cls);
         for (int k = 0; allocatable[k]; k++)
             c->allocatable |= !strcmp(allocatable[k], c->name);
-        c->cf_type = nclasses;
+        c->cf_type = nclasses; /* CFGetTypeID's answer (CFNumber is NSNumber's twin) */
     }
-    /* CoreFoundation's types the IORegistry read uses, as Foundation's toll-free twins */
     for (int i = 0; i < nclasses; i++) {
         const char *base = decl_classes[i].base;
         classes[i].super = base && *base ? so_class_named(base) : NULL;
@@ -184,8 +184,8 @@ void so_release(void *obj)
 /* ---- autorelease pools --------------------------------------------------- */
 
 static _Thread_local so_object **pool_objs;
-static _Thread_local size_t pool_n, pool_cap;
-static _Thread_local size_t pool_marks[256];
+static _Thread_local int pool_n, pool_cap;
+static _Thread_local int pool_marks[256];
 static _Thread_local int pool_depth;
 
 void *so_autorelease(void *obj)
@@ -194,12 +194,8 @@ void *so_autorelease(void *obj)
     if (pool_depth == 0)
         so_violation("autorelease of a %s with no pool in place (it leaks on a Mac)",
                      ((so_object *)obj)->cls->name);
-    if (pool_n == pool_cap) {
-        pool_cap = pool_cap ? 2 * pool_cap : 256;
-        pool_objs = realloc(pool_objs, pool_cap * sizeof *pool_objs);
-        if (!pool_objs)
-            so_violation("out of memory");
-    }
+    if (pool_n == pool_cap && mq_grow(&pool_objs, &pool_cap, pool_n + 1, sizeof *pool_objs, 256))
+        so_violation("out of memory");
     pool_objs[pool_n++] = obj;
     return obj;
 }
@@ -217,7 +213,7 @@ void objc_autoreleasePoolPop(void *token)
     int depth = (int)(uintptr_t)token;
     if (depth < 1 || depth > pool_depth)
         so_violation("pop of autorelease pool %d, but %d are in place", depth, pool_depth);
-    size_t mark = pool_marks[depth - 1];
+    int mark = pool_marks[depth - 1];
     while (pool_n > mark)
         so_release(pool_objs[--pool_n]); /* releases may autorelease more: re-read n */
     pool_depth = depth - 1;
@@ -226,21 +222,20 @@ void objc_autoreleasePoolPop(void *token)
 /* ---- selectors and classes ------------------------------------------------ */
 
 static char **selectors;
-static size_t nselectors, cap_selectors;
+static int nselectors, cap_selectors;
 
 SEL sel_registerName(const char *name)
 {
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < nselectors; i++)
+    for (int i = 0; i < nselectors; i++)
         if (!strcmp(selectors[i], name)) {
             pthread_mutex_unlock(&lock);
             return selectors[i];
         }
-    if (nselectors == cap_selectors) {
-        cap_selectors = cap_selectors ? 2 * cap_selectors : 64;
-        selectors = realloc(selectors, cap_selectors * sizeof *selectors);
-    }
-    char *s = selectors ? strdup(name) : NULL;
+    if (nselectors == cap_selectors &&
+        mq_grow(&selectors, &cap_selectors, nselectors + 1, sizeof *selectors, 64))
+        so_violation("out of memory");
+    char *s = strdup(name);
     if (!s)
         so_violation("out of memory");
     selectors[nselectors++] = s;

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "msl_exec.h"
 #include "objc_rt.h"
 
 typedef void (*IMP)(void);
@@ -102,6 +103,15 @@ id so_array_new(const id *items, int n);  /* +1, the items retained */
 int so_dict_count(id d);            /* -1 when d is not an NSDictionary */
 void so_dict_at(id d, int i, id *key, id *value);
 int so_services_open(void);         /* IORegistry services not yet released */
+
+/* Metal's objects as the other files use them (device.c, commands.c). */
+size_t so_instance_size(const char *cls); /* what +alloc makes of a class; 0: nothing */
+id so_queue_new(void);                    /* +1 MTLCommandQueue */
+/* The module, kernel name and maximum threads of a compute pipeline; -1
+ * when pso is not one. */
+int so_pipeline_kernel(id pso, const mq_msl_module **m, const char **name,
+                       NSUInteger *max_threads);
+mq_msl_buffer *so_buffer_storage(id buf); /* an MTLBuffer's storage; NULL: not one */
 
 /* A C spelling ("id(const void *, NSUInteger)") in the generated table's
  * canonical form ("id(ptr,NSUInteger)"); -1 for a type it cannot name. */
