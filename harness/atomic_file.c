@@ -2,13 +2,29 @@
 #include <csv.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
+
+/* The process id in a temporary file's name past "BASE.tmp.": PID alone
+ * (links made by table_set.c) or PID.XXXXXX (mkstemp's); 0 when the name is
+ * not one of ours. */
+static long tmp_name_pid(const char *rest)
+{
+    char *end;
+    long pid = strtol(rest, &end, 10);
+    if (end == rest || pid <= 0)
+        return 0;
+    if (*end == '.' && strlen(end + 1) == 6)
+        return pid;
+    return *end ? 0 : pid;
+}
 
 int mq_clean_stale_tmp(const char *path)
 {
@@ -26,17 +42,18 @@ int mq_clean_stale_tmp(const char *path)
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (strncmp(e->d_name, base, bl) || strncmp(e->d_name + bl, ".tmp.", 5))
             continue;
-        char *end;
-        const char *digits = e->d_name + bl + 5;
-        long pid = strtol(digits, &end, 10);
-        if (end == digits || *end || pid <= 0 || pid == (long)getpid())
+        long pid = tmp_name_pid(e->d_name + bl + 5);
+        if (pid == 0 || pid == (long)getpid())
             continue;
         /* a live process may still be writing it; ESRCH: nobody will rename it */
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char p[4500];
+        struct stat sb;
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        removed += unlink(p) == 0;
+        /* only what a writer of ours leaves: a file, or a link (table_set.c's) */
+        if (lstat(p, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
+            removed += unlink(p) == 0;
     }
     closedir(d);
     return removed;
@@ -45,11 +62,38 @@ int mq_clean_stale_tmp(const char *path)
 FILE *mq_atomic_open(const char *path, char *tmp, size_t n, char *err, size_t errlen)
 {
     mq_clean_stale_tmp(path);
-    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    if ((size_t)snprintf(tmp, n, "%s.tmp.%d.XXXXXX", path, (int)getpid()) >= n) {
+        snprintf(err, errlen, "%.200s...: the path is too long", path);
+        return NULL;
+    }
+    /* mkstemp: a name nobody can guess ahead, opened O_EXCL, so neither an
+     * existing file nor a planted link is ever written through */
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+        return NULL;
+    }
+    mode_t mask = umask(0); /* mkstemp's 0600 would carry over the rename */
+    umask(mask);
+    FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+    }
     return f;
+}
+
+/* The OS error behind a stream's error flag: stdio keeps none, and drops
+ * the buffer that failed, so one byte more is written and flushed (the
+ * temporary file is thrown away anyway): a full disk says ENOSPC again. */
+static int stream_errno(FILE *f)
+{
+    clearerr(f);
+    errno = 0;
+    if (fputc('\n', f) != EOF && fflush(f) == 0)
+        return EIO;
+    return errno ? errno : EIO;
 }
 
 int mq_atomic_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
@@ -57,7 +101,7 @@ int mq_atomic_commit(FILE *f, const char *tmp, const char *path, char *err, size
     int e = 0;
     /* the first failure's errno: a full disk shows at fflush or fsync */
     if (ferror(f))
-        e = EIO;
+        e = stream_errno(f);
     if (fflush(f) && !e)
         e = errno;
     if (fsync(fileno(f)) && !e)
@@ -84,6 +128,48 @@ void mq_atomic_abort(FILE *f, const char *tmp)
     if (f)
         fclose(f);
     unlink(tmp);
+}
+
+int mq_append_open(const char *path, int *created, char *err, size_t errlen)
+{
+    *created = 0;
+    int fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        *created = fd >= 0;
+        if (fd < 0 && errno == EEXIST) /* made in between by another writer */
+            fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open for appending: %s", path,
+                 errno == ELOOP ? "it is a symbolic link (not followed)" : strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    const char *why = NULL;
+    if (fstat(fd, &sb))
+        why = strerror(errno);
+    else if (!S_ISREG(sb.st_mode))
+        why = "not a regular file";
+    else if (flock(fd, LOCK_EX | LOCK_NB))
+        why = errno == EWOULDBLOCK ? "another process is appending to it (its lock is held); "
+                                     "wait for it or write another file"
+                                   : strerror(errno);
+    if (why) {
+        snprintf(err, errlen, "%s: cannot open for appending: %s", path, why);
+        mq_append_abort(fd, path, *created);
+        *created = 0;
+        return -1;
+    }
+    return fd;
+}
+
+void mq_append_abort(int fd, const char *path, int created)
+{
+    if (created) /* still ours alone (locked): nothing of it may stay */
+        unlink(path);
+    if (fd >= 0)
+        close(fd);
 }
 
 int mq_append_row(int fd, const char *path, const char *row, size_t len, char *err,

@@ -1,9 +1,12 @@
 /* atomic_file.h - writing files so that nothing already written is lost or
- * half-overwritten:
- *  - whole files: written to PATH.tmp.PID, fsynced, renamed over PATH, so
+ * half-overwritten, and nothing is written through a link:
+ *  - whole files: written to PATH.tmp.PID.XXXXXX (mkstemp: O_EXCL, so never
+ *    an existing file or a planted link), fsynced, renamed over PATH, so
  *    readers see the old contents or the new, never half of either; the
  *    temporary files of processes that died before their rename are removed
  *    by the next writer of the same file;
+ *  - appended files are opened without following a link, must be regular
+ *    files, and are locked (flock) so that a second writer is refused;
  *  - files appended row by row (results, history): each row goes in whole or
  *    not at all (a failed or short write is cut back off), and a torn last
  *    row left by a crash is cut off before the next row is appended. */
@@ -13,7 +16,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Open PATH.tmp.PID for writing (its name goes to tmp). NULL and a message
+/* Create PATH.tmp.PID.XXXXXX (mkstemp) for writing, with the mode a new
+ * file gets under the umask (its name goes to tmp). NULL and a message
  * naming the file when it cannot be created. */
 FILE *mq_atomic_open(const char *path, char *tmp, size_t n, char *err, size_t errlen);
 /* Flush, fsync, close and rename over path. On any failure the temporary
@@ -23,7 +27,17 @@ int mq_atomic_commit(FILE *f, const char *tmp, const char *path, char *err, size
 /* Give up: close and remove the temporary file. */
 void mq_atomic_abort(FILE *f, const char *tmp);
 
-/* Remove PATH.tmp.PID files next to path whose process is gone (a writer
+/* Open path for appending rows, as its only writer: O_APPEND, never through
+ * a symbolic link (O_NOFOLLOW), created (O_EXCL) when absent (*created = 1),
+ * refused when it is not a regular file, and locked with flock(LOCK_EX |
+ * LOCK_NB): a second writer gets "PATH: cannot open for appending: another
+ * process is appending to it ...". The lock lasts until the descriptor is
+ * closed. The descriptor, or -1 with a message naming the file. */
+int mq_append_open(const char *path, int *created, char *err, size_t errlen);
+/* Close fd (-1: nothing) and remove path when this process created it. */
+void mq_append_abort(int fd, const char *path, int created);
+
+/* Remove PATH.tmp.PID[.XXXXXX] files next to path whose process is gone (a writer
  * killed between its write and its rename). Returns how many were removed. */
 int mq_clean_stale_tmp(const char *path);
 

@@ -45,27 +45,46 @@ static void put_num(mq_strbuf *b, const char *fmt, double v)
     put_field(b, s, 0);
 }
 
+/* The header of a results file: the schema line and the column names. */
+static int format_header(mq_strbuf *b)
+{
+    char schema[64];
+    snprintf(schema, sizeof schema, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
+    if (mq_sb_reserve(b, strlen(schema) + 1))
+        return -1;
+    b->len = (size_t)snprintf(b->s, b->cap, "%s", schema);
+    for (int i = 0; i < NCOL; i++)
+        put_field(b, columns[i], i == NCOL - 1);
+    return b->oom ? -1 : 0;
+}
+
 int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     w->fd = -1;
     snprintf(w->path, sizeof w->path, "%s", path);
+    /* locked before it is read: a second bench on the file is refused here,
+     * not left to replace the header under the first one's rows */
+    int created;
+    int fd = mq_append_open(path, &created, err, errlen);
+    if (fd < 0)
+        return -1;
     struct stat sb;
-    int fresh = stat(path, &sb) != 0 || sb.st_size == 0;
-    if (!fresh) {
+    if (fstat(fd, &sb)) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        mq_append_abort(fd, path, created);
+        return -1;
+    }
+    if (sb.st_size > 0) {
         mq_results rs;
-        if (mq_results_load(path, &rs, err, errlen))
+        if (mq_results_load(path, &rs, err, errlen)) {
+            mq_append_abort(fd, path, created);
             return -1;
+        }
         w->kept_rows = rs.n;
         mq_results_free(&rs);
-    } else if (mq_results_write(path, NULL, 0, err, errlen)) { /* the header alone */
-        return -1;
     }
-    w->fd = open(path, O_RDWR | O_APPEND);
-    if (w->fd < 0) {
-        snprintf(err, errlen, "%s: cannot open for appending: %s", path, strerror(errno));
-        return -1;
-    }
+    w->fd = fd;
     /* a torn last row (a crash mid-write) goes before anything is appended */
     long cut = mq_cut_torn_tail(w->fd, path, err, errlen);
     if (cut < 0) {
@@ -73,6 +92,18 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
         return -1;
     }
     w->cut_bytes = cut;
+    if (fstat(fd, &sb) == 0 && sb.st_size == 0) { /* new or empty: the header, whole */
+        mq_strbuf b = {0};
+        int rc = format_header(&b) ? -1 : mq_append_row(fd, path, b.s, b.len, err, errlen);
+        if (b.oom)
+            snprintf(err, errlen, "%s: out of memory", path);
+        free(b.s);
+        if (rc) {
+            mq_append_abort(fd, path, created);
+            w->fd = -1;
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -144,9 +175,7 @@ int mq_results_write(const char *path, const mq_result *const *rows, int n, char
     if (!f)
         return -1;
     mq_strbuf b = {0};
-    for (int i = 0; i < NCOL; i++)
-        put_field(&b, columns[i], i == NCOL - 1);
-    fprintf(f, "# mq results, schema %d\n", MQ_RESULTS_SCHEMA);
+    format_header(&b);
     for (int i = 0; i <= n && !b.oom; i++) {
         fwrite(b.s, 1, b.len, f);
         b.len = 0;
