@@ -147,17 +147,21 @@ int mq_append_open(const char *path, int *created, char *err, size_t errlen)
     }
     struct stat sb;
     const char *why = NULL;
+    int locked_out = 0;
     if (fstat(fd, &sb))
         why = strerror(errno);
     else if (!S_ISREG(sb.st_mode))
         why = "not a regular file";
-    else if (flock(fd, LOCK_EX | LOCK_NB))
-        why = errno == EWOULDBLOCK ? "another process is appending to it (its lock is held); "
-                                     "wait for it or write another file"
-                                   : strerror(errno);
+    else if (flock(fd, LOCK_EX | LOCK_NB)) {
+        locked_out = errno == EWOULDBLOCK;
+        why = locked_out ? "another process is appending to it (its lock is held); wait for "
+                           "it or write another file"
+                         : strerror(errno);
+    }
     if (why) {
         snprintf(err, errlen, "%s: cannot open for appending: %s", path, why);
-        mq_append_abort(fd, path, *created);
+        /* a file this call created but another writer locked first is theirs */
+        mq_append_abort(fd, path, *created && !locked_out);
         *created = 0;
         return -1;
     }

@@ -1,5 +1,6 @@
 /* cli.c - see cli.h. */
 #include <errno.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,27 +98,55 @@ int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen)
     return 0;
 }
 
+/* A path the OS would refuse part-way: longer than PATH_MAX in all, or a
+ * component longer than NAME_MAX. Said before any directory is made, so a
+ * long path never leaves half its directories behind. */
+static int path_fits(const char *path, char *err, size_t errlen)
+{
+    size_t len = strlen(path), comp = 0;
+    if (len >= 4096) {
+        snprintf(err, errlen, "%.60s...: the path is %zu bytes long (at most 4095)", path, len);
+        return -1;
+    }
+    for (const char *p = path; *p; p++) {
+        comp = *p == '/' ? 0 : comp + 1;
+        if (comp > 255) {
+            snprintf(err, errlen, "%.60s...: a name in the path is longer than 255 bytes",
+                     path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int mq_make_parent_dirs(const char *path, char *err, size_t errlen)
 {
     char buf[4200];
-    if (strlen(path) >= sizeof buf) {
-        snprintf(err, errlen, "%.60s...: path too long", path);
+    if (path_fits(path, err, errlen))
         return -1;
-    }
     snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
+    /* the directories made here, undone (deepest first) when a later one fails */
+    short made[2048];
+    int nmade = 0, rc = 0;
+    for (char *p = buf + 1; *p && !rc; p++) {
+        if (*p != '/' || p[-1] == '/')
             continue;
         *p = '\0';
         struct stat sb;
-        if (mkdir(buf, 0755) && (errno != EEXIST || stat(buf, &sb) || !S_ISDIR(sb.st_mode))) {
+        if (mkdir(buf, 0755) == 0) {
+            made[nmade++] = (short)(p - buf);
+        } else if (errno != EEXIST || stat(buf, &sb) || !S_ISDIR(sb.st_mode)) {
             snprintf(err, errlen, "%s: cannot create the directory: %s", buf,
                      errno == EEXIST ? "a file of that name is in the way" : strerror(errno));
-            return -1;
+            rc = -1;
         }
         *p = '/';
     }
-    return 0;
+    while (rc && nmade > 0) {
+        buf[made[--nmade]] = '\0';
+        rmdir(buf);
+    }
+    return rc;
 }
 
 int mq_cli_add_shape(const char *v, void *list, char *err, size_t errlen)

@@ -7,6 +7,7 @@
 
 #include "measure.h"
 #include "probes.h"
+#include "weight_cache.h"
 
 static int sample_rows(int M, int *rows)
 {
@@ -116,92 +117,13 @@ static float *float_weights(size_t n)
     return buf;
 }
 
-/* Quantized weights kept in files between processes: with MQ_WEIGHT_CACHE=DIR,
- * bench stores each weight set it quantizes in DIR/FORMAT-NxK-gG.w and later
- * processes read it back instead of quantizing again (the nightly's A/B
- * rounds set up the same weights in every process; each side and night has
- * its own DIR, so a build never reads another's). A file that does not
- * match is ignored. */
-typedef struct {
-    char magic[8];
-    int32_t format, K, N, group, n_levels;
-    uint64_t bytes[8];
-} weight_file_head;
-
-static void weight_cache_path(const mq_problem *p, char *path, size_t n)
-{
-    const char *d = getenv("MQ_WEIGHT_CACHE");
-    if (!d || !*d) {
-        path[0] = '\0';
-        return;
-    }
-    snprintf(path, n, "%s/%s-%dx%d-g%d.w", d, mq_format_name(p->format), p->N, p->K, p->group);
-}
-
-static int weight_cache_load(const mq_problem *p, mq_weights *w)
-{
-    char path[4200];
-    weight_cache_path(p, path, sizeof path);
-    FILE *f = path[0] ? fopen(path, "rb") : NULL;
-    if (!f)
-        return -1;
-    weight_file_head h;
-    mq_error e;
-    memset(w, 0, sizeof *w); /* owned = 0 until allocated: nothing to free on a bad header */
-    int ok = fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.magic, "mqwset1", 8) &&
-             h.format == (int32_t)p->format && h.K == p->K && h.N == p->N && h.group == p->group &&
-             mq_weights_alloc(w, p->format, p->K, p->N, p->group, &e) == MQ_OK;
-    if (ok && mq_format_is_trellis(p->format)) {
-        ok = h.n_levels >= 1 && h.n_levels <= w->n_levels;
-        w->n_levels = h.n_levels;
-    }
-    void **field[8];
-    size_t bytes[8];
-    int nf = ok ? mq_weights_fields(w, field, bytes) : 0;
-    for (int i = 0; ok && i < nf; i++)
-        ok = bytes[i] == h.bytes[i] && (!bytes[i] || fread(*field[i], bytes[i], 1, f) == 1);
-    fclose(f);
-    if (!ok && w->owned)
-        mq_weights_free(w);
-    return ok ? 0 : -1;
-}
-
-static void weight_cache_store(const mq_problem *p, const mq_weights *w)
-{
-    char path[4200], tmp[4300];
-    weight_cache_path(p, path, sizeof path);
-    if (!path[0])
-        return;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return;
-    weight_file_head h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, "mqwset1", 8);
-    h.format = (int32_t)p->format;
-    h.K = p->K;
-    h.N = p->N;
-    h.group = p->group;
-    h.n_levels = w->n_levels;
-    void **field[8];
-    size_t bytes[8];
-    int nf = mq_weights_fields(w, field, bytes);
-    for (int i = 0; i < nf; i++)
-        h.bytes[i] = bytes[i];
-    int ok = fwrite(&h, sizeof h, 1, f) == 1;
-    for (int i = 0; ok && i < nf; i++)
-        ok = !bytes[i] || fwrite(*field[i], bytes[i], 1, f) == 1;
-    ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
-    if (!ok)
-        unlink(tmp);
-}
-
 /* The problem's weights: reproducible pseudo-random floats, quantized to
  * its format (or read back from MQ_WEIGHT_CACHE). */
 static int quantized_weights(const mq_problem *p, mq_weights *w0, mq_error *err)
 {
-    if (weight_cache_load(p, w0) == 0)
+    char cache[4200];
+    mq_weight_cache_path(p, cache, sizeof cache);
+    if (mq_weight_cache_read(cache, p, w0) == 0)
         return 0;
     float *W = float_weights((size_t)p->K * p->N);
     if (!W)
@@ -213,7 +135,7 @@ static int quantized_weights(const mq_problem *p, mq_weights *w0, mq_error *err)
     }
     if (mq_quantize(p->format, W, p->K, p->N, p->group, NULL, w0, err))
         return -1;
-    weight_cache_store(p, w0);
+    mq_weight_cache_write(cache, p, w0);
     return 0;
 }
 

@@ -150,6 +150,14 @@ static int load_file(const char *path, const int *ms, int nms, mq_suite *out, ch
             snprintf(err, errlen, "%s:%d: %d fields, the header has %d", path, r->line,
                      r->nfields, t.rows[0].nfields);
             rc = -1;
+        } else if (strlen(r->fields[cm]) >= sizeof out->s->model ||
+                   strlen(r->fields[cl]) >= sizeof out->s->layer) {
+            int m = strlen(r->fields[cm]) >= sizeof out->s->model;
+            snprintf(err, errlen, "%s:%d: %s '%.40s%s' is longer than %zu characters", path,
+                     r->line, m ? "model" : "layer", r->fields[m ? cm : cl],
+                     strlen(r->fields[m ? cm : cl]) > 40 ? "..." : "",
+                     sizeof out->s->model - 1);
+            rc = -1;
         } else if (parse_dim(r->fields[cn], &N) || parse_dim(r->fields[ck], &K)) {
             snprintf(err, errlen, "%s:%d: N and K must be positive integers", path, r->line);
             rc = -1;

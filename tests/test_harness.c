@@ -597,6 +597,27 @@ static void test_weight_cache(void)
         CHECK(mq_bench_problem_setup(&b, &p, 0, NULL, 0, &e) == 0 && b.copies[0].K == 256,
               "a damaged file is ignored and the weights quantized again: %s", e.msg);
         mq_bench_problem_free(&b);
+        /* a good header over a damaged body (every byte past it 0xff: NaN
+         * scales): ignored too, the set quantized again equal to the first */
+        t = fopen(path, "r+b");
+        long size = 0;
+        if (t && fseek(t, 0, SEEK_END) == 0 && (size = ftell(t)) > 200 && fseek(t, 150, SEEK_SET) == 0)
+            for (long i = 150; i < size; i++)
+                fputc(0xff, t);
+        if (t)
+            fclose(t);
+        int again = mq_bench_problem_setup(&b, &p, 0, NULL, 0, &e) == 0;
+        CHECK(again, "%s: a file with a good header and a damaged body is ignored, not an "
+                     "error: %s", mq_format_name(fs[f]), again ? "ok" : e.msg);
+        if (again) {
+            mq_weights_fields(&b.copies[0], fb, bb);
+            same = 1;
+            for (int i = 0; i < nf; i++)
+                same = same && ba[i] == bb[i] && (!ba[i] || !memcmp(*fa[i], *fb[i], ba[i]));
+            CHECK(same, "%s: expected the damaged body's set quantized again, equal to the first",
+                  mq_format_name(fs[f]));
+            mq_bench_problem_free(&b);
+        }
         mq_bench_problem_free(&a);
     }
     unsetenv("MQ_WEIGHT_CACHE");

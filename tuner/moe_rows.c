@@ -91,8 +91,8 @@ int mq_moe_table_entries(const char *path, const char *backend, const char *devi
         char **f = row->fields;
         if (strcmp(f[col[C_PATH]], "fused") || strcmp(f[col[C_ST]], "ok"))
             continue;
-        if (strcmp(f[col[C_BE]], backend) ||
-            strcmp(f[col[C_DEV]], device) || (!device[0] && strcmp(f[col[C_HOST]], host))) {
+        if (backend && (strcmp(f[col[C_BE]], backend) ||
+            strcmp(f[col[C_DEV]], device) || (!device[0] && strcmp(f[col[C_HOST]], host)))) {
             elsewhere++;
             continue;
         }
@@ -120,6 +120,10 @@ int mq_moe_table_entries(const char *path, const char *backend, const char *devi
             picks[n++] = r;
         else if (r.expected_s < picks[k].expected_s)
             picks[k] = r;
+    }
+    if (!backend) { /* read and checked: that is all that was asked */
+        rc = 0;
+        goto done;
     }
     if (!n) {
         snprintf(err, errlen, "%s: no verified, timed fused rows of backend %s%s%s%s (%d rows "

@@ -14,7 +14,9 @@
  * with the same candidate merged. Only rows measured where tune measures
  * count: the same backend and, for the CPU model, the same host, for a
  * device, the same device name. Returns the count (> 0) with *out to
- * free(), or -1 and a message naming the file (and line) at fault. */
+ * free(), or -1 and a message naming the file (and line) at fault.
+ * backend NULL: only check that the file reads (every fused row parses),
+ * before anything is probed or created; returns 0 and *out stays NULL. */
 int mq_moe_table_entries(const char *path, const char *backend, const char *device,
                          const char *host, mq_table_entry **out, char *err, size_t errlen);
 

@@ -16,30 +16,63 @@
 
 const char *const mq_table_set_files[4] = {"table.csv", "table.h", "model.csv", "chip.csv"};
 
-/* Remove a generation directory and the files in it (no subdirectories). */
+/* Is name one of ours: GEN (STAMP-PID) or GEN-before, as begin and
+ * adopt_plain_files make them. Anything else in tables/ (a user's file, a
+ * planted `current -> ..`) is never cleaned up, deleted through or
+ * published over. */
+static int is_generation_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 18 || n > 64 || name[0] < '0' || name[0] > '9')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || name[i] == 'T' || name[i] == 'Z' ||
+              name[i] == '-' || (name[i] >= 'a' && name[i] <= 'z')))
+            return 0;
+    return 1;
+}
+
+/* Remove a generation directory: the set's files in it (and temporary files
+ * of killed writers), never through a link, never a subdirectory; the
+ * directory goes only when nothing else is left in it. */
 static void remove_gen(const char *path)
 {
+    const char *slash = strrchr(path, '/');
+    struct stat sb;
+    if (!is_generation_name(slash ? slash + 1 : path) || lstat(path, &sb) ||
+        !S_ISDIR(sb.st_mode))
+        return;
     DIR *d = opendir(path);
     if (d) {
         for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
+            int ours = strstr(e->d_name, ".tmp.") != NULL;
+            for (int i = 0; i < 4; i++)
+                ours |= !strcmp(e->d_name, mq_table_set_files[i]);
             char p[4500];
             snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-            unlink(p);
+            if (ours && lstat(p, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
+                unlink(p);
         }
         closedir(d);
     }
     rmdir(path);
 }
 
-/* The generation `current` names ("" when none). */
-static void current_gen(const char *dir, char *gen, size_t n)
+/* The generation `current` names ("" when none); -1 when `current` is
+ * there but is not a link to a generation of this directory. */
+static int current_gen(const char *dir, char *gen, size_t n)
 {
-    char link[4200];
+    char link[4200], path[4500];
     snprintf(link, sizeof link, "%s/tables/current", dir);
     ssize_t len = readlink(link, gen, n - 1);
     gen[len > 0 ? len : 0] = '\0';
+    struct stat sb;
+    if (len < 0)
+        return lstat(link, &sb) == 0 ? -1 : 0; /* a file or directory in its place */
+    snprintf(path, sizeof path, "%s/tables/%s", dir, gen);
+    if (!is_generation_name(gen) || lstat(path, &sb) || !S_ISDIR(sb.st_mode))
+        return -1;
+    return 0;
 }
 
 static int fsync_path(const char *path, int flags)
@@ -59,10 +92,19 @@ int mq_table_set_begin(const char *dir, mq_table_set *ts, char *err, size_t errl
     snprintf(ts->dir, sizeof ts->dir, "%s", dir);
     char tables[4200], lock[4300];
     snprintf(tables, sizeof tables, "%s/tables/", dir);
+    /* a `current` that is not ours: refused before anything is cleaned up
+     * or measured, and never deleted through */
+    char cur[256];
+    if (current_gen(dir, cur, sizeof cur)) {
+        snprintf(err, errlen, "%scurrent: not a link to a table generation of this directory "
+                              "(it names '%s'); move it away or use another --out-dir",
+                 tables, cur);
+        return -1;
+    }
     if (mq_make_parent_dirs(tables, err, errlen))
         return -1;
     snprintf(lock, sizeof lock, "%s/tables/.lock", dir);
-    ts->lock_fd = open(lock, O_RDWR | O_CREAT, 0644);
+    ts->lock_fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (ts->lock_fd < 0) {
         snprintf(err, errlen, "%s: cannot create: %s", lock, strerror(errno));
         return -1;
@@ -75,20 +117,20 @@ int mq_table_set_begin(const char *dir, mq_table_set *ts, char *err, size_t errl
         ts->lock_fd = -1;
         return -1;
     }
+    if (current_gen(dir, cur, sizeof cur)) { /* planted in between: read again under the lock */
+        snprintf(err, errlen, "%scurrent: not a link to a table generation of this directory",
+                 tables);
+        mq_table_set_end(ts);
+        return -1;
+    }
     /* what killed runs left: every generation but the published one */
-    char cur[256];
-    current_gen(dir, cur, sizeof cur);
     DIR *d = opendir(tables);
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, "current") || !strcmp(e->d_name, cur))
+        if (!is_generation_name(e->d_name) || !strcmp(e->d_name, cur))
             continue;
         char p[4500];
         snprintf(p, sizeof p, "%s%s", tables, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-            remove_gen(p);
-        else if (strstr(e->d_name, ".tmp."))
-            unlink(p);
+        remove_gen(p);
     }
     if (d)
         closedir(d);
@@ -131,12 +173,22 @@ static int link_into_place(const char *target, const char *path, char *err, size
         if (!strcmp(have, target))
             return 0;
     }
+    /* PATH.tmp.PID.XXXXXX as mkstemp names files: symlink(2) never
+     * replaces what is there, so a name taken (planted) is passed over */
     char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    unlink(tmp);
-    if (symlink(target, tmp) || rename(tmp, path)) {
+    static unsigned salt;
+    int made = -1;
+    for (int tries = 0; tries < 64 && made; tries++) {
+        salt = salt * 1103515245u + 12345u + (unsigned)time(NULL) + (unsigned)getpid();
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d.%06x", path, (int)getpid(), (salt >> 8) & 0xffffff);
+        made = symlink(target, tmp);
+        if (made && errno != EEXIST)
+            break;
+    }
+    if (made || rename(tmp, path)) {
         snprintf(err, errlen, "%s: cannot link it to %s: %s", path, target, strerror(errno));
-        unlink(tmp);
+        if (!made)
+            unlink(tmp);
         return -1;
     }
     return 0;
@@ -221,7 +273,12 @@ int mq_table_set_commit(mq_table_set *ts, char *err, size_t errlen)
         return -1;
     }
     char prev[256], cur[4300];
-    current_gen(ts->dir, prev, sizeof prev);
+    if (current_gen(ts->dir, prev, sizeof prev)) { /* planted after begin */
+        snprintf(err, errlen, "%s/tables/current: not a link to a table generation of this "
+                              "directory (it names '%s'); nothing was published",
+                 ts->dir, prev);
+        return -1;
+    }
     if (!prev[0] && adopt_plain_files(ts, prev, sizeof prev, err, errlen))
         return -1;
     snprintf(cur, sizeof cur, "%s/tables/current", ts->dir);
@@ -234,7 +291,7 @@ int mq_table_set_commit(mq_table_set *ts, char *err, size_t errlen)
         return -1;
     snprintf(p, sizeof p, "%s/tables", ts->dir);
     fsync_path(p, O_RDONLY | O_DIRECTORY);
-    if (prev[0] && strcmp(prev, ts->gen) && !strchr(prev, '/')) {
+    if (prev[0] && strcmp(prev, ts->gen)) {
         snprintf(p, sizeof p, "%s/tables/%s", ts->dir, prev);
         remove_gen(p);
     }

@@ -12,9 +12,11 @@
 #include "args.h"
 #include "cli.h"
 #include "model_store.h"
+#include "moe_rows.h"
 #include "table_check.h"
 #include "target.h"
 #include "tune_run.h"
+#include "version.h"
 
 #define MAX_FROM 4096
 
@@ -299,6 +301,12 @@ int main(int argc, char **argv)
      * interrupted run measured it: the probes vary between runs, and the
      * guided search's choices follow the chip's figures. --from-results
      * measures nothing: the chip alone */
+    mq_table_entry *moe_rows = NULL; /* --moe-results reads before the chip is probed */
+    if (o.t.moe_results &&
+        mq_moe_table_entries(o.t.moe_results, NULL, NULL, NULL, &moe_rows, err, sizeof err)) {
+        fprintf(stderr, "tune: --moe-results: %s\n", err);
+        return 2;
+    }
     mq_target t;
     mq_target_opts to = {o.chip, o.chips, "auto", o.threads,
                          o.t.resume && !o.check ? chip_path : NULL,
@@ -351,6 +359,20 @@ int main(int argc, char **argv)
         }
     } else if (load_suite(&o, t.measured, &suite)) {
         goto out;
+    }
+    if (o.t.moe_results && !measured) {
+        fprintf(stderr, "tune: --moe-results: %s's table is predicted; MoE rows come from "
+                        "moe-bench on the machine tune measures\n", t.chip.name);
+        goto out;
+    }
+    if (o.t.moe_results) { /* rows of this backend and machine, before anything is created */
+        int nmoe = mq_moe_table_entries(o.t.moe_results, t.be->name, t.be->device,
+                                        mq_host_name(), &moe_rows, err, sizeof err);
+        free(moe_rows);
+        if (nmoe < 0) {
+            fprintf(stderr, "tune: --moe-results: %s\n", err);
+            goto out;
+        }
     }
     if (o.model && measured) {
         fprintf(stderr, "tune: --model is for predicted chips; %s is measured here\n", o.chip);
