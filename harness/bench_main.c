@@ -165,7 +165,7 @@ int main(int argc, char **argv)
             mq_problem p = {(mq_format)f, j->shapes[s].M, j->shapes[s].N, j->shapes[s].K,
                             j->group};
             mq_error e;
-            if (mq_problem_check(&p, &e)) {
+            if (mq_problem_check(&p, &e) || mq_problem_fits_memory(&p, e.msg, sizeof e.msg)) {
                 fprintf(stderr, "bench: %s %s: %s\n", j->shapes[s].model, j->shapes[s].layer,
                         e.msg);
                 mq_suite_free(&suite);

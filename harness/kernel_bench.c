@@ -54,7 +54,8 @@ static void usage(FILE *f)
             "  --min-time S         seconds of timed runs per candidate (default 1.0)\n"
             "  --max-reps N         at most N timed runs per candidate (default 200)\n"
             "  --warm               no weight rotation (weights may stay cache-hot)\n"
-            "  --csv FILE           also write the rows as CSV (written atomically)\n"
+            "  --csv FILE           also write the rows as CSV (written atomically); the report\n"
+            "                       then comes once the file is in place\n"
             "  --probe-trials N     trials of each machine probe (default 5)\n"
             "  --help               this text\n\n"
             "examples:\n"
@@ -163,19 +164,24 @@ typedef struct {
     double gflops, weight_gbs, worst_ratio;
 } row;
 
+/* Where the report goes: stdout, or (with --csv) memory first, shown once
+ * the CSV is in place, so that a failure leaves its one line alone. */
+static FILE *report;
+
 static void print_row(const row *r, const mq_machine_probe *mp)
 {
     char name[128];
     mq_candidate_str(&r->c, name, sizeof name);
     if (strcmp(r->status, "ok")) {
-        printf("%-5s %4d %-52s %s\n", mq_format_name(r->p.format), r->p.M, name, r->status);
+        fprintf(report, "%-5s %4d %-52s %s\n", mq_format_name(r->p.format), r->p.M, name,
+                r->status);
         return;
     }
-    printf("%-5s %4d %-52s %9.3f %9.3f %9.3f %4d %8.1f %5.0f%% %7.1f %5.0f%%\n",
-           mq_format_name(r->p.format), r->p.M, name, r->t.median * 1e3, r->t.p10 * 1e3,
-           r->t.p90 * 1e3, r->t.n, r->gflops, 100 * r->gflops / mp->fma_gflops,
-           r->weight_gbs, 100 * r->weight_gbs / mp->read_gbs);
-    fflush(stdout);
+    fprintf(report, "%-5s %4d %-52s %9.3f %9.3f %9.3f %4d %8.1f %5.0f%% %7.1f %5.0f%%\n",
+            mq_format_name(r->p.format), r->p.M, name, r->t.median * 1e3, r->t.p10 * 1e3,
+            r->t.p90 * 1e3, r->t.n, r->gflops, 100 * r->gflops / mp->fma_gflops,
+            r->weight_gbs, 100 * r->weight_gbs / mp->read_gbs);
+    fflush(report);
 }
 
 static void csv_field(FILE *f, const char *s, int last)
@@ -257,7 +263,8 @@ int main(int argc, char **argv)
     for (int f = 0; f < MQ_FMT_COUNT; f++) /* bad shapes fail before any work */
         for (int s = 0; (o.formats & (1u << f)) && s < o.nshapes; s++) {
             mq_problem p = {(mq_format)f, o.shapes[s].M, o.shapes[s].N, o.shapes[s].K, o.group};
-            if (mq_problem_check(&p, &err)) {
+            if (mq_problem_check(&p, &err) ||
+                mq_problem_fits_memory(&p, err.msg, sizeof err.msg)) {
                 fprintf(stderr, "kernel-bench: %s\n", err.msg);
                 return 2;
             }
@@ -286,11 +293,19 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    printf("kernel-bench %s, %d threads, group %d, %s\n", date, threads, o.group,
+    char *report_buf = NULL;
+    size_t report_len = 0;
+    report = csv ? open_memstream(&report_buf, &report_len) : stdout;
+    if (!report) {
+        fprintf(stderr, "kernel-bench: out of memory\n");
+        mq_atomic_abort(csv, csv_tmp);
+        return 2;
+    }
+    fprintf(report, "kernel-bench %s, %d threads, group %d, %s\n", date, threads, o.group,
            o.warm ? "warm weights" : "weights rotated past the L3");
-    printf("machine: streaming read %.1f GB/s, FP32 FMA peak %.1f GFLOP/s (best of %d)\n\n",
+    fprintf(report, "machine: streaming read %.1f GB/s, FP32 FMA peak %.1f GFLOP/s (best of %d)\n\n",
            mp.read_gbs, mp.fma_gflops, o.probe_trials);
-    printf("%-5s %4s %-52s %9s %9s %9s %4s %8s %6s %7s %6s\n", "fmt", "M", "candidate",
+    fprintf(report, "%-5s %4s %-52s %9s %9s %9s %4s %8s %6s %7s %6s\n", "fmt", "M", "candidate",
            "median ms", "p10 ms", "p90 ms", "reps", "GFLOP/s", "%peak", "W GB/s", "%read");
     row *rows = calloc((size_t)o.nshapes * MQ_FMT_COUNT * MAX_CANDS, sizeof *rows);
     int nrows = 0;
@@ -306,6 +321,10 @@ int main(int argc, char **argv)
                 mq_backend_close(be);
                 free(rows);
                 mq_atomic_abort(csv, csv_tmp);
+                if (report != stdout) {
+                    fclose(report);
+                    free(report_buf);
+                }
                 return 2;
             }
             mq_candidate cands[MAX_CANDS];
@@ -329,7 +348,7 @@ int main(int argc, char **argv)
             if (best >= 0) {
                 char name[128];
                 mq_candidate_str(&rows[best].c, name, sizeof name);
-                printf("  best %s M=%d: %s  %.3f ms  %.1f GFLOP/s (%.0f%% of FMA peak)  "
+                fprintf(report, "  best %s M=%d: %s  %.3f ms  %.1f GFLOP/s (%.0f%% of FMA peak)  "
                        "%.1f GB/s of weights (%.0f%% of read bandwidth)\n\n",
                        mq_format_name(p.format), p.M, name, rows[best].t.median * 1e3,
                        rows[best].gflops, 100 * rows[best].gflops / mp.fma_gflops,
@@ -341,6 +360,12 @@ int main(int argc, char **argv)
     rc = 0;
     if (csv && write_csv(csv, csv_tmp, o.csv_path, rows, nrows, &mp))
         rc = 2;
+    if (report != stdout) { /* the CSV is in place: now the report */
+        fclose(report);
+        if (!rc)
+            fwrite(report_buf, 1, report_len, stdout);
+        free(report_buf);
+    }
     free(rows);
     mq_backend_close(be);
     return rc;

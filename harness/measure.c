@@ -117,6 +117,20 @@ static float *float_weights(size_t n)
     return buf;
 }
 
+int mq_problem_fits_memory(const mq_problem *p, char *err, size_t errlen)
+{
+    double kn = (double)p->K * p->N, need = kn * 4 + kn + (double)p->M * p->K * 6 +
+                                           (double)p->M * p->N * 12;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double have = pages > 0 && page > 0 ? (double)pages * page : 0;
+    if (have <= 0 || need <= have)
+        return 0;
+    snprintf(err, errlen, "needs %.1f GB of memory to set up (M=%d N=%d K=%d); this machine has "
+                          "%.1f GB",
+             need / 1e9, p->M, p->N, p->K, have / 1e9);
+    return -1;
+}
+
 /* The problem's weights: reproducible pseudo-random floats, quantized to
  * its format (or read back from MQ_WEIGHT_CACHE). */
 static int quantized_weights(const mq_problem *p, mq_weights *w0, mq_error *err)

@@ -32,6 +32,14 @@ typedef struct {
  * reference of the sampled rows. ms lists the token counts that will follow
  * for the same weights (may be NULL): their reference rows are computed in
  * the same pass over the weights. bp must be zeroed before its first use. */
+/* Whether p's setup (the float weights it quantizes, one quantized set,
+ * the activations, the reference and the output) fits in this machine's
+ * physical memory: 0, or -1 with "shape MxNxK needs X GB to set up, this
+ * machine has Y GB". Checked with the other inputs, before anything is
+ * created or timed, so a shape too large is bad input, not a failure
+ * half-way through a run. */
+int mq_problem_fits_memory(const mq_problem *p, char *err, size_t errlen);
+
 /* The device's last-level cache (a GPU's L2): cold runs rotate weight
  * copies past twice the larger of it and the host's. 0: the host's alone. */
 void mq_bench_set_device_cache(size_t bytes);

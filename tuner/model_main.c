@@ -472,6 +472,18 @@ static int do_public(const options *o)
         nfit += pf.f[i].role == MQ_PUBLIC_FIT;
         ncmp += pf.f[i].role == MQ_PUBLIC_COMPARE;
     }
+    /* the model is written before the report: an error is the only output */
+    if (o->out) {
+        char note[300];
+        snprintf(note, sizeof note,
+                 "defaults fitted on %d public figures of %s (%d more held out to check)", nfit,
+                 o->files[0], pf.n - nfit - ncmp);
+        if (mq_model_write(o->out, &m, "any", note, err, sizeof err)) {
+            fprintf(stderr, "model: %s\n", err);
+            mq_public_figures_free(&pf);
+            return 2;
+        }
+    }
     printf("public figures %s: %d (%d fit, %d check, %d compare)\n", o->files[0], pf.n, nfit,
            pf.n - nfit - ncmp, ncmp);
     for (int k = 0; k < MQ_PUBLIC_NFIT; k++) {
@@ -534,16 +546,6 @@ static int do_public(const options *o)
         printf("  line %d: %s\n", pf.f[i].line, pf.f[i].source);
     if (within < nchk || agree < pairs)
         rc = 1;
-    if (o->out) {
-        char note[300];
-        snprintf(note, sizeof note,
-                 "defaults fitted on %d public figures of %s (%d more held out to check)", nfit,
-                 o->files[0], pf.n - nfit - ncmp);
-        if (mq_model_write(o->out, &m, "any", note, err, sizeof err)) {
-            fprintf(stderr, "model: %s\n", err);
-            rc = 2;
-        }
-    }
     free(pred);
     mq_public_figures_free(&pf);
     return rc;

@@ -184,7 +184,7 @@ static int load_suite(const options *o, int measured, mq_suite *suite)
             mq_problem p = {(mq_format)f, suite->s[s].M, suite->s[s].N, suite->s[s].K,
                             o->t.group};
             mq_error e;
-            if (mq_problem_check(&p, &e)) {
+            if (mq_problem_check(&p, &e) || mq_problem_fits_memory(&p, e.msg, sizeof e.msg)) {
                 fprintf(stderr, "tune: %s %s: %s\n", suite->s[s].model, suite->s[s].layer,
                         e.msg);
                 return 2;

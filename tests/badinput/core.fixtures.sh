@@ -31,3 +31,8 @@ printf '%s\nm3max,u4,64,12,2560,2560,mlx_qmm_splitk,32,4096,32,0,1,0.079,fit,"x"
 rm -rf foreign/m4
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,200,0.4\n' > route.csv   # an expert out of range
 
+printf 'model,layer,N,K\nabcdefghijabcdefghijabcdefghij12,q,64,256\n' > longname.csv   # 32 characters
+printf 'model,layer,N,K\nhuge,w,16777216,16777216\n' > hugesuite.csv            # no machine holds it
+mkdir -p planted/tables && printf 'keep\n' > planted/precious.txt
+ln -s .. planted/tables/current                                           # tune must not delete through it
+ln -s good.csv linked.csv                                                 # appended only if not a link
