@@ -146,10 +146,17 @@ static void write_cache(const char *path, const char *data, size_t n)
             *q = '/';
         }
     mkdir(dir, 0755);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
+    /* mkstemp: O_EXCL under a name nobody can guess, never through a link */
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d.XXXXXX", path, (int)getpid());
+    int fd = mkstemp(tmp);
+    if (fd < 0)
         return;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return;
+    }
     int bad = fwrite(data, 1, n, f) != n;
     if (fclose(f) || bad || rename(tmp, path))
         unlink(tmp);

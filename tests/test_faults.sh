@@ -20,7 +20,8 @@
 # usage: test_faults.sh BUILD_DIR [tmpfs-part RESULTS_FILE]
 #   (the library: MQ_FAULT_LIB, else BUILD_DIR/tests/libfault_inject.so or .dylib)
 B=${1:-build}
-. "$(dirname "$0")/../scripts/portable.sh"
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/portable.sh"
 passed=0; failed=0; skipped=0
 check() { # check "description" command...
     desc=$1; shift
@@ -117,6 +118,14 @@ if [ "${2:-}" = "tmpfs-part" ]; then
     err=$("$B/plot" occupancy --chip m4max --shape 1x4096x14336 --out "$mnt/p" 2>&1); rc=$?
     check "plot on a full disk exits 2 (got $rc)" [ "$rc" -eq 2 ]
     check "and says the disk is full: '$err'" has "$err" "the disk is full"
+    # a whole file larger than stdio's buffer: its first failed write sets
+    # only the stream's error flag; the message still names the OS's error
+    # (No space left on device, not EIO), and nothing is left behind
+    err=$("$B/model" public "$root/harness/public-figures.csv" --out "$mnt/m.csv" 2>&1 >/dev/null); rc=$?
+    check "model public --out on a full disk exits 2 (got $rc)" [ "$rc" -eq 2 ]
+    check "and names the OS error in one line: '$err'" \
+        sh -c '[ "$(printf "%s\n" "$1" | grep -c .)" -eq 1 ] && printf "%s" "$1" | grep -q "m.csv: cannot write: No space left on device"' _ "$err"
+    check "and leaves no file, temporary or not: '$(ls "$mnt" | grep m.csv)'" [ -z "$(ls "$mnt" | grep m.csv)" ]
     rm -f "$mnt/fill"
     "$B/tune" --chip m4max --suite smoke --m 1,16 --out-dir "$mnt/t" >/dev/null 2>&1; rc=$?
     check "with room again tune publishes (rc $rc), leaving one generation" \
@@ -150,7 +159,6 @@ else
     fi
 fi
 rm -f "$part"
-
 # ---- 2. a kill at each rename ----------------------------------------------
 visible_set_ok() { # DIR OLD-SUMS: the four files are the old set, or they resolve
     d=$1             # into one directory, all there, table.h with table.csv's rows
