@@ -146,6 +146,7 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 	  "tests/test_metal_standin.sh $(BUILD)" $(MSGSEND_ABI) tests/test_msgsend_arm64.sh \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
+	  "tests/test_hostile.sh $(BUILD)" tests/check_files.sh \
 	  "tests/test_sweep.sh $(BUILD)" \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
@@ -166,7 +167,8 @@ portable:
 # libFuzzer targets, one per parser (tests/fuzz/), under ASan + UBSan with
 # clang; `make fuzz-run` runs each FUZZ_SECONDS seconds from seed corpora of
 # the committed files (scripts/fuzz.sh)
-FUZZ_TARGETS = results table chips suite model compare cli public
+FUZZ_TARGETS = results table chips suite model compare cli public \
+               manifest merge moe_results routing weight_cache
 FUZZ_SECONDS ?= 5
 fuzz: deps
 	$(MAKE) BUILD=build-fuzz CC=clang OPT=-O1 \

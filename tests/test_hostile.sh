@@ -22,15 +22,12 @@ printf 'outside, must stay\n' > outside.txt
 sum0=$($MQ_SHA256 outside.txt)
 outside_kept() { [ "$($MQ_SHA256 outside.txt)" = "$sum0" ]; }
 
-# plant NAME.tmp.PID (and NAME.tmp.PID.*) links to outside.txt for the next
-# 300 process ids: the names a writer of predictable temporary files takes
+# plant NAME.tmp.PID links to outside.txt for the next 400 process ids (the
+# names a writer of predictable temporary files takes), in one process so
+# that planting does not use up the ids it plants
 plant() {
-    next=$(sh -c 'echo $$')
-    i=0
-    while [ $i -lt 300 ]; do
-        ln -s "$d/outside.txt" "$1.tmp.$((next + i))" 2>/dev/null
-        i=$((i + 1))
-    done
+    perl -e 'my ($name, $to) = @ARGV; my $next = $$ + 1;
+             symlink($to, "$name.tmp." . ($next + $_)) for 0 .. 399' "$1" "$d/outside.txt"
 }
 unplant() { find "$(dirname "$1")" -name "$(basename "$1").tmp.*" -type l -exec rm -f {} +; }
 
