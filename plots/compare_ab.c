@@ -1,6 +1,8 @@
-/* compare_ab.c - see compare_ab.h. */
+/* compare_ab.c - see compare_ab.h. As plain compare, its outputs (report,
+ * history) are opened and checked before anything is computed or printed,
+ * and on an error (exit 2) stdout stays empty: the table is printed once
+ * they are in place. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +47,17 @@ static const char *rev_of(const mq_results *rs)
     return rs->n ? rs->r[0].git_rev : "?";
 }
 
+#define AB_HISTORY_HEADER                                                                      \
+    "date,a_rev,b_rev,rounds,benchmarks,regressed,improved,same,unreliable,geomean_b_over_a,"  \
+    "detectable_median\n"
+
+/* One summary row (a header first when the file is new), whole or not at
+ * all; fd is closed. -1 with a message. */
 static int append_ab_history(const char *path, int fd, const mq_ab_comparison *c,
-                             const char *arev, const char *brev, int rounds)
+                             const char *arev, const char *brev, int rounds, char *err,
+                             size_t errlen)
 {
-    char date[32], nums[8][32], err[4400];
+    char date[32], nums[8][32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     snprintf(nums[0], 32, "%d", rounds);
@@ -61,14 +70,7 @@ static int append_ab_history(const char *path, int fd, const mq_ab_comparison *c
     snprintf(nums[7], 32, "%.5f", c->detectable_med);
     const char *f[11] = {date,    arev,    brev,    nums[0], nums[1], nums[2],
                          nums[3], nums[4], nums[5], nums[6], nums[7]};
-    if (mq_append_csv_row(fd, path,
-                          "date,a_rev,b_rev,rounds,benchmarks,regressed,improved,same,"
-                          "unreliable,geomean_b_over_a,detectable_median\n",
-                          f, 11, NULL, err, sizeof err)) {
-        fprintf(stderr, "compare: %s\n", err);
-        return -1;
-    }
-    return 0;
+    return mq_append_csv_row(fd, path, AB_HISTORY_HEADER, f, 11, NULL, err, errlen) ? -1 : 0;
 }
 
 static void write_report(FILE *f, const char *dir, const mq_ab_comparison *c,
@@ -103,6 +105,37 @@ static void write_report(FILE *f, const char *dir, const mq_ab_comparison *c,
         }
 }
 
+/* The verdict lines and the summary, into f (printed once every output is
+ * in place). 1 when anything regressed, 0 otherwise; *inconclusive when
+ * --rule-out is not met. */
+static int print_verdicts(FILE *f, const mq_ab_comparison *c, const mq_paired_opts *o,
+                          double rule_out, const char *arev, const char *brev, int rounds,
+                          int *inconclusive)
+{
+    for (int i = 0; i < c->n; i++) {
+        const mq_ab_bench *e = &c->bench[i];
+        char name[256];
+        mq_result_name(e->row, name, sizeof name);
+        fprintf(f, "%-10s %+7.1f%% [%+.1f%%, %+.1f%%] p=%-8.2g detectable %4.1f%%  %s\n",
+                mq_verdict_name(e->r.verdict), 100 * (e->r.ratio - 1), 100 * (e->r.ci_lo - 1),
+                100 * (e->r.ci_hi - 1), e->r.p, 100 * e->r.detectable, name);
+    }
+    fprintf(f, "\nA/B, %d rounds, A %s, B %s: %d benchmarks: %d regressed, %d improved, %d same, "
+               "%d unreliable; geometric mean B/A %.3f; median detectable slowdown %.1f%% "
+               "(alpha %g, minimum effect %.0f%%)\n",
+            rounds, arev, brev, c->n, c->counts[MQ_REGRESSED], c->counts[MQ_IMPROVED],
+            c->counts[MQ_SAME], c->counts[MQ_UNRELIABLE], c->geomean, 100 * c->detectable_med,
+            o->alpha, 100 * o->min_effect);
+    int rc = c->counts[MQ_REGRESSED] ? 1 : 0;
+    int open = rule_out >= 0 && !rc ? mq_ab_open_count(c, rule_out) : 0;
+    if (open)
+        fprintf(f, "inconclusive: %d of %d benchmarks do not rule out a slowdown of %.1f%% "
+                   "(unreliable, or their interval reaches it)\n",
+                open, c->n, 100 * rule_out);
+    *inconclusive = open > 0;
+    return rc;
+}
+
 int mq_compare_ab_main(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *report = NULL, *history = NULL, *only = NULL;
@@ -135,66 +168,62 @@ int mq_compare_ab_main(int argc, char **argv)
         return 2;
     }
     const mq_results *a = ab.a, *b = ab.b;
-    int rounds = ab.rounds;
-    int rc = 0, hfd = -1, inconclusive = 0;
+    int rounds = ab.rounds, rc = 2, hfd = -1, hcreated = 0, inconclusive = 0;
     FILE *rf = NULL;
-    if (report && !(rf = mq_atomic_open(report, rtmp, sizeof rtmp, err, sizeof err))) {
-        fprintf(stderr, "compare: %s\n", err);
-        rc = 2;
-    }
-    if (!rc && history && (hfd = open(history, O_RDWR | O_CREAT | O_APPEND, 0644)) < 0) {
-        fprintf(stderr, "compare: %s: cannot open for appending: %s\n", history,
-                strerror(errno));
-        rc = 2;
-    }
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *so = open_memstream(&text, &tlen);
     mq_ab_comparison c = {0};
-    if (!rc && mq_ab_compare(a, b, rounds, &o, only, &c)) {
-        fprintf(stderr, "compare: out of memory\n");
-        rc = 2;
-    }
-    if (!rc && only && !c.n) {
-        fprintf(stderr, "compare: --bench '%s' names no benchmark of %s\n", only, files[0]);
-        rc = 2;
-    }
+    /* the history first (a results file, the other mode's history or a link
+     * is refused before anything is made), then the report's temporary file */
+    int opened = history ? (hfd = mq_history_open(history, "compare --ab", AB_HISTORY_HEADER,
+                                                  &hcreated, err, sizeof err)) >= 0
+                         : 1;
+    if (opened && report)
+        opened = !mq_output_check(report, err, sizeof err) &&
+                 (rf = mq_atomic_open(report, rtmp, sizeof rtmp, err, sizeof err)) != NULL;
+    if (!so)
+        snprintf(err, sizeof err, "out of memory");
+    else if (opened && mq_ab_compare(a, b, rounds, &o, only, &c))
+        snprintf(err, sizeof err, "out of memory");
+    else if (opened && only && !c.n)
+        snprintf(err, sizeof err, "--bench '%s' names no benchmark of %s", only, files[0]);
+    else if (opened)
+        rc = 0; /* else err says why */
     const char *arev = rev_of(&a[0]), *brev = rev_of(&b[0]);
-    if (!rc) {
-        for (int i = 0; i < c.n; i++) {
-            const mq_ab_bench *e = &c.bench[i];
-            char name[256];
-            mq_result_name(e->row, name, sizeof name);
-            printf("%-10s %+7.1f%% [%+.1f%%, %+.1f%%] p=%-8.2g detectable %4.1f%%  %s\n",
-                   mq_verdict_name(e->r.verdict), 100 * (e->r.ratio - 1),
-                   100 * (e->r.ci_lo - 1), 100 * (e->r.ci_hi - 1), e->r.p,
-                   100 * e->r.detectable, name);
-        }
-        printf("\nA/B, %d rounds, A %s, B %s: %d benchmarks: %d regressed, %d improved, %d same, "
-               "%d unreliable; geometric mean B/A %.3f; median detectable slowdown %.1f%% "
-               "(alpha %g, minimum effect %.0f%%)\n",
-               rounds, arev, brev, c.n, c.counts[MQ_REGRESSED], c.counts[MQ_IMPROVED],
-               c.counts[MQ_SAME], c.counts[MQ_UNRELIABLE], c.geomean, 100 * c.detectable_med,
-               o.alpha, 100 * o.min_effect);
-        rc = c.counts[MQ_REGRESSED] ? 1 : 0;
-        int open = rule_out >= 0 && !rc ? mq_ab_open_count(&c, rule_out) : 0;
-        if (open) {
-            printf("inconclusive: %d of %d benchmarks do not rule out a slowdown of %.1f%% "
-                   "(unreliable, or their interval reaches it)\n",
-                   open, c.n, 100 * rule_out);
-            inconclusive = 1;
-        }
-    }
-    if (rf && rc < 2) {
-        write_report(rf, files[0], &c, &o, arev, brev, rounds);
-        if (mq_atomic_commit(rf, rtmp, report, err, sizeof err)) {
-            fprintf(stderr, "compare: %s\n", err);
+    if (rc == 0) {
+        rc = print_verdicts(so, &c, &o, rule_out, arev, brev, rounds, &inconclusive);
+        if (rf)
+            write_report(rf, files[0], &c, &o, arev, brev, rounds);
+        /* the report settled on the disk, the row appended, then the rename */
+        if (mq_output_settle(&rf, rtmp, report, err, sizeof err))
             rc = 2;
+        if (rc < 2 && hfd >= 0) {
+            int fd = hfd;
+            hfd = -1; /* closed by the append */
+            if (append_ab_history(history, fd, &c, arev, brev, rounds, err, sizeof err)) {
+                mq_history_unmake(history, hcreated);
+                rc = 2;
+            }
         }
-        rf = NULL;
+        if (rc < 2 && rf) {
+            FILE *f = rf;
+            rf = NULL; /* closed by the commit */
+            if (mq_atomic_commit(f, rtmp, report, err, sizeof err))
+                rc = 2;
+        }
     }
-    mq_atomic_abort(rf, rtmp);
-    if (hfd >= 0 && rc < 2 && append_ab_history(history, hfd, &c, arev, brev, rounds))
-        rc = 2;
-    else if (hfd >= 0 && rc >= 2)
-        close(hfd);
+    if (rf)
+        mq_atomic_abort(rf, rtmp);
+    if (hfd >= 0)
+        mq_append_abort(hfd, history, hcreated);
+    if (so)
+        fclose(so);
+    if (rc == 2)
+        fprintf(stderr, "compare: %s\n", err);
+    else
+        fwrite(text, 1, tlen, stdout);
+    free(text);
     mq_ab_comparison_free(&c);
     mq_ab_rounds_free(&ab);
     return rc == 0 && inconclusive ? 3 : rc;

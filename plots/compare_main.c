@@ -2,17 +2,13 @@
  * a new run), each benchmark present in both judged by Mann-Whitney U on
  * its raw samples plus a minimum effect size; a table, a geometric-mean
  * summary and an optional Markdown report. Exit 1 when anything regressed,
- * 0 otherwise, 2 on bad input. */
-#include <csv.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
+ * 0 otherwise, 2 on bad input: then one line on stderr, nothing on stdout,
+ * and no output written (every output is opened and checked first, the
+ * table printed only once all of them are in place). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "args.h"
 #include "atomic_file.h"
@@ -45,12 +41,60 @@ static void usage(FILE *f)
             "--report /tmp/r.md\n");
 }
 
-/* One summary row per comparison, for the nightly history (a header first
- * when the file is new). One write, so rows never interleave or tear. */
-static int append_history(int fd, const char *path, const char *const files[2], int np,
-                          const int counts[4], double geo)
+#define HISTORY_HEADER                                                                         \
+    "date,base,new,benchmarks,regressed,improved,same,unreliable,geomean_new_over_base\n"
+
+/* What compare writes besides its table. Every one is opened, and checked,
+ * before anything is computed or printed; the temporary files are settled
+ * on the disk before the history row goes in, and renamed last. */
+typedef struct {
+    const char *report, *history, *rerun;
+    FILE *rf, *lf;
+    char rtmp[4300], ltmp[4300];
+    int hfd, hcreated;
+} outputs;
+
+/* Give up: temporary files removed, a history this run created removed. */
+static void outputs_abort(outputs *o)
 {
-    char date[32], nums[6][32], err[4400];
+    if (o->rf)
+        mq_atomic_abort(o->rf, o->rtmp);
+    if (o->lf)
+        mq_atomic_abort(o->lf, o->ltmp);
+    o->rf = o->lf = NULL;
+    if (o->hfd >= 0)
+        mq_append_abort(o->hfd, o->history, o->hcreated);
+    o->hfd = -1;
+}
+
+/* The history first (a results file or a link given as --history is
+ * refused before anything else is made), then the report and rerun list
+ * under temporary names. -1 with a message, nothing left behind. */
+static int outputs_open(outputs *o, char *err, size_t errlen)
+{
+    o->hfd = -1;
+    if (o->history && (o->hfd = mq_history_open(o->history, "compare", HISTORY_HEADER,
+                                                &o->hcreated, err, errlen)) < 0)
+        return -1;
+    if ((o->report && (mq_output_check(o->report, err, errlen) ||
+                       !(o->rf = mq_atomic_open(o->report, o->rtmp, sizeof o->rtmp, err, errlen)))) ||
+        (o->rerun && (mq_output_check(o->rerun, err, errlen) ||
+                      !(o->lf = mq_atomic_open(o->rerun, o->ltmp, sizeof o->ltmp, err, errlen))))) {
+        outputs_abort(o);
+        return -1;
+    }
+    return 0;
+}
+
+/* One summary row per comparison, for the nightly history (a header first
+ * when the file is new). One write, so rows never interleave or tear; a
+ * torn last row (a crash or a full disk mid-append) is cut off first, and
+ * said to be on notes. */
+static int append_history(int fd, const char *path, const char *const files[2], int np,
+                          const int counts[4], double geo, FILE *notes, char *err,
+                          size_t errlen)
+{
+    char date[32], nums[6][32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     snprintf(nums[0], 32, "%d", np);
@@ -62,24 +106,46 @@ static int append_history(int fd, const char *path, const char *const files[2], 
     const char *fields[9] = {date, files[0], files[1], nums[0], nums[1],
                              nums[2], nums[3], nums[4], nums[5]};
     long cut = 0;
-    int bad = mq_append_csv_row(fd, path,
-                                "date,base,new,benchmarks,regressed,improved,same,unreliable,"
-                                "geomean_new_over_base\n",
-                                fields, 9, &cut, err, sizeof err);
-    /* a torn last row (a crash or a full disk mid-append) was cut off first,
-     * so this row does not glue onto it */
+    int bad = mq_append_csv_row(fd, path, HISTORY_HEADER, fields, 9, &cut, err, errlen);
     if (cut > 0)
-        fprintf(stderr, "compare: %s: cut off a torn last line (%ld bytes) before appending\n",
+        fprintf(notes, "compare: %s: cut off a torn last line (%ld bytes) before appending\n",
                 path, cut);
-    if (bad)
-        fprintf(stderr, "compare: %s\n", err);
+    return bad ? -1 : 0;
+}
+
+/* Put every output in place: the temporary files settled (a full disk
+ * stops here, with every old file as it was), the history row appended
+ * (whole or not at all), then the renames. -1 with a message. */
+static int outputs_finish(outputs *o, const char *const files[2], const mq_run_comparison *cmp,
+                          FILE *notes, char *err, size_t errlen)
+{
+    if (mq_output_settle(&o->rf, o->rtmp, o->report, err, errlen) ||
+        mq_output_settle(&o->lf, o->ltmp, o->rerun, err, errlen)) {
+        outputs_abort(o);
+        return -1;
+    }
+    if (o->hfd >= 0) {
+        int fd = o->hfd;
+        o->hfd = -1; /* closed by the append */
+        if (append_history(fd, o->history, files, cmp->n, cmp->counts, cmp->geomean, notes, err,
+                           errlen)) {
+            mq_history_unmake(o->history, o->hcreated);
+            outputs_abort(o);
+            return -1;
+        }
+    }
+    FILE *rf = o->rf, *lf = o->lf;
+    o->rf = o->lf = NULL;
+    int bad = rf && mq_atomic_commit(rf, o->rtmp, o->report, err, errlen);
+    if (lf && (bad ? (mq_atomic_abort(lf, o->ltmp), 0)
+                   : mq_atomic_commit(lf, o->ltmp, o->rerun, err, errlen)))
+        bad = 1;
     return bad ? -1 : 0;
 }
 
 /* One line of bench arguments per regressed benchmark (each benchmark once),
  * so that a confirmation pass can re-measure exactly those. */
-static int write_rerun_list(FILE *f, const char *tmp, const char *path,
-                            const mq_run_pair *pairs, int np, char *err, size_t errlen)
+static void write_rerun_list(FILE *f, const mq_run_pair *pairs, int np)
 {
     for (int i = 0; i < np; i++) {
         if (pairs[i].c.verdict != MQ_REGRESSED)
@@ -97,7 +163,34 @@ static int write_rerun_list(FILE *f, const char *tmp, const char *path,
                 r->p.group, mq_variant_get(r->c.variant)->name, q->tile_m, q->tile_n, q->tile_k,
                 q->num_threadgroups, q->split_k);
     }
-    return mq_atomic_commit(f, tmp, path, err, errlen);
+}
+
+/* The Markdown report: the summary, then every benchmark, regressions first. */
+static void write_report(FILE *f, const char *const files[2], const mq_regress_opts *o,
+                         const mq_run_comparison *cmp)
+{
+    const mq_run_pair *pairs = cmp->pairs;
+    const int *counts = cmp->counts;
+    fprintf(f, "# Regression report\n\nBaseline `%s`, new `%s`. Mann-Whitney U on the raw "
+               "samples, alpha %g, minimum effect %.0f%%.\n\n",
+            files[0], files[1], o->alpha, 100 * o->min_effect);
+    fprintf(f, "**%d regressed, %d improved, %d same, %d unreliable** of %d benchmarks; "
+               "geometric mean new/base **%.3f**.\n\n",
+            counts[MQ_REGRESSED], counts[MQ_IMPROVED], counts[MQ_SAME], counts[MQ_UNRELIABLE],
+            cmp->n, cmp->geomean);
+    fprintf(f, "| verdict | change | p | base median ms | new median ms | benchmark |\n"
+               "| --- | --- | --- | --- | --- | --- |\n");
+    static const mq_verdict order[4] = {MQ_REGRESSED, MQ_IMPROVED, MQ_UNRELIABLE, MQ_SAME};
+    for (int v = 0; v < 4; v++)
+        for (int i = 0; i < cmp->n; i++) {
+            if (pairs[i].c.verdict != order[v])
+                continue;
+            char name[256];
+            mq_result_name(pairs[i].n, name, sizeof name);
+            fprintf(f, "| %s | %+.1f%% | %.2g | %.4f | %.4f | %s |\n",
+                    mq_verdict_name(pairs[i].c.verdict), 100 * (pairs[i].c.ratio - 1),
+                    pairs[i].c.p, pairs[i].b->st.median * 1e3, pairs[i].n->st.median * 1e3, name);
+        }
 }
 
 /* compare --median-of OUT RUN...: write a baseline from several runs. */
@@ -108,8 +201,14 @@ static int median_of(int argc, char **argv)
     const char *out = argv[2];
     int nruns = argc - 3;
     mq_results *runs = calloc((size_t)nruns, sizeof *runs);
-    char err[4400], tmp[4200];
+    char err[4400];
     int rc = runs ? 0 : 2, loaded = 0;
+    if (!runs)
+        fprintf(stderr, "compare: out of memory\n");
+    if (rc == 0 && mq_output_check(out, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        rc = 2;
+    }
     for (int i = 0; rc == 0 && i < nruns; i++, loaded++)
         if (mq_results_load(argv[3 + i], &runs[i], err, sizeof err)) {
             fprintf(stderr, "compare: %s\n", err);
@@ -125,30 +224,13 @@ static int median_of(int argc, char **argv)
         fprintf(stderr, "compare: no benchmark is ok in all %d runs\n", nruns);
         rc = 2;
     }
-    if (rc == 0) { /* a new results file under a temporary name, then renamed */
-        mq_clean_stale_tmp(out);
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-        unlink(tmp);
-        mq_results_writer w = {.fd = -1};
-        rc = mq_results_open(tmp, &w, err, sizeof err) ? 2 : 0;
-        for (int i = 0; rc == 0 && i < n; i++)
-            rc = mq_results_append(&w, rows[i], err, sizeof err) ? 2 : 0;
-        if (rc == 0 && fsync(w.fd)) {
-            snprintf(err, sizeof err, "%s: cannot write: %s", tmp, strerror(errno));
-            rc = 2;
-        }
-        mq_results_close(&w);
-        if (rc == 0 && rename(tmp, out)) {
-            snprintf(err, sizeof err, "%s: cannot write: %s", out, strerror(errno));
-            rc = 2;
-        }
-        if (rc) {
-            fprintf(stderr, "compare: %s\n", err);
-            unlink(tmp);
-        } else {
-            printf("compare: %s: %d benchmarks, each the median of %d runs\n", out, n, nruns);
-        }
+    /* a new results file under a temporary name from mkstemp, then renamed */
+    if (rc == 0 && mq_results_write(out, rows, n, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        rc = 2;
     }
+    if (rc == 0)
+        printf("compare: %s: %d benchmarks, each the median of %d runs\n", out, n, nruns);
     free(rows);
     for (int i = 0; i < loaded; i++)
         mq_results_free(&runs[i]);
@@ -162,16 +244,17 @@ int main(int argc, char **argv)
         return median_of(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "--ab"))
         return mq_compare_ab_main(argc, argv);
-    const char *files[3] = {NULL, NULL, NULL}, *report = NULL, *history = NULL, *rerun = NULL;
+    const char *files[3] = {NULL, NULL, NULL};
+    outputs out = {.hfd = -1};
     int nfiles = 0;
     mq_regress_opts o = mq_regress_defaults();
     const mq_arg args[] = {
         MQ_OPT_DOUBLE("--alpha", &o.alpha, 1e-12, 0.5, "bad --alpha"),
         MQ_OPT_DOUBLE("--min-effect", &o.min_effect, 0, 10, "bad --min-effect"),
         MQ_OPT_INT("--min-samples", &o.min_samples, 2, 1000000, "bad --min-samples"),
-        MQ_OPT_STR("--report", &report),
-        MQ_OPT_STR("--history", &history),
-        MQ_OPT_STR("--rerun-list", &rerun),
+        MQ_OPT_STR("--report", &out.report),
+        MQ_OPT_STR("--history", &out.history),
+        MQ_OPT_STR("--rerun-list", &out.rerun),
     };
     int prc = mq_args_parse("compare", argc, argv, 1, args, sizeof args / sizeof args[0], files,
                             3, &nfiles);
@@ -186,7 +269,7 @@ int main(int argc, char **argv)
         return 2;
     }
     mq_results base, cur;
-    char err[1024], note[1024];
+    char err[4400], note[1024];
     if (mq_results_load(files[0], &base, err, sizeof err)) {
         fprintf(stderr, "compare: %s\n", err);
         return 2;
@@ -196,93 +279,58 @@ int main(int argc, char **argv)
         mq_results_free(&base);
         return 2;
     }
-    /* every output is opened before anything is printed: a bad path is one
-     * line and exit 2, with nothing half done */
-    char rtmp[4300], ltmp[4300];
-    FILE *rf = NULL, *lf = NULL;
-    int hfd = -1;
-    if ((report && !(rf = mq_atomic_open(report, rtmp, sizeof rtmp, err, sizeof err))) ||
-        (rerun && !(lf = mq_atomic_open(rerun, ltmp, sizeof ltmp, err, sizeof err)))) {
-        fprintf(stderr, "compare: %s\n", err);
-        mq_atomic_abort(rf, rtmp);
-        mq_results_free(&base);
-        mq_results_free(&cur);
-        return 2;
-    }
-    if (history && (hfd = open(history, O_RDWR | O_CREAT | O_APPEND, 0644)) < 0) {
-        fprintf(stderr, "compare: %s: cannot open for appending: %s\n", history,
-                strerror(errno));
-        mq_atomic_abort(rf, rtmp);
-        mq_atomic_abort(lf, ltmp);
-        mq_results_free(&base);
-        mq_results_free(&cur);
-        return 2;
-    }
-    /* rows a crash tore off are dropped, and said to be */
-    if (mq_results_torn_note(&base, files[0], note, sizeof note))
-        fprintf(stderr, "compare: %s\n", note);
-    if (mq_results_torn_note(&cur, files[1], note, sizeof note))
-        fprintf(stderr, "compare: %s\n", note);
-    mq_run_comparison cmp;
-    if (mq_compare_runs(&base, &cur, &o, &cmp)) {
-        fprintf(stderr, "compare: out of memory\n");
-        mq_results_free(&base);
-        mq_results_free(&cur);
-        return 2;
-    }
-    const mq_run_pair *pairs = cmp.pairs;
-    const int np = cmp.n, *counts = cmp.counts;
-    const double geo = cmp.geomean;
-    for (int i = 0; i < np; i++) {
-        char name[256];
-        mq_result_name(pairs[i].n, name, sizeof name);
-        printf("%-10s %+7.1f%%  p=%-9.2g %s\n", mq_verdict_name(pairs[i].c.verdict),
-               100 * (pairs[i].c.ratio - 1), pairs[i].c.p, name);
-    }
-    printf("\n%d benchmarks in both: %d regressed, %d improved, %d same, %d unreliable; "
-           "geometric mean new/base %.3f (alpha %g, minimum effect %.0f%%)\n",
-           np, counts[MQ_REGRESSED], counts[MQ_IMPROVED], counts[MQ_SAME], counts[MQ_UNRELIABLE],
-           geo, o.alpha, 100 * o.min_effect);
-    int rc = counts[MQ_REGRESSED] ? 1 : 0;
-    if (rf) {
-        const char *tmp = rtmp;
-        FILE *f = rf;
-        {
-            fprintf(f, "# Regression report\n\nBaseline `%s`, new `%s`. Mann-Whitney U on the raw "
-                       "samples, alpha %g, minimum effect %.0f%%.\n\n",
-                    files[0], files[1], o.alpha, 100 * o.min_effect);
-            fprintf(f, "**%d regressed, %d improved, %d same, %d unreliable** of %d benchmarks; "
-                       "geometric mean new/base **%.3f**.\n\n",
-                    counts[MQ_REGRESSED], counts[MQ_IMPROVED], counts[MQ_SAME],
-                    counts[MQ_UNRELIABLE], np, geo);
-            fprintf(f, "| verdict | change | p | base median ms | new median ms | benchmark |\n"
-                       "| --- | --- | --- | --- | --- | --- |\n");
-            for (int v = MQ_REGRESSED; v >= 0; v = v == MQ_REGRESSED ? MQ_IMPROVED
-                                                  : v == MQ_IMPROVED  ? MQ_UNRELIABLE
-                                                  : v == MQ_UNRELIABLE ? MQ_SAME
-                                                                       : -1)
-                for (int i = 0; i < np; i++) {
-                    if ((int)pairs[i].c.verdict != v)
-                        continue;
-                    char name[256];
-                    mq_result_name(pairs[i].n, name, sizeof name);
-                    fprintf(f, "| %s | %+.1f%% | %.2g | %.4f | %.4f | %s |\n",
-                            mq_verdict_name(pairs[i].c.verdict), 100 * (pairs[i].c.ratio - 1),
-                            pairs[i].c.p, pairs[i].b->st.median * 1e3,
-                            pairs[i].n->st.median * 1e3, name);
-                }
-            if (mq_atomic_commit(f, tmp, report, err, sizeof err)) {
-                fprintf(stderr, "compare: %s\n", err);
-                rc = 2;
-            }
+    /* the table and the notes are kept until every output is in place: an
+     * error is then one line on stderr, and nothing on stdout */
+    char *text = NULL, *notes = NULL;
+    size_t tlen = 0, nlen = 0;
+    FILE *so = open_memstream(&text, &tlen), *sn = open_memstream(&notes, &nlen);
+    mq_run_comparison cmp = {0};
+    int rc = 2;
+    if (!so || !sn) {
+        snprintf(err, sizeof err, "out of memory");
+    } else if (outputs_open(&out, err, sizeof err) == 0) {
+        if (mq_compare_runs(&base, &cur, &o, &cmp)) {
+            snprintf(err, sizeof err, "out of memory");
+            outputs_abort(&out);
+        } else {
+            rc = 0;
         }
     }
-    if (hfd >= 0 && append_history(hfd, history, files, np, counts, geo))
-        rc = 2;
-    if (lf && write_rerun_list(lf, ltmp, rerun, pairs, np, err, sizeof err)) {
-        fprintf(stderr, "compare: %s\n", err);
-        rc = 2;
+    if (rc == 0) {
+        /* rows a crash tore off are dropped, and said to be */
+        for (int i = 0; i < 2; i++)
+            if (mq_results_torn_note(i ? &cur : &base, files[i], note, sizeof note))
+                fprintf(sn, "compare: %s\n", note);
+        for (int i = 0; i < cmp.n; i++) {
+            char name[256];
+            mq_result_name(cmp.pairs[i].n, name, sizeof name);
+            fprintf(so, "%-10s %+7.1f%%  p=%-9.2g %s\n", mq_verdict_name(cmp.pairs[i].c.verdict),
+                    100 * (cmp.pairs[i].c.ratio - 1), cmp.pairs[i].c.p, name);
+        }
+        fprintf(so, "\n%d benchmarks in both: %d regressed, %d improved, %d same, %d unreliable; "
+                    "geometric mean new/base %.3f (alpha %g, minimum effect %.0f%%)\n",
+                cmp.n, cmp.counts[MQ_REGRESSED], cmp.counts[MQ_IMPROVED], cmp.counts[MQ_SAME],
+                cmp.counts[MQ_UNRELIABLE], cmp.geomean, o.alpha, 100 * o.min_effect);
+        if (out.rf)
+            write_report(out.rf, files, &o, &cmp);
+        if (out.lf)
+            write_rerun_list(out.lf, cmp.pairs, cmp.n);
+        rc = outputs_finish(&out, files, &cmp, sn, err, sizeof err) ? 2
+             : cmp.counts[MQ_REGRESSED]                             ? 1
+                                                                    : 0;
     }
+    if (so)
+        fclose(so);
+    if (sn)
+        fclose(sn);
+    if (rc == 2) {
+        fprintf(stderr, "compare: %s\n", err);
+    } else {
+        fputs(notes, stderr);
+        fwrite(text, 1, tlen, stdout);
+    }
+    free(text);
+    free(notes);
     mq_run_comparison_free(&cmp);
     mq_results_free(&base);
     mq_results_free(&cur);

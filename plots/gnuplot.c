@@ -1,4 +1,9 @@
-/* gnuplot.c - see gnuplot.h. */
+/* gnuplot.c - see gnuplot.h. gnuplot itself writes only into the run's
+ * private scratch directory (mkdtemp, 0700: nobody can plant a link there);
+ * each image is then copied into a temporary file of the output directory
+ * that this process made (mkstemp: O_EXCL, never a planted link), put on
+ * the disk, and renamed: no file is ever written through a link the tool
+ * did not make, and a failure leaves the output directory as it was. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "gnuplot.h"
 
@@ -63,9 +69,189 @@ void mq_gp_string(FILE *f, const char *name, const char *value)
     fputs("\"\n", f);
 }
 
-/* Run `gnuplot VARS plots/SCRIPT.gp` for each image format, into
- * OUT/BASE.{png,svg} (OUT made when missing). 0, or -1 with gnuplot's first
- * complaint. */
+/* The directories of dir, made where missing: m->len[] gets the length
+ * of each prefix of m->path this call made (the deepest last), so that a
+ * failure later can remove them again. On failure what it made is
+ * removed, and -1 comes back with a message naming the part in the way. */
+#define MAX_MADE 64
+typedef struct {
+    char path[4200];
+    int len[MAX_MADE], n;
+} made_dirs;
+
+static void unmake_dirs(made_dirs *m)
+{
+    /* deepest first; rmdir removes only an empty directory, so anything
+     * written there since (by anyone) keeps its directory */
+    while (m->n > 0) {
+        int l = m->len[--m->n];
+        char c = m->path[l];
+        m->path[l] = '\0';
+        rmdir(m->path);
+        m->path[l] = c;
+    }
+}
+
+static int make_dirs(const char *dir, made_dirs *m, char *err, size_t errlen)
+{
+    m->n = 0;
+    size_t dl = strlen(dir);
+    if (dl >= sizeof m->path - 1) {
+        snprintf(err, errlen, "%.60s...: path too long", dir);
+        return -1;
+    }
+    snprintf(m->path, sizeof m->path, "%s/", dir);
+    for (char *p = m->path + 1; *p; p++) {
+        if (*p != '/' || p[-1] == '/')
+            continue;
+        *p = '\0';
+        struct stat sb;
+        int e = mkdir(m->path, 0755) ? errno : 0;
+        if (!e && m->n < MAX_MADE) {
+            m->len[m->n++] = (int)(p - m->path);
+        } else if (e && (e != EEXIST || stat(m->path, &sb) || !S_ISDIR(sb.st_mode))) {
+            snprintf(err, errlen, "%s: cannot create the directory: %s", m->path,
+                     e == EEXIST ? "a file of that name is in the way" : strerror(e));
+            *p = '/';
+            unmake_dirs(m);
+            return -1;
+        }
+        *p = '/';
+    }
+    return 0;
+}
+
+/* A disk out of room, as the OS says it. */
+static int disk_full(int e)
+{
+    return e == ENOSPC || e == EDQUOT || e == EFBIG;
+}
+
+/* Run gnuplot once: VARS (the size, the format and vars_text) and
+ * plots/SCRIPT.gp, drawing into image, a file of the scratch directory.
+ * 0, or -1 with gnuplot's own complaint (the last line that names an
+ * error, else its last line), or that it could not be run. */
+static int run_gnuplot(mq_scratch *s, const char *gp, const char *script_path,
+                       const char *vars_text, int width, int height, const char *fmt,
+                       const char *image, char *err, size_t errlen)
+{
+    char vpath[400], logp[400], vname[32];
+    snprintf(vname, sizeof vname, "vars-%s.gp", fmt);
+    FILE *v = mq_scratch_open(s, vname, vpath, sizeof vpath);
+    if (!v) {
+        snprintf(err, errlen, "%s: cannot write: %s", vpath, strerror(errno));
+        return -1;
+    }
+    mq_gp_string(v, "plotdir", MQ_SOURCE_DIR "/plots");
+    mq_gp_string(v, "fmt", fmt);
+    mq_gp_string(v, "out", image);
+    fprintf(v, "width = %d\nheight = %d\n%s", width, height, vars_text);
+    int bad = ferror(v);
+    if (fclose(v) || bad) {
+        snprintf(err, errlen, "%s: cannot write: %s", vpath, strerror(errno));
+        return -1;
+    }
+    FILE *lg = mq_scratch_open(s, "gnuplot.log", logp, sizeof logp);
+    if (lg)
+        fclose(lg);
+    fflush(stdout); /* nothing buffered is written twice by the child */
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(logp, O_WRONLY | O_TRUNC);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+            close(fd);
+        }
+        execlp(gp, gp, vpath, script_path, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    struct stat sb;
+    int have = stat(image, &sb) == 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && have && sb.st_size > 0)
+        return 0;
+    char line[512] = "", last[512] = "", said[512] = "";
+    FILE *l = fopen(logp, "r");
+    while (l && fgets(line, sizeof line, l)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!line[0] || strspn(line, " ^") == strlen(line))
+            continue;
+        snprintf(last, sizeof last, "%s", line);
+        if (strstr(line, "rror") || strstr(line, "annot"))
+            snprintf(said, sizeof said, "%s", line);
+    }
+    if (l)
+        fclose(l);
+    if (!said[0])
+        snprintf(said, sizeof said, "%s", last);
+    struct statvfs vs;
+    int full = statvfs(s->dir, &vs) == 0 && (double)vs.f_bavail * (double)vs.f_frsize < 1024 * 1024;
+    char status[64];
+    if (WIFEXITED(st))
+        snprintf(status, sizeof status, "exit status %d", WEXITSTATUS(st));
+    else
+        snprintf(status, sizeof status, "killed by signal %d", WTERMSIG(st));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+        snprintf(err, errlen, "cannot run %s (install gnuplot: make deps)", gp);
+    else if (full)
+        snprintf(err, errlen, "%s: no image drawn: the disk is full (%s; gnuplot: %s)", s->dir,
+                 status, said[0] ? said : "no message");
+    else
+        snprintf(err, errlen, "gnuplot failed on %s (%s; %s): %s", script_path, status,
+                 have ? "its image is empty" : "no image written", said[0] ? said : "no message");
+    return -1;
+}
+
+/* The image drawn in the scratch directory into to (a temporary file of
+ * the output directory, for out, with nothing buffered in its stream),
+ * through write(2) and on the disk. -1 with a message: a full disk is said
+ * to be. */
+static int copy_image(const char *image, FILE *to, const char *out, char *err, size_t errlen)
+{
+    int from = open(image, O_RDONLY | O_CLOEXEC);
+    if (from < 0) {
+        snprintf(err, errlen, "%s: cannot read the drawn image: %s", image, strerror(errno));
+        return -1;
+    }
+    char buf[65536];
+    int e = 0, fd = fileno(to);
+    for (ssize_t n; !e && (n = read(from, buf, sizeof buf)) != 0;) {
+        if (n < 0) {
+            e = errno == EINTR ? 0 : errno;
+            continue;
+        }
+        for (ssize_t done = 0, w; !e && done < n; done += w > 0 ? w : 0) {
+            w = write(fd, buf + done, (size_t)(n - done));
+            if (w < 0 && errno != EINTR)
+                e = errno;
+            else if (w == 0)
+                e = ENOSPC;
+        }
+    }
+    close(from);
+    if (!e && fsync(fd))
+        e = errno;
+    if (!e)
+        return 0;
+    if (disk_full(e))
+        snprintf(err, errlen, "%s: no image written: the disk is full (%s)", out, strerror(e));
+    else
+        snprintf(err, errlen, "%s: cannot write: %s", out, strerror(e));
+    return -1;
+}
+
+/* Draw PNG and SVG (see gnuplot.h): the output directory made, both
+ * temporary files made in it (it must take a file before gnuplot is
+ * blamed), both images drawn and copied in, and only then both renamed.
+ * On failure the temporary files go, and so do the directories this call
+ * made when they are empty. */
 int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
                     const char *vars_text, const char *outdir, const char *base, char *err,
                     size_t errlen)
@@ -81,104 +267,43 @@ int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
                  strerror(errno));
         return -1;
     }
-    char slash[4200];
-    snprintf(slash, sizeof slash, "%s/", outdir);
-    if (mq_make_parent_dirs(slash, err, errlen))
+    static made_dirs made;
+    if (make_dirs(outdir, &made, err, errlen))
         return -1;
-    /* the output directory must take a file before gnuplot is blamed */
-    char probe[4300];
-    snprintf(probe, sizeof probe, "%s/.plot-probe.%d", outdir, (int)getpid());
-    int pfd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (pfd < 0) {
-        snprintf(err, errlen, "%s: cannot write there: %s", outdir, strerror(errno));
+    FILE *img[2] = {NULL, NULL};
+    char out[2][4200], tmp[2][4400], image[2][400];
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        snprintf(out[i], sizeof out[i], "%s/%s.%s", outdir, base, fmts[i]);
+        if (!(img[i] = mq_atomic_open(out[i], tmp[i], sizeof tmp[i], err, errlen)))
+            rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "image.%s", fmts[i]);
+        FILE *f = mq_scratch_open(s, name, image[i], sizeof image[i]); /* listed for removal */
+        if (f)
+            fclose(f);
+        unlink(image[i]); /* gnuplot makes it: "no image written" when it does not */
+        rc = run_gnuplot(s, gp, script_path, vars_text, width, height, fmts[i], image[i], err,
+                         errlen);
+    }
+    for (int i = 0; rc == 0 && i < 2; i++)
+        rc = copy_image(image[i], img[i], out[i], err, errlen);
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        FILE *f = img[i];
+        img[i] = NULL; /* closed by the commit */
+        if (mq_atomic_commit(f, tmp[i], out[i], err, errlen))
+            rc = -1;
+    }
+    for (int i = 0; i < 2; i++)
+        if (img[i])
+            mq_atomic_abort(img[i], tmp[i]);
+    if (rc) {
+        unmake_dirs(&made);
         return -1;
     }
-    close(pfd);
-    unlink(probe);
-    for (int i = 0; i < 2; i++) {
-        char out[4200], tmp[4300], vpath[400], logp[400];
-        snprintf(out, sizeof out, "%s/%s.%s", outdir, base, fmts[i]);
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-        FILE *v = mq_scratch_open(s, fmts[i][0] == 'p' ? "vars-png.gp" : "vars-svg.gp", vpath,
-                               sizeof vpath);
-        if (!v) {
-            snprintf(err, errlen, "%s: cannot write: %s", vpath, strerror(errno));
-            return -1;
-        }
-        mq_gp_string(v, "plotdir", MQ_SOURCE_DIR "/plots");
-        mq_gp_string(v, "fmt", fmts[i]);
-        mq_gp_string(v, "out", tmp);
-        fprintf(v, "width = %d\nheight = %d\n%s", width, height, vars_text);
-        fclose(v);
-        FILE *lg = mq_scratch_open(s, "gnuplot.log", logp, sizeof logp);
-        if (lg)
-            fclose(lg);
-        pid_t pid = fork();
-        if (pid < 0) {
-            snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
-            return -1;
-        }
-        if (pid == 0) {
-            int fd = open(logp, O_WRONLY | O_TRUNC);
-            if (fd >= 0) {
-                dup2(fd, 2);
-                dup2(fd, 1);
-                close(fd);
-            }
-            execlp(gp, gp, vpath, script_path, (char *)NULL);
-            _exit(127);
-        }
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
-        struct stat sb;
-        int have = stat(tmp, &sb) == 0;
-        int good = WIFEXITED(st) && WEXITSTATUS(st) == 0 && have && sb.st_size > 0;
-        if (!good) {
-            /* gnuplot's own complaint: the last line that names an error,
-             * else its last line */
-            char line[512] = "", last[512] = "", said[512] = "";
-            FILE *l = fopen(logp, "r");
-            while (l && fgets(line, sizeof line, l)) {
-                line[strcspn(line, "\n")] = 0;
-                if (!line[0] || strspn(line, " ^") == strlen(line))
-                    continue;
-                snprintf(last, sizeof last, "%s", line);
-                if (strstr(line, "rror") || strstr(line, "annot"))
-                    snprintf(said, sizeof said, "%s", line);
-            }
-            if (l)
-                fclose(l);
-            if (!said[0])
-                snprintf(said, sizeof said, "%s", last);
-            struct statvfs vs;
-            int full = statvfs(outdir, &vs) == 0 &&
-                       (double)vs.f_bavail * (double)vs.f_frsize < 1024 * 1024;
-            char status[64];
-            if (WIFEXITED(st))
-                snprintf(status, sizeof status, "exit status %d", WEXITSTATUS(st));
-            else
-                snprintf(status, sizeof status, "killed by signal %d", WTERMSIG(st));
-            if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-                snprintf(err, errlen, "cannot run %s (install gnuplot: make deps)", gp);
-            else if (full)
-                snprintf(err, errlen, "%s: no image written: the disk is full (%s; gnuplot: "
-                                      "%s)",
-                         out, status, said[0] ? said : "no message");
-            else
-                snprintf(err, errlen, "gnuplot failed on %s (%s; %s): %s", script_path, status,
-                         have ? "its image is empty" : "no image written",
-                         said[0] ? said : "no message");
-            unlink(tmp);
-            return -1;
-        }
-        if (rename(tmp, out)) {
-            snprintf(err, errlen, "%s: cannot write: %s", out, strerror(errno));
-            unlink(tmp);
-            return -1;
-        }
-        printf("wrote %s\n", out);
-    }
+    for (int i = 0; i < 2; i++)
+        printf("wrote %s\n", out[i]);
     return 0;
 }
-

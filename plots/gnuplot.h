@@ -22,9 +22,13 @@ void mq_scratch_remove(mq_scratch *s);
 /* `name = "value"` as a gnuplot string literal (\\, \" and newlines escaped). */
 void mq_gp_string(FILE *f, const char *name, const char *value);
 /* Run `gnuplot VARS plots/SCRIPT.gp` for PNG and SVG into OUTDIR/BASE.{png,svg}
- * (OUTDIR made when missing, checked writable first), each written to a
- * temporary name and renamed. 0, or -1 with gnuplot's own complaint, or
- * that the disk is full. $MQ_GNUPLOT names another gnuplot. */
+ * (OUTDIR made when missing). gnuplot draws into the scratch directory; each
+ * image is copied into a temporary file that this process made in OUTDIR
+ * (mkstemp: never through a planted link), put on the disk, and renamed
+ * once both are there. 0 ("wrote ..." on stdout), or -1 with gnuplot's own
+ * complaint, or that the disk is full: then no image is replaced, and the
+ * directories this call made are removed when empty. $MQ_GNUPLOT names
+ * another gnuplot. */
 int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
                     const char *vars_text, const char *outdir, const char *base, char *err,
                     size_t errlen);

@@ -509,14 +509,21 @@ int main(int argc, char **argv)
         free_inputs(&in);
         return 2;
     }
+    /* plot all skips what it cannot draw, and says so once it has drawn
+     * something; when it drew nothing, the first failure is its one line */
     int drawn = 0, failed = 0;
+    char first[4600] = "", skipped[4 * 4700] = "";
+    size_t sl = 0;
     for (int k = 0; k < NKINDS; k++) {
         if ((strcmp(o.kind, "all") && strcmp(o.kind, kinds[k])) || !strcmp(kinds[k], "history") ||
             !strcmp(kinds[k], "moe"))
             continue;
         if (plot_chip(&o, &in, kinds[k], o.out ? o.out : outdir, err, sizeof err)) {
-            fprintf(stderr, "plot: %s%s\n", strcmp(o.kind, "all") ? "" : "skipped: ", err);
-            failed++;
+            if (!failed++)
+                snprintf(first, sizeof first, "%s", err);
+            if (sl < sizeof skipped)
+                sl += (size_t)snprintf(skipped + sl, sizeof skipped - sl, "plot: skipped: %s\n",
+                                       err);
         } else {
             drawn++;
         }
@@ -524,5 +531,11 @@ int main(int argc, char **argv)
     free_inputs(&in);
     /* a plot that could not be drawn is bad input (no data, a broken file)
      * or the environment (gnuplot, the disk): 2 */
-    return drawn && (!failed || !strcmp(o.kind, "all")) ? 0 : 2;
+    if (drawn && !strcmp(o.kind, "all")) {
+        fputs(skipped, stderr);
+        return 0;
+    }
+    if (failed)
+        fprintf(stderr, "plot: %s\n", first);
+    return drawn && !failed ? 0 : 2;
 }

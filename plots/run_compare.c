@@ -1,9 +1,13 @@
 /* run_compare.c - see run_compare.h. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
 #include "run_compare.h"
 
 int mq_compare_runs(const mq_results *base, const mq_results *cur, const mq_regress_opts *o,
@@ -113,4 +117,71 @@ void mq_result_name(const mq_result *r, char *buf, size_t n)
     mq_candidate_str(&r->c, cand, sizeof cand);
     snprintf(buf, n, "%s %s %s M=%d N=%d K=%d g=%d %s", r->chip, r->backend,
              mq_format_name(r->p.format), r->p.M, r->p.N, r->p.K, r->p.group, cand);
+}
+
+int mq_history_open(const char *path, const char *kind, const char *header, int *created,
+                    char *err, size_t errlen)
+{
+    int fd = mq_append_open(path, created, err, errlen);
+    if (fd < 0)
+        return -1;
+    /* read through the descriptor that will append: what is checked is
+     * what gets the row */
+    char first[512];
+    size_t hl = strlen(header);
+    struct stat sb;
+    ssize_t got = fstat(fd, &sb) ? -1 : sb.st_size == 0 ? 0 : pread(fd, first, sizeof first, 0);
+    if (got < 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        mq_append_abort(fd, path, *created);
+        return -1;
+    }
+    size_t n = (size_t)got;
+    int whole = n >= hl && !memcmp(first, header, hl);
+    int torn = n < hl && n == (size_t)sb.st_size && !memcmp(first, header, n); /* also empty */
+    if (whole || torn)
+        return fd;
+    snprintf(err, errlen, "%s: not a %s history file (its first line is not '%.*s'): nothing is "
+                          "appended to it",
+             path, kind, (int)(hl ? hl - 1 : 0), header);
+    mq_append_abort(fd, path, *created);
+    return -1;
+}
+
+void mq_history_unmake(const char *path, int created)
+{
+    struct stat sb;
+    if (created && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+        unlink(path);
+}
+
+int mq_output_check(const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(err, errlen, "%s: cannot write: it is a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
+int mq_output_settle(FILE **f, const char *tmp, const char *path, char *err, size_t errlen)
+{
+    if (!*f)
+        return 0;
+    if (fflush(*f) || ferror(*f)) {
+        /* the stream's error indicator is set: the commit fails on it, names
+         * the OS error behind it, and removes the temporary file */
+        (void)mq_atomic_commit(*f, tmp, path, err, errlen);
+        *f = NULL;
+        return -1;
+    }
+    if (fsync(fileno(*f))) {
+        snprintf(err, errlen, "%s: cannot write: %s (the old file, if any, is kept)", path,
+                 strerror(errno));
+        mq_atomic_abort(*f, tmp);
+        *f = NULL;
+        return -1;
+    }
+    return 0;
 }

@@ -6,6 +6,7 @@
 #define MQ_RUN_COMPARE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "regress.h"
 #include "results.h"
@@ -45,5 +46,31 @@ const mq_result *mq_results_kth_ok(const mq_results *rs, const mq_result *r, int
 
 /* "chip backend format M=.. N=.. K=.. g=.. variant tm=.. ..." */
 void mq_result_name(const mq_result *r, char *buf, size_t n);
+
+/* The history file of a compare mode (kind "compare" or "compare --ab",
+ * header its first line with the '\n'), opened for one more row with
+ * mq_append_open (never through a link, a regular file, locked, created
+ * when absent: *created) and refused when it has bytes but its first line
+ * is not header (a results file, the other mode's history), before
+ * anything is cut off or appended. A torn header (a crash during the first
+ * row) is taken: the append cuts it off and writes it whole. The
+ * descriptor, or -1 with a message naming the file. */
+int mq_history_open(const char *path, const char *kind, const char *header, int *created,
+                    char *err, size_t errlen);
+/* After a failed append (its descriptor closed) to a history this run
+ * created: removed when nothing went in, so that the run leaves nothing. */
+void mq_history_unmake(const char *path, int created);
+
+/* An output that is renamed into place (--report, --rerun-list,
+ * --median-of's OUT) must not be a directory: said before anything is
+ * written or printed, not by the rename at the end. -1 with a message. */
+int mq_output_check(const char *path, char *err, size_t errlen);
+
+/* Everything written to *f (from mq_atomic_open: temporary name tmp, for
+ * path) flushed and on the disk, before any output is put in place: a
+ * full disk is found here, while every old file is still as it was. On
+ * failure *f is closed, its temporary file removed, and -1 comes back
+ * with a message naming path and the OS error. */
+int mq_output_settle(FILE **f, const char *tmp, const char *path, char *err, size_t errlen);
 
 #endif

@@ -1,18 +1,41 @@
 # sweep-common.sh - what scripts/sweep-parallel.sh and scripts/sweep-slurm.sh
 # share, sourced by both (each defines die first): the checks of their
-# options and the one shard's command line they hand to their engine.
+# options and of the tool's arguments, all made before anything is created,
+# and the one shard's command line they hand to their engine.
 
-# sweep_positive WHAT VALUE...: every VALUE a positive integer, else die
-sweep_positive() {
-    local what=$1 v
-    shift
-    for v in "$@"; do
-        [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "bad number '$v' ($what take positive integers)"
-    done
+# sweep_need OPTION [VALUE]: the option has a value (not empty, not the next
+# option), else die naming it. Called with the loop's "$@".
+sweep_need() {
+    [ $# -ge 2 ] && [ -n "$2" ] && [[ "$2" != --* ]] ||
+        die "$1 needs a value${2:+ (got the option '$2')} (see --help)"
+}
+
+# sweep_int OPTION VALUE LO HI [WHY]: VALUE an integer in LO..HI, else die
+sweep_int() {
+    [[ "$2" =~ ^[1-9][0-9]{0,8}$ ]] && [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] ||
+        die "bad $1 '$2' ($3 to $4${5:+$5})"
+}
+
+# sweep_word OPTION VALUE: no spaces, quotes or shell characters (the value
+# goes into a command line or a job script unquoted)
+sweep_word() {
+    [[ "$2" =~ [[:space:]\"\'\`\$\\\;\&\|\<\>] ]] &&
+        die "bad $1 '$2' (no spaces, quotes or shell characters: it goes into the shards' command line)"
+    return 0
+}
+
+# sweep_dir_ok OPTION DIR: every part of DIR that exists is a directory we
+# can write in, so that making it cannot fail half way
+sweep_dir_ok() {
+    local p=$2
+    while [ ! -e "$p" ] && [ ! -L "$p" ]; do p=$(dirname "$p"); done
+    [ -d "$p" ] || die "$1 '$2': '$p' is in the way (not a directory)"
+    [ -w "$p" ] || die "$1 '$2': '$p' is not writable"
 }
 
 # sweep_check TOOL BUILD TOOL-ARGS...: a known tool, built, and none of the
-# options the sweep sets itself among the tool's
+# options the sweep sets itself (or that would make a shard write nothing)
+# among the tool's
 sweep_check() {
     local tool=$1 build=$2 a
     shift 2
@@ -20,10 +43,31 @@ sweep_check() {
     [ -x "$build/$tool" ] && [ -x "$build/merge" ] || die "$build/$tool or $build/merge is missing (run make)"
     for a in "$@"; do
         case "$a" in
-        --shard | --shard=* | --out | --out-dir | --threads | --resume)
-            die "'$a' is the sweep's to set (--out, --threads), not the tool's" ;;
+        --shard | --shard=* | --out | --out-dir | --threads | --resume | --explain | --help | -h)
+            die "'$a' is the sweep's to set (--out, --threads), or makes a shard measure nothing: not the tool's" ;;
         esac
     done
+}
+
+# sweep_tool_ok TOOL BUILD THREADS N TOOL-ARGS...: the tool takes the
+# arguments of shard 1 of N, run once here in a way that writes nothing;
+# else die with the tool's own line. bench: --explain (it lists the work
+# and times nothing). tune has no such mode: its output directory is put
+# under /dev/null, which it makes only once every input has passed its
+# checks, so its refusal to make it is the sign they all did.
+sweep_tool_ok() {
+    local tool=$1 build=$2 threads=$3 n=$4 msg
+    shift 4
+    if [ "$tool" = bench ]; then
+        msg=$("$build/bench" "$@" --threads "$threads" --shard "1/$n" --explain 2>&1 >/dev/null) &&
+            return 0
+    else
+        msg=$("$build/tune" "$@" --threads "$threads" --shard "1/$n" \
+            --out-dir /dev/null/sweep-check --quiet 2>&1 >/dev/null) && return 0
+        case "$msg" in *"tune: /dev/null: cannot create the directory"*) return 0 ;; esac
+    fi
+    msg=$(printf '%s\n' "$msg" | grep . | tail -n 1)
+    die "${msg:-$tool refuses the arguments '$*'}"
 }
 
 # sweep_results TOOL DIR INDEX N: shard INDEX's results file (INDEX may be

@@ -50,34 +50,41 @@ die() {
 shards="" jobs="" threads=1 tool=bench out="" build=build sshlogin="" remote="" ssh_cmd=""
 while [ $# -gt 0 ]; do
     case "$1" in
-    --shards) shards=${2:?}; shift 2 ;;
-    --jobs) jobs=${2:?}; shift 2 ;;
-    --threads) threads=${2:?}; shift 2 ;;
-    --tool) tool=${2:?}; shift 2 ;;
-    --out) out=${2:?}; shift 2 ;;
-    --build) build=${2:?}; shift 2 ;;
-    --sshloginfile) sshlogin=${2:?}; shift 2 ;;
-    --remote-dir) remote=${2:?}; shift 2 ;;
-    --ssh) ssh_cmd=${2:?}; shift 2 ;;
+    --shards) sweep_need "$@"; shards=$2; shift 2 ;;
+    --jobs) sweep_need "$@"; jobs=$2; shift 2 ;;
+    --threads) sweep_need "$@"; threads=$2; shift 2 ;;
+    --tool) sweep_need "$@"; tool=$2; shift 2 ;;
+    --out) sweep_need "$@"; out=$2; shift 2 ;;
+    --build) sweep_need "$@"; build=$2; shift 2 ;;
+    --sshloginfile) sweep_need "$@"; sshlogin=$2; shift 2 ;;
+    --remote-dir) sweep_need "$@"; remote=$2; shift 2 ;;
+    --ssh) sweep_need "$@"; ssh_cmd=$2; shift 2 ;;
     --help | -h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) die "unknown option '$1' (the tool's own options go after --; see --help)" ;;
     esac
 done
-command -v parallel >/dev/null 2>&1 ||
-    die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps; macOS: brew install parallel)"
+# every value, then the tool's arguments, before anything is made
+sweep_int --threads "$threads" 1 1024 ", as the tools take"
+[ -z "$jobs" ] || sweep_int --jobs "$jobs" 1 4096
+[ -z "$shards" ] || sweep_int --shards "$shards" 1 4096 ": the tools' --shard stops there"
+sweep_word --out "$out"
+sweep_word --build "$build"
+case "$out" in /*) die "--out must be relative to the repository (the hosts write under --remote-dir): '$out'" ;; esac
+[ -n "$out" ] && sweep_dir_ok --out "$out"
 sweep_check "$tool" "$build" "$@"
-sweep_positive "--shards, --jobs and --threads" "$threads" ${shards:+"$shards"} ${jobs:+"$jobs"}
 if [ -n "$sshlogin" ]; then
-    [ -r "$sshlogin" ] || die "$sshlogin: cannot read the --sshloginfile"
+    [ -r "$sshlogin" ] && [ -f "$sshlogin" ] || die "$sshlogin: cannot read the --sshloginfile"
 else
     cores=$(ncpu)
     [ -n "$jobs" ] || jobs=$(( cores / threads > 0 ? cores / threads : 1 ))
 fi
 [ -n "$shards" ] || shards=${jobs:-1}
-case "$out" in /*) die "--out must be relative to the repository (the hosts write under --remote-dir)" ;; esac
+command -v parallel >/dev/null 2>&1 ||
+    die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps; macOS: brew install parallel)"
+sweep_tool_ok "$tool" "$build" "$threads" "$shards" "$@"
 [ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
-mkdir -p "$out"
+mkdir -p "$out" 2>/dev/null || die "$out: cannot create the sweep directory"
 
 res=$(sweep_results "$tool" "$out" '{}' "$shards")
 cmd=$(sweep_command "$tool" "$build" "$threads" "$out" '{}' "$shards" "$@")

@@ -41,13 +41,14 @@ shards="" threads=1 tool=bench out="" build=build wait=0 dry=0 maxrun=""
 sbatch_opts=()
 while [ $# -gt 0 ]; do
     case "$1" in
-    --shards) shards=${2:?}; shift 2 ;;
-    --threads) threads=${2:?}; shift 2 ;;
-    --tool) tool=${2:?}; shift 2 ;;
-    --out) out=${2:?}; shift 2 ;;
-    --build) build=${2:?}; shift 2 ;;
-    --partition | --time | --account) sbatch_opts+=("$1=${2:?}"); shift 2 ;;
-    --max-running) maxrun=${2:?}; shift 2 ;;
+    --shards) sweep_need "$@"; shards=$2; shift 2 ;;
+    --threads) sweep_need "$@"; threads=$2; shift 2 ;;
+    --tool) sweep_need "$@"; tool=$2; shift 2 ;;
+    --out) sweep_need "$@"; out=$2; shift 2 ;;
+    --build) sweep_need "$@"; build=$2; shift 2 ;;
+    --partition | --time | --account)
+        sweep_need "$@"; sweep_word "$1" "$2"; sbatch_opts+=("$1=$2"); shift 2 ;;
+    --max-running) sweep_need "$@"; maxrun=$2; shift 2 ;;
     --wait) wait=1; shift ;;
     --dry-run) dry=1; shift ;;
     --help | -h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -55,13 +56,21 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1' (the tool's own options go after --; see --help)" ;;
     esac
 done
+# every value, then the tool's arguments, before anything is made (with
+# --dry-run too: the job scripts it writes are the ones that would run)
 [ -n "$shards" ] || die "--shards N is required"
-sweep_positive "--shards, --threads and --max-running" "$shards" "$threads" ${maxrun:+"$maxrun"}
+sweep_int --shards "$shards" 1 4096 ": the tools' --shard stops there"
+sweep_int --threads "$threads" 1 1024 ", as the tools take"
+[ -z "$maxrun" ] || sweep_int --max-running "$maxrun" 1 4096
+sweep_word --out "$out"
+sweep_word --build "$build"
+[ -n "$out" ] && sweep_dir_ok --out "$out"
 sweep_check "$tool" "$build" "$@"
 [ "$dry" = 1 ] || command -v sbatch >/dev/null 2>&1 ||
     die "sbatch is not installed (Debian: apt-get install slurm-wlm, or make deps; macOS has no Slurm package: --dry-run writes the job scripts for a cluster)"
+sweep_tool_ok "$tool" "$build" "$threads" "$shards" "$@"
 [ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
-mkdir -p "$out"
+mkdir -p "$out" 2>/dev/null || die "$out: cannot create the sweep directory"
 root=$PWD
 abs=$(cd "$out" && pwd)
 run=$(sweep_command "$tool" "$build" "$threads" "$abs" '${SLURM_ARRAY_TASK_ID}' "$shards" "$@")

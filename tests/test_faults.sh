@@ -7,8 +7,9 @@
 #      which has no tmpfs): an append that does not fit leaves the results
 #      or history file exactly as it was, the tool exits 2 with one line
 #      naming the file and the OS error, and a later run goes on from there;
-#      a table set that does not fit is not published; plot says the disk
-#      is full (these two on the tmpfs only: skipped on macOS);
+#      a table set that does not fit is not published (on the tmpfs only:
+#      skipped on macOS); plot says the disk is full in one line and leaves
+#      no directory it made;
 #   2. a kill at each rename of a tune run (fresh directory, a published set,
 #      a set of plain files from before the linked layout): the visible
 #      table.csv, table.h, model.csv and chip.csv are always one run's, and
@@ -86,6 +87,8 @@ full_disk_appends() { # DIR FILL-COMMAND: bench and compare --history appends
     err=$("$B/compare" "$d/r.csv" "$d/r.csv" --history "$d/history.csv" 2>&1 >/dev/null); rc=$?
     check "compare --history on a full disk exits 2 (got $rc)" [ "$rc" -eq 2 ]
     check "naming history.csv and the OS error: '$err'" has "$err" "history.csv: cannot append a row: No space left"
+    out=$("$B/compare" "$d/r.csv" "$d/r.csv" --history "$d/history.csv" 2>/dev/null)
+    check "and printing nothing on stdout (its table is for a run that went in): '$out'" [ -z "$out" ]
     check "the results and history files are exactly as they were" [ "$(sums "$d/r.csv" "$d/history.csv")" = "$before" ]
     eval "$unfill"
     out=$("$B/bench" $small --candidate "$c1" --candidate "$c2" --candidate "$c3" --resume \
@@ -118,6 +121,7 @@ if [ "${2:-}" = "tmpfs-part" ]; then
     err=$("$B/plot" occupancy --chip m4max --shape 1x4096x14336 --out "$mnt/p" 2>&1); rc=$?
     check "plot on a full disk exits 2 (got $rc)" [ "$rc" -eq 2 ]
     check "and says the disk is full: '$err'" has "$err" "the disk is full"
+    check "in one line, leaving no plots directory behind" [ "$(lines "$err")" -eq 1 -a ! -e "$mnt/p" ]
     # a whole file larger than stdio's buffer: its first failed write sets
     # only the stream's error flag; the message still names the OS's error
     # (No space left on device, not EIO), and nothing is left behind
@@ -153,9 +157,15 @@ else
     # commands it execs (SIP drops DYLD_* only from system binaries)
     full_disk_appends "$d" "export $preload='$lib' MQ_FAULT_WRITE_MATCH='$d/' MQ_FAULT_WRITE_LIMIT=100" \
         "unset $preload MQ_FAULT_WRITE_MATCH MQ_FAULT_WRITE_LIMIT"
+    # plot: gnuplot draws in its scratch directory, the images are copied into --out
+    err=$(with_faults MQ_FAULT_WRITE_MATCH="$d/" MQ_FAULT_WRITE_LIMIT=100 \
+          "$B/plot" occupancy --chip m4max --shape 1x4096x14336 --out "$d/p" 2>&1); rc=$?
+    check "plot on a full disk exits 2 in one line saying so (got $rc: $err)" \
+        sh -c '[ "$1" -eq 2 ] && [ "$(printf "%s\n" "$2" | grep -c .)" -eq 1 ] && printf "%s" "$2" | grep -q "the disk is full"' _ "$rc" "$err"
+    check "and leaves no plots directory behind" [ ! -e "$d/p" ]
     rm -rf "$d"
     if is_macos; then
-        skip "a table set and a plot on a full disk (they need a 256 KiB tmpfs; the appends above are tested through injected write(2) failures)"
+        skip "a table set on a full disk (it needs a 256 KiB tmpfs; the appends and the plot above are tested through injected write(2) failures)"
     fi
 fi
 rm -f "$part"

@@ -79,6 +79,23 @@ check "as PNG and SVG" [ -s "$out/moe-decode.png" -a -s "$out/moe-decode.svg" ]
 check "with every model of the file in its key" [ "$(grep -c 'fused' "$out/moe-decode.svg")" -ge 8 ]
 expect_fail 2 "not a moe-bench results file" moe --results "$out/bad.csv" --out "$out"
 expect_fail 2 "takes --results FILE" moe --out "$out"
+# a recorded routing whose path holds a quote, a comma and a newline: moe-bench's
+# rows keep it whole (CSV-quoted, the newline escaped) and plot moe reads it back
+rdir="$out/moe-odd"
+mkdir -p "$rdir"
+rpath="$rdir/$(printf 'rec "a",b\nc.csv')"
+{ echo token,slot,expert,prob; for t in 0 1; do for k in 0 1 2 3 4 5 6 7; do
+    echo "$t,$k,$((k * 3 + t)),0.125"; done; done; } > "$rpath"
+msg=$("$B/moe-bench" --routing "$rpath" --max-candidates 1 --budget 0.005 --rotations 1 \
+      --threads 2 --out "$rdir/r.csv" 2>&1); rc=$?
+check "moe-bench takes a routing path with a quote, a comma and a newline (got $rc: $msg)" \
+    [ "$rc" -eq 0 ]
+check "its 2 rows, a line each, the path quoted and its newline escaped" \
+    [ "$(grep -c ',"[^"]*rec ""a"",b\\nc.csv",' "$rdir/r.csv")" -eq 2 ]
+msg=$("$plot" moe --results "$rdir/r.csv" --out "$rdir" 2>&1); rc=$?
+check "plot moe reads those rows back (got $rc: $msg)" [ "$rc" -eq 0 ]
+check "and titles the plot with the path, its newline a line break" \
+    [ "$(grep -c -e '/rec "a",b</text>' -e '>c.csv routing)' "$rdir/moe-r.svg")" -eq 2 ]
 # a drawing that fails leaves the image already there as it was
 cp "$out/roofline-host.png" "$out/before.png"
 MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out" >/dev/null 2>&1; rc=$?
@@ -87,6 +104,37 @@ check "and the existing image is untouched" cmp -s "$out/roofline-host.png" "$ou
 msg=$(MQ_GNUPLOT=/nonexistent/gnuplot "$plot" roofline --chip host --out "$out" 2>&1)
 case "$msg" in *"cannot run /nonexistent/gnuplot"*) ok=1 ;; *) ok=0 ;; esac
 check "a missing gnuplot is named ($msg)" [ "$ok" -eq 1 ]
+# a drawing that fails into a directory it made removes it again (only
+# those it made, only when empty), in one line and nothing on stdout
+msg=$(MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out/new/plots" 2>&1 >"$out/stdout"); rc=$?
+check "a failed drawing into a new directory exits 2, one line, nothing on stdout (got $rc: $msg)" \
+    [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" ]
+check "and leaves no directory it made" [ ! -e "$out/new" ]
+mkdir -p "$out/kept/plots"
+MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out/kept/plots" >/dev/null 2>&1
+check "and keeps the directories it did not make" [ -d "$out/kept/plots" ]
+msg=$(MQ_GNUPLOT=false "$plot" all --chip host --out "$out/new" 2>&1 >"$out/stdout"); rc=$?
+check "plot all that draws nothing exits 2 in one line (got $rc: $msg)" \
+    [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" -a ! -e "$out/new" ]
+# links planted where a writer of predictable names would write (IMAGE.tmp.PID,
+# .plot-probe.PID for the next 300 process ids, made by one process) lead to a
+# file outside the directory: plot writes only through names it made
+printf 'outside, must stay\n' > "$out/outside.txt"
+sum0=$(sha256 < "$out/outside.txt")
+for names in image probe; do
+    mkdir "$out/$names"
+    next=$(sh -c 'echo $$')
+    perl -e 'my ($dir, $to, $kind, $n) = @ARGV;
+        for my $p ($n .. $n + 300) {
+            my @f = $kind eq "image" ? ("roofline-host.png.tmp.$p", "roofline-host.svg.tmp.$p") : (".plot-probe.$p");
+            symlink($to, "$dir/$_") for @f;
+        }' "$out/$names" "$out/outside.txt" "$names" "$next"
+    msg=$("$plot" roofline --chip host --out "$out/$names" 2>&1); rc=$?
+    check "links planted at the $names' names: plot draws (got $rc: $msg)" [ "$rc" -eq 0 ]
+    check "links planted at the $names' names: the file outside is unchanged" [ "$(sha256 < "$out/outside.txt")" = "$sum0" ]
+    check "links planted at the $names' names: the images are files of their own" \
+        [ -f "$out/$names/roofline-host.png" -a ! -L "$out/$names/roofline-host.png" -a -s "$out/$names/roofline-host.svg" ]
+done
 rm -rf "$out"
 echo "plot: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

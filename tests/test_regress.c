@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +125,65 @@ static void test_compare_command(const char *compare)
     CHECK(run(compare, same_args) == 0, "a file against itself: exit 0");
     const char *bad_args[] = {compare, base, "/nonexistent.csv", NULL};
     CHECK(run(compare, bad_args) == 2, "a missing file: exit 2");
+    remove_dir(dir);
+}
+
+/* Links planted where a writer of predictable temporary names would write
+ * (OUT.tmp.PID for the next 300 process ids) lead to a file outside the
+ * output directory: compare --report, --rerun-list and --median-of write
+ * only through names they made (mkstemp), so that file stays as it was and
+ * each output is a file of its own. */
+static void test_compare_planted(const char *compare)
+{
+    char dir[] = "/tmp/mq-test-plant-XXXXXX", err[512];
+    if (!mkdtemp(dir))
+        return;
+    char outside[600], base[600], cur[600], out[600], rep[700], rer[700], med[700], ln[800];
+    snprintf(outside, sizeof outside, "%s/outside.txt", dir);
+    snprintf(base, sizeof base, "%s/base.csv", dir);
+    snprintf(cur, sizeof cur, "%s/new.csv", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(rep, sizeof rep, "%s/r.md", out);
+    snprintf(rer, sizeof rer, "%s/r.txt", out);
+    snprintf(med, sizeof med, "%s/m.csv", out);
+    FILE *f = fopen(outside, "w");
+    if (f) {
+        fputs("outside, must stay\n", f);
+        fclose(f);
+    }
+    double a[20], slow[20];
+    for (int i = 0; i < 20; i++) {
+        a[i] = 1e-3 * (1 + 0.01 * ((i * 7) % 20));
+        slow[i] = a[i] * 1.2;
+    }
+    mq_result rb = row(1, a, 20), rn = row(1, slow, 20);
+    const mq_result *pb = &rb, *pn = &rn;
+    CHECK(mq_results_write(base, &pb, 1, err, sizeof err) == 0 &&
+              mq_results_write(cur, &pn, 1, err, sizeof err) == 0 && mkdir(out, 0755) == 0,
+          "the planted-link test's files: %s", err);
+    int planted = 0;
+    for (long p = (long)getpid() + 1; p <= (long)getpid() + 300; p++) {
+        const char *outs[3] = {rep, rer, med};
+        for (int k = 0; k < 3; k++) {
+            snprintf(ln, sizeof ln, "%s.tmp.%ld", outs[k], p);
+            planted += symlink(outside, ln) == 0;
+        }
+    }
+    CHECK(planted == 900, "900 links planted, got %d", planted);
+    const char *args[] = {compare, base, cur, "--report", rep, "--rerun-list", rer, NULL};
+    CHECK(run(compare, args) == 1, "compare through planted links: exit 1 (a regression)");
+    const char *margs[] = {compare, "--median-of", med, base, cur, NULL};
+    CHECK(run(compare, margs) == 0, "compare --median-of through planted links: exit 0");
+    char text[256];
+    read_text(outside, text, sizeof text);
+    CHECK(!strcmp(text, "outside, must stay\n"), "the file the links lead to is unchanged: '%.40s'",
+          text);
+    const char *outs[3] = {rep, rer, med};
+    for (int k = 0; k < 3; k++) {
+        struct stat sb;
+        CHECK(lstat(outs[k], &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0,
+              "%s is a file of its own, written", outs[k]);
+    }
     remove_dir(dir);
 }
 
@@ -283,6 +343,7 @@ int main(int argc, char **argv)
     snprintf(self, sizeof self, "%s", argv[0]);
     snprintf(compare, sizeof compare, "%s/../compare", dirname(self));
     test_compare_command(compare);
+    test_compare_planted(compare);
     test_paired();
     test_open_count();
     test_compare_ab_command(compare);

@@ -233,6 +233,21 @@ out=$(scripts/sweep-slurm.sh --build "$B" --shards 0 -- --suite smoke 2>&1); rc=
 check "sweep-slurm.sh --shards 0 is refused (rc $rc)" [ "$rc" -eq 2 ]
 out=$(scripts/sweep-slurm.sh --build "$B" --shards 2 -- --shard 1/2 2>&1); rc=$?
 check "a tool --shard of its own is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "sweep's to set"
+# bad input is refused before anything is made: no shard starts, and no sweep
+# directory appears under results/sweeps (the default --out; tests/badinput/
+# sweeps.cases has the rest of the bad input, run from a scratch directory)
+made() { ls -d results/sweeps/bench-* results/sweeps/tune-* 2>/dev/null; }
+before=$(made)
+for bad in "parallel --shards 99999 -- --suite smoke" "parallel --shards 2 -- --formats fp5" \
+           "parallel --tool tune --shards 2 -- --chip host --evals 0" "parallel --shards" \
+           "slurm --shards 99999 --dry-run -- --suite smoke" "slurm --shards 2 --dry-run -- --formats fp5" \
+           "slurm --shards 2 -- --chip m9" "slurm --shards 2 --dry-run --out"; do
+    # shellcheck disable=SC2086 # $bad is the script's name and its arguments
+    out=$(scripts/sweep-${bad%% *}.sh --build "$B" ${bad#* } 2>&1 >"$d/stdout"); rc=$?
+    check "sweep-$bad: exit 2, one line, nothing on stdout (rc $rc): $out" \
+        all '[ "$rc" -eq 2 ]' '[ "$(printf "%s\n" "$out" | nlines)" -eq 1 ]' '[ ! -s "$d/stdout" ]'
+done
+check "and no sweep directory was made under results/sweeps: '$(made)'" [ "$(made)" = "$before" ]
 
 # and on a real single-node Slurm when one starts here
 if conf=$(scripts/slurm-local.sh start "$d/slurm" 2>"$d/slurm-start.err"); then
