@@ -80,10 +80,96 @@ static void describe_unit(const mq_work_unit *u, char *buf, size_t n)
              u->p.N, u->p.K, u->p.group, c);
 }
 
+typedef struct {
+    uint64_t id;
+    int shard, at; /* at: the manifest's place among ms */
+} mkey;
+
+static int by_sweep_shard(const void *a, const void *b)
+{
+    const mkey *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Two manifests of one sweep that cannot both be its writer's: they
+ * disagree on what the sweep is (its shard count, kind, chip, backend or
+ * unit count), or hold one shard with different units. A message naming
+ * both files, or NULL. */
+static int disagree(const mq_manifest *a, const mq_manifest *b, char *err, size_t errlen)
+{
+    const char *what = a->nshards != b->nshards            ? "its shard count"
+                       : strcmp(a->kind, b->kind)          ? "its kind (bench or tune)"
+                       : strcmp(a->chip, b->chip)          ? "its chip"
+                       : strcmp(a->backend, b->backend)    ? "its backend"
+                       : a->sweep_units != b->sweep_units  ? "its unit count"
+                       : a->shard == b->shard &&
+                               (a->n != b->n ||
+                                memcmp(a->u, b->u, sizeof *a->u * (size_t)a->n))
+                           ? "the units of a shard both hold"
+                           : NULL;
+    if (what)
+        snprintf(err, errlen, "%s (shard %d of %d, %s, chip %s, backend %s, %d units) and %s "
+                              "(shard %d of %d, %s, chip %s, backend %s, %d units): manifests "
+                              "of sweep %016llx that disagree on %s",
+                 a->path, a->shard, a->nshards, a->kind, a->chip, a->backend, a->n, b->path,
+                 b->shard, b->nshards, b->kind, b->chip, b->backend, b->n,
+                 (unsigned long long)a->id, what);
+    return what != NULL;
+}
+
+/* Every sweep's manifests among the inputs agree (disagree() above), and
+ * a sweep with every shard here has, over its shards, the units its
+ * comment lines count. A shard given twice with the same units (rerun on
+ * another machine) is fine: its rows are duplicates, handled as such.
+ * Checked before anything is reported, so a bad set is one error. 0, or -1
+ * with the message. */
+static int check_manifests(const mq_manifest *ms, int nm, char *err, size_t errlen)
+{
+    mkey *k = malloc(sizeof *k * (size_t)(nm ? nm : 1));
+    if (!k) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < nm; i++)
+        k[i] = (mkey){ms[i].id, ms[i].shard, i};
+    qsort(k, (size_t)nm, sizeof *k, by_sweep_shard);
+    int rc = 0;
+    for (int g = 0, e; g < nm && rc == 0; g = e) {
+        const mq_manifest *first = &ms[k[g].at];
+        int shards = 0;
+        long units = 0;
+        for (e = g; e < nm && k[e].id == k[g].id && rc == 0; e++) {
+            const mq_manifest *m = &ms[k[e].at];
+            int again = e > g && k[e - 1].shard == k[e].shard;
+            if (disagree(again ? &ms[k[e - 1].at] : first, m, err, errlen))
+                rc = -1;
+            else if (!again) {
+                shards++;
+                units += m->n;
+            }
+        }
+        if (rc == 0 && shards == first->nshards && units != first->sweep_units) {
+            snprintf(err, errlen, "%s and the other %d manifests of sweep %016llx: its %d shards "
+                                  "own %ld units, but the comment lines say the sweep has %d",
+                     first->path, shards - 1, (unsigned long long)first->id, shards, units,
+                     first->sweep_units);
+            rc = -1;
+        }
+    }
+    free(k);
+    return rc;
+}
+
 /* The gaps of every sweep whose manifests are among the manifests: missing
- * shards, and units without their rows among the kept rows (sorted). */
-static void report_gaps(mq_manifest *ms, int nm, const entry *kept, int nk, FILE *rep,
-                        mq_merge_summary *sum)
+ * shards, and units without their rows among the kept rows (sorted). The
+ * manifests agree (check_manifests), and a shard outside 1..N is skipped
+ * all the same. -1 on out of memory. */
+static int report_gaps(mq_manifest *ms, int nm, const entry *kept, int nk, FILE *rep,
+                       mq_merge_summary *sum)
 {
     for (int i = 0; i < nm; i++) {
         int first = 1;
@@ -94,8 +180,11 @@ static void report_gaps(mq_manifest *ms, int nm, const entry *kept, int nk, FILE
         sum->sweeps++;
         int N = ms[i].nshards, have = 0;
         char *seen = calloc((size_t)N + 1, 1);
+        if (!seen)
+            return -1;
         for (int j = i; j < nm; j++)
-            if (ms[j].id == ms[i].id && seen && !seen[ms[j].shard]) {
+            if (ms[j].id == ms[i].id && ms[j].shard >= 1 && ms[j].shard <= N &&
+                !seen[ms[j].shard]) {
                 seen[ms[j].shard] = 1;
                 have++;
             }
@@ -104,7 +193,7 @@ static void report_gaps(mq_manifest *ms, int nm, const entry *kept, int nk, FILE
                 (unsigned long long)ms[i].id, ms[i].kind, ms[i].chip, ms[i].backend, have, N,
                 N == 1 ? "" : "s");
         int listed = 0;
-        for (int s = 1; seen && s <= N; s++)
+        for (int s = 1; s <= N; s++)
             if (!seen[s]) {
                 sum->shards_missing++;
                 if (listed++ < 20)
@@ -139,6 +228,7 @@ static void report_gaps(mq_manifest *ms, int nm, const entry *kept, int nk, FILE
             }
         }
     }
+    return 0;
 }
 
 /* Rows per (host, chip, backend, build), with their dates. */
@@ -170,65 +260,12 @@ static void report_provenance(const entry *e, int n, FILE *rep)
     }
 }
 
-int mq_merge(const char *const *inputs, int n, const char *out, const mq_merge_opts *o,
-             FILE *rep, mq_merge_summary *sum, char *err, size_t errlen)
+/* The duplicates: runs of one key in key order (e sorted so here), each
+ * reported with its rows' files, all but the kept row of each marked
+ * dropped (none with MQ_KEEP_ALL). */
+static void mark_duplicates(entry *e, int total, const mq_merge_opts *o,
+                            const char *const *inputs, FILE *rep, mq_merge_summary *sum)
 {
-    memset(sum, 0, sizeof *sum);
-    sum->inputs = n;
-    mq_results *rs = calloc((size_t)(n ? n : 1), sizeof *rs);
-    mq_manifest *ms = calloc((size_t)(n ? n : 1), sizeof *ms);
-    entry *e = NULL;
-    const mq_result **rows = NULL;
-    int rc = 2, nm = 0, total = 0;
-    if (!rs || !ms) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    for (int i = 0; i < n; i++) {
-        char mpath[4200], note[4400];
-        struct stat sb, sb2;
-        for (int j = 0; j < i; j++)
-            if (stat(inputs[i], &sb) == 0 && stat(inputs[j], &sb2) == 0 &&
-                sb.st_dev == sb2.st_dev && sb.st_ino == sb2.st_ino) {
-                snprintf(err, errlen, "%s is given twice (as %s too)", inputs[i], inputs[j]);
-                goto done;
-            }
-        if (mq_results_load(inputs[i], &rs[i], err, errlen))
-            goto done;
-        if (mq_results_torn_note(&rs[i], inputs[i], note, sizeof note))
-            fprintf(rep, "merge: %s\n", note);
-        total += rs[i].n;
-        mq_manifest_path(inputs[i], mpath, sizeof mpath);
-        if (stat(mpath, &sb) == 0 && mq_manifest_load(mpath, &ms[nm++], err, errlen))
-            goto done;
-    }
-    sum->rows_in = total;
-    sum->manifests = nm;
-    e = calloc((size_t)(total ? total : 1), sizeof *e);
-    rows = calloc((size_t)(total ? total : 1), sizeof *rows);
-    if (!e || !rows) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < rs[i].n; j++, k++)
-            e[k] = (entry){&rs[i].r[j], i, k, 0};
-    int a, b;
-    if (!o->allow_mixed_schemas && differ(e, total, 1, &a, &b)) {
-        snprintf(err, errlen, "%s has rows of schema %d, %s of schema %d: refusing to mix "
-                              "schemas (--allow-mixed-schemas to merge them)",
-                 inputs[e[a].input], e[a].r->schema, inputs[e[b].input], e[b].r->schema);
-        goto done;
-    }
-    if (!o->allow_mixed_builds && differ(e, total, 0, &a, &b)) {
-        snprintf(err, errlen, "%s has rows of build %s %s, %s of build %s %s: refusing to mix "
-                              "builds (--allow-mixed-builds to merge them)",
-                 inputs[e[a].input], e[a].r->tool_version, e[a].r->git_rev, inputs[e[b].input],
-                 e[b].r->tool_version, e[b].r->git_rev);
-        goto done;
-    }
-    /* duplicates: runs of one key in key order */
     qsort(e, (size_t)total, sizeof *e, by_key_then_order);
     int shown = 0;
     for (int i = 0; i < total;) {
@@ -263,12 +300,100 @@ int mq_merge(const char *const *inputs, int n, const char *out, const mq_merge_o
     }
     if (shown > 10)
         fprintf(rep, "... and %d more duplicate keys\n", shown - 10);
+}
+
+/* An output that would be taken for something else: none, or a shard
+ * manifest's name (merge would replace an input's manifest with rows). */
+static int bad_out(const char *out, char *err, size_t errlen)
+{
+    size_t len = strlen(out), sl = strlen(".manifest.csv");
+    if (len == 0)
+        return snprintf(err, errlen, "--out '': an empty path"), -1;
+    if (len >= sl && !strcmp(out + len - sl, ".manifest.csv"))
+        return snprintf(err, errlen, "--out '%.300s': the name of a shard manifest (merge "
+                                     "writes results; a manifest is read beside them)",
+                        out),
+               -1;
+    return 0;
+}
+
+int mq_merge(const char *const *inputs, int n, const char *out, const mq_merge_opts *o,
+             FILE *rep_out, mq_merge_summary *sum, char *err, size_t errlen)
+{
+    memset(sum, 0, sizeof *sum);
+    sum->inputs = n;
+    mq_results *rs = calloc((size_t)(n ? n : 1), sizeof *rs);
+    mq_manifest *ms = calloc((size_t)(n ? n : 1), sizeof *ms);
+    entry *e = NULL;
+    const mq_result **rows = NULL;
+    int rc = 2, nm = 0, total = 0;
+    /* the report is held until the merge is done: an error leaves rep_out
+     * untouched, its one line the whole of what the caller shows */
+    char *rbuf = NULL;
+    size_t rlen = 0;
+    FILE *rep = open_memstream(&rbuf, &rlen);
+    if (!rs || !ms || !rep) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    if (bad_out(out, err, errlen))
+        goto done;
+    for (int i = 0; i < n; i++) {
+        char mpath[4200], note[4400];
+        struct stat sb, sb2;
+        for (int j = 0; j < i; j++)
+            if (stat(inputs[i], &sb) == 0 && stat(inputs[j], &sb2) == 0 &&
+                sb.st_dev == sb2.st_dev && sb.st_ino == sb2.st_ino) {
+                snprintf(err, errlen, "%s is given twice (as %s too)", inputs[i], inputs[j]);
+                goto done;
+            }
+        if (mq_results_load(inputs[i], &rs[i], err, errlen))
+            goto done;
+        if (mq_results_torn_note(&rs[i], inputs[i], note, sizeof note))
+            fprintf(rep, "merge: %s\n", note);
+        total += rs[i].n;
+        mq_manifest_path(inputs[i], mpath, sizeof mpath);
+        if (stat(mpath, &sb) == 0 && mq_manifest_load(mpath, &ms[nm++], err, errlen))
+            goto done;
+    }
+    if (check_manifests(ms, nm, err, errlen))
+        goto done;
+    sum->rows_in = total;
+    sum->manifests = nm;
+    e = calloc((size_t)(total ? total : 1), sizeof *e);
+    rows = calloc((size_t)(total ? total : 1), sizeof *rows);
+    if (!e || !rows) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < rs[i].n; j++, k++)
+            e[k] = (entry){&rs[i].r[j], i, k, 0};
+    int a, b;
+    if (!o->allow_mixed_schemas && differ(e, total, 1, &a, &b)) {
+        snprintf(err, errlen, "%s has rows of schema %d, %s of schema %d: refusing to mix "
+                              "schemas (--allow-mixed-schemas to merge them)",
+                 inputs[e[a].input], e[a].r->schema, inputs[e[b].input], e[b].r->schema);
+        goto done;
+    }
+    if (!o->allow_mixed_builds && differ(e, total, 0, &a, &b)) {
+        snprintf(err, errlen, "%s has rows of build %s %s, %s of build %s %s: refusing to mix "
+                              "builds (--allow-mixed-builds to merge them)",
+                 inputs[e[a].input], e[a].r->tool_version, e[a].r->git_rev, inputs[e[b].input],
+                 e[b].r->tool_version, e[b].r->git_rev);
+        goto done;
+    }
+    mark_duplicates(e, total, o, inputs, rep, sum);
     /* the gaps, on the kept rows in key order */
     int nk = 0;
     for (int i = 0; i < total; i++)
         if (!e[i].dropped)
             e[nk++] = e[i];
-    report_gaps(ms, nm, e, nk, rep, sum);
+    if (report_gaps(ms, nm, e, nk, rep, sum)) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
     qsort(e, (size_t)nk, sizeof *e, by_order); /* the inputs' own order */
     for (int i = 0; i < nk; i++)
         rows[i] = e[i].r;
@@ -282,6 +407,11 @@ int mq_merge(const char *const *inputs, int n, const char *out, const mq_merge_o
             sum->dup_rows_dropped, sum->dup_rows_dropped == 1 ? "" : "s");
     rc = sum->shards_missing || sum->shards_incomplete ? 1 : 0;
 done:
+    if (rep)
+        fclose(rep); /* rbuf then holds what was printed */
+    if (rc != 2 && rbuf)
+        fwrite(rbuf, 1, rlen, rep_out);
+    free(rbuf);
     for (int i = 0; rs && i < n; i++)
         mq_results_free(&rs[i]);
     for (int i = 0; ms && i < nm; i++)

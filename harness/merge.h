@@ -28,9 +28,12 @@ typedef struct {
 /* Merge inputs[0..n) into out, printing the report (provenance, duplicates,
  * gaps) to rep. 0 when written and every sweep whose manifests are among
  * the inputs is complete; 1 when written with shards missing or
- * incomplete; 2 (nothing written) on an input that cannot be read, mixed
- * builds or schemas not allowed, or an output that cannot be written; err
- * then names the file and the problem. */
+ * incomplete; 2 (nothing written, nothing printed to rep) on an input that
+ * cannot be read, manifests of one sweep that disagree (its shard count,
+ * kind, chip, backend or units; merge.c), mixed builds or schemas not
+ * allowed, or an output that cannot be written (or is named like a
+ * manifest); err then names the file(s) and the problem. out is written
+ * through mq_atomic_open/commit: a new temporary file, renamed. */
 int mq_merge(const char *const *inputs, int n, const char *out, const mq_merge_opts *o,
              FILE *rep, mq_merge_summary *sum, char *err, size_t errlen);
 

@@ -341,15 +341,24 @@ int mq_manifest_write(const char *path, const mq_work_list *w, const mq_shard *s
     return mq_atomic_commit(f, tmp, path, err, errlen);
 }
 
+/* A sweep id as the writer prints it: exactly 16 hex digits (strtoull alone
+ * would take a sign, spaces or fewer digits). 0, or -1. */
+static int parse_id(const char *s, uint64_t *id)
+{
+    if (strlen(s) != 16 || strspn(s, "0123456789abcdefABCDEF") != 16)
+        return -1;
+    *id = strtoull(s, NULL, 16);
+    return 0;
+}
+
 /* One manifest row into u (the sweep's fields must agree with the
  * comment lines', in m). */
 static int parse_mrow(char **f, const mq_manifest *m, mq_work_unit *u, char *why, size_t n)
 {
     char bad[160];
     mq_error e;
-    unsigned long long id;
-    char *end;
-    if (strlen(f[0]) != 16 || (id = strtoull(f[0], &end, 16), *end))
+    uint64_t id;
+    if (parse_id(f[0], &id))
         return snprintf(why, n, "sweep: '%.40s' is not a 16-digit hex id", f[0]), -1;
     int shard, shards;
     if (mq_parse_int(f[3], 1, MQ_SHARD_MAX, &shards, bad, sizeof bad))
@@ -372,7 +381,18 @@ static int parse_mrow(char **f, const mq_manifest *m, mq_work_unit *u, char *why
     for (int i = 0; i < 4; i++)
         if (mq_parse_int(f[7 + i], 1, 1 << 24, dims[i], bad, sizeof bad))
             return snprintf(why, n, "%s: %s", mcols[7 + i], bad), -1;
+    /* a tune unit is a whole problem (every field of its candidate '*'), a
+     * bench unit one candidate: anything else is no writer's */
     u->whole = !strcmp(f[11], "*");
+    if (u->whole != !strcmp(m->kind, "tune"))
+        return snprintf(why, n, "variant: '%.40s' in a %s manifest (expected %s)", f[11],
+                        m->kind, u->whole ? "a candidate's variant" : "'*', a whole problem"),
+               -1;
+    for (int i = 12; u->whole && i < 17; i++)
+        if (strcmp(f[i], "*"))
+            return snprintf(why, n, "%s: '%.40s' in a whole problem's row (expected '*')",
+                            mcols[i], f[i]),
+                   -1;
     if (!u->whole) {
         if (mq_variant_from_name(f[11], &u->c.variant, &e))
             return snprintf(why, n, "variant: %.200s", e.msg), -1;
@@ -401,6 +421,58 @@ static int take_unit(char **f, void *manifest, char *why, size_t n)
     return 0;
 }
 
+/* True when s holds nothing but blanks from position at on (sscanf's %n:
+ * what follows the last field of a comment line must be nothing). */
+static int rest_blank(const char *s, int at)
+{
+    return at > 0 && s[at + strspn(s + at, " \t")] == '\0';
+}
+
+/* The three comment lines (they say the sweep even of a shard that owns no
+ * unit): the schema, the shard of its count, the sweep's id and unit
+ * counts, the kind, chip and backend. Numbers are taken as text
+ * and range-checked (sscanf's %d overflows silently). 0, or -1 with the
+ * reason (after "PATH: ") in why. */
+static int parse_comments(const mq_csv_table *t, mq_manifest *m, char *why, size_t n)
+{
+    char schema[12], shard[12], shards[12], id[17], units[12], mine[12], bad[160];
+    int at = 0, v;
+    const char *c0 = t->ncomments >= 3 ? t->comments[0] : "";
+    if (t->ncomments < 3 ||
+        sscanf(c0, " mq shard manifest, schema %11[0-9]: the units of work shard %11[0-9] of "
+                   "%11[0-9] owns%n",
+               schema, shard, shards, &at) != 3 ||
+        !rest_blank(c0, at))
+        return snprintf(why, n, "not a shard manifest (expected its three comment lines, the "
+                                "first '# mq shard manifest, schema 1: ...')"),
+               -1;
+    if (mq_parse_int(schema, 1, 1, &v, bad, sizeof bad))
+        return snprintf(why, n, "manifest schema %.12s: this tool reads schema 1", schema), -1;
+    if (mq_parse_int(shards, 1, MQ_SHARD_MAX, &m->nshards, bad, sizeof bad) ||
+        mq_parse_int(shard, 1, m->nshards, &m->shard, bad, sizeof bad))
+        return snprintf(why, n, "shard %.12s of %.12s (expected I of N with 1 <= I <= N <= %d)",
+                        shard, shards, MQ_SHARD_MAX),
+               -1;
+    at = 0;
+    if (sscanf(t->comments[1], " sweep %16[0-9a-fA-F]: %11[0-9] units, estimated %*[^;]; this "
+                               "shard: %11[0-9] units,%n",
+               id, units, mine, &at) != 3 ||
+        !at || parse_id(id, &m->id) ||
+        mq_parse_int(units, 0, 1 << 30, &m->sweep_units, bad, sizeof bad) ||
+        mq_parse_int(mine, 0, m->sweep_units, &m->shard_units, bad, sizeof bad))
+        return snprintf(why, n, "second comment line: expected '# sweep ID: U units, estimated "
+                                "S s; this shard: u units, s s' (a 16-digit ID, u <= U)"),
+               -1;
+    at = 0;
+    if (sscanf(t->comments[2], " kind %7[a-z], chip %31[^,], backend %15s%n", m->kind, m->chip,
+               m->backend, &at) != 3 ||
+        !rest_blank(t->comments[2], at) || (strcmp(m->kind, "bench") && strcmp(m->kind, "tune")))
+        return snprintf(why, n, "third comment line: expected '# kind bench|tune, chip C, "
+                                "backend B'"),
+               -1;
+    return 0;
+}
+
 int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -408,30 +480,25 @@ int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen)
     mq_csv_table t;
     if (mq_csv_read(path, &t, err, errlen))
         return -1;
-    int rc = 0, schema = 0;
-    unsigned long long id = 0;
-    /* the comment lines say the sweep even of a shard that owns no unit */
-    int ok = t.ncomments >= 3 &&
-             sscanf(t.comments[0], " mq shard manifest, schema %d: the units of work shard %d of "
-                                   "%d owns",
-                    &schema, &m->shard, &m->nshards) == 3 &&
-             sscanf(t.comments[1], " sweep %16llx:", &id) == 1 &&
-             sscanf(t.comments[2], " kind %7[a-z], chip %31[^,], backend %15s", m->kind, m->chip,
-                    m->backend) == 3 &&
-             schema == 1 && m->nshards >= 1 && m->nshards <= MQ_SHARD_MAX && m->shard >= 1 &&
-             m->shard <= m->nshards;
-    m->id = id;
-    if (!ok || t.nrows < 1 || t.rows[0].nfields != NMCOL || strcmp(t.rows[0].fields[0], "sweep")) {
-        snprintf(err, errlen, "%s: not a shard manifest of schema 1 (expected its three comment "
-                              "lines, then a header 'sweep,kind,shard,...' of %d columns)",
-                 path, NMCOL);
-        rc = -1;
-    } else if (!(m->u = calloc((size_t)t.nrows, sizeof *m->u))) {
+    char why[400];
+    int rc = -1, header = t.nrows >= 1 && t.rows[0].nfields == NMCOL;
+    for (int i = 0; header && i < NMCOL; i++)
+        header = !strcmp(t.rows[0].fields[i], mcols[i]);
+    if (parse_comments(&t, m, why, sizeof why))
+        snprintf(err, errlen, "%s: %s", path, why);
+    else if (!header)
+        snprintf(err, errlen, "%s: expected the header 'sweep,kind,shard,...,rows,cost_us' of "
+                              "%d columns after the comment lines", path, NMCOL);
+    else if (!(m->u = calloc((size_t)t.nrows, sizeof *m->u)))
         snprintf(err, errlen, "%s: out of memory", path);
-        rc = -1;
+    else if (mq_csv_parse_rows(&t, path, NMCOL, take_unit, m, err, errlen) == 0) {
+        rc = 0;
+        if (m->n != m->shard_units) { /* a manifest cut short, or edited */
+            snprintf(err, errlen, "%s: %d unit rows, but its comment line says shard %d/%d owns "
+                                  "%d", path, m->n, m->shard, m->nshards, m->shard_units);
+            rc = -1;
+        }
     }
-    if (rc == 0)
-        rc = mq_csv_parse_rows(&t, path, NMCOL, take_unit, m, err, errlen);
     mq_csv_free(&t);
     if (rc)
         mq_manifest_free(m);

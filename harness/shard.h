@@ -89,13 +89,18 @@ typedef struct {
     char kind[8], chip[32], backend[16];
     uint64_t id;
     int shard, nshards;
+    int sweep_units, shard_units; /* as the comment lines say: the sweep's, this shard's */
     mq_work_unit *u; /* this shard's units */
     int n;
     int64_t cost_us;
 } mq_manifest;
 
 /* Read and validate a manifest; -1 with a message naming the file, line
- * and field. */
+ * and field. What loads keeps the writer's promises: schema 1, 1 <= shard
+ * <= nshards <= MQ_SHARD_MAX, kind bench (candidates) or tune (whole
+ * problems), every row of the comment lines' sweep, shard, kind, chip and
+ * backend, and as many unit rows as the comment line says the shard owns
+ * (a manifest cut short is refused, not taken for a smaller shard). */
 int mq_manifest_load(const char *path, mq_manifest *m, char *err, size_t errlen);
 void mq_manifest_free(mq_manifest *m);
 
