@@ -146,7 +146,7 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 	  "tests/test_metal_standin.sh $(BUILD)" $(MSGSEND_ABI) tests/test_msgsend_arm64.sh \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
-	  "tests/test_hostile.sh $(BUILD)" tests/check_files.sh \
+	  "tests/test_hostile.sh $(BUILD)" "tests/test_merge.sh $(BUILD)" tests/check_files.sh \
 	  "tests/test_sweep.sh $(BUILD)" \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 

@@ -8,22 +8,17 @@
  *   gpt-oss-20b      huggingface.co/openai/gpt-oss-20b/blob/main/config.json
  *                    (its SwiGLU is clamped; the block here is the plain one) */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
 #include "backend.h"
 #include "msl_program.h"
-#include "cli.h"
-#include "csvfile.h"
 #include "moe_bench.h"
-#include "numparse.h"
+#include "moe_results.h"
 #include "probes.h"
 #include "stats.h"
 #include "version.h"
@@ -52,96 +47,6 @@ int mq_moe_suite(const char *name, const mq_moe_model **out, int cap, char *err,
     if (!n)
         snprintf(err, errlen, "unknown MoE suite '%s' (known: %s)", name, mq_moe_suite_names());
     return n ? n : -1;
-}
-
-void mq_moe_routing_file_free(mq_moe_routing_file *r)
-{
-    free(r->ids);
-    free(r->probs);
-    memset(r, 0, sizeof *r);
-}
-
-int mq_moe_routing_read(const char *path, int experts, mq_moe_routing_file *out, char *err,
-                        size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    mq_csv_table t;
-    if (mq_csv_read(path, &t, err, errlen))
-        return -1;
-    int col[4], rc = -1;
-    static const char *const names[4] = {"token", "slot", "expert", "prob"};
-    int *seen = NULL;
-    for (int i = 0; i < 4; i++)
-        if ((col[i] = mq_csv_column(&t, names[i])) < 0) {
-            snprintf(err, errlen, "%s: no '%s' column (a routing CSV has token,slot,expert,prob)",
-                     path, names[i]);
-            goto done;
-        }
-    if (t.nrows < 2) {
-        snprintf(err, errlen, "%s: no routing rows", path);
-        goto done;
-    }
-    int tokens = 0, top_k = 0;
-    for (int r = 1; r < t.nrows; r++) { /* the sizes first */
-        int tok, slot;
-        const mq_csv_row *row = &t.rows[r];
-        if (row->nfields <= col[0] || row->nfields <= col[1] ||
-            mq_parse_int(row->fields[col[0]], 0, 1 << 16, &tok, NULL, 0) ||
-            mq_parse_int(row->fields[col[1]], 0, 4095, &slot, NULL, 0)) {
-            snprintf(err, errlen, "%s:%d: bad token or slot (integers from 0)", path, row->line);
-            goto done;
-        }
-        tokens = tokens > tok + 1 ? tokens : tok + 1;
-        top_k = top_k > slot + 1 ? top_k : slot + 1;
-    }
-    if ((size_t)tokens * top_k != (size_t)(t.nrows - 1)) {
-        snprintf(err, errlen, "%s: %d rows for %d tokens x %d slots (each pair exactly once)",
-                 path, t.nrows - 1, tokens, top_k);
-        goto done;
-    }
-    out->ids = malloc((size_t)tokens * top_k * sizeof *out->ids);
-    out->probs = malloc((size_t)tokens * top_k * sizeof *out->probs);
-    seen = calloc((size_t)tokens * top_k, sizeof *seen);
-    if (!out->ids || !out->probs || !seen) {
-        snprintf(err, errlen, "%s: out of memory for %d tokens", path, tokens);
-        goto done;
-    }
-    for (int r = 1; r < t.nrows; r++) {
-        const mq_csv_row *row = &t.rows[r];
-        int tok, slot, e;
-        double pr;
-        mq_parse_int(row->fields[col[0]], 0, 1 << 16, &tok, NULL, 0);
-        mq_parse_int(row->fields[col[1]], 0, 4095, &slot, NULL, 0);
-        if (row->nfields <= col[2] || row->nfields <= col[3] ||
-            mq_parse_int(row->fields[col[2]], 0, experts - 1, &e, NULL, 0)) {
-            snprintf(err, errlen, "%s:%d: expert '%s' is not in 0..%d", path, row->line,
-                     row->nfields > col[2] ? row->fields[col[2]] : "", experts - 1);
-            goto done;
-        }
-        if (mq_parse_double(row->fields[col[3]], 0, 1e30, &pr, NULL, 0)) {
-            snprintf(err, errlen, "%s:%d: prob '%s' is not a finite non-negative number", path,
-                     row->line, row->fields[col[3]]);
-            goto done;
-        }
-        size_t i = (size_t)tok * top_k + slot;
-        if (seen[i]) {
-            snprintf(err, errlen, "%s:%d: token %d slot %d given twice (first at line %d)",
-                     path, row->line, tok, slot, seen[i]);
-            goto done;
-        }
-        seen[i] = row->line;
-        out->ids[i] = e;
-        out->probs[i] = (float)pr;
-    }
-    out->tokens = tokens;
-    out->top_k = top_k;
-    rc = 0;
-done:
-    free(seen);
-    mq_csv_free(&t);
-    if (rc)
-        mq_moe_routing_file_free(out);
-    return rc;
 }
 
 /* ---- measuring ---- */
@@ -510,80 +415,30 @@ static mq_table *tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
     return t;
 }
 
-#define MOE_HEADER                                                                        \
-    "schema,tool_version,git_rev,host,date,model,format,tokens,experts,top_k,hidden,inter,"   \
-    "group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,path,candidate,"  \
-    "status,error,median_s,p10_s,p90_s,reps,touched_gbs,worst_of_bound,backend,device,"        \
-    "read_probe_gbs"
-
-/* The results file opened for appending: a new one gets its directory and
- * the header (written whole through a temporary file), an existing one must
- * have it;
- * a torn last row is cut off. -1 and a message naming the file. */
-static int open_results(const char *path, char *err, size_t errlen)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0 || sb.st_size == 0) {
-        char tmp[4200];
-        if (mq_make_parent_dirs(path, err, errlen))
-            return -1;
-        FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
-        if (!f)
-            return -1;
-        fprintf(f, "# mq MoE results, schema 2\n" MOE_HEADER "\n");
-        if (mq_atomic_commit(f, tmp, path, err, errlen))
-            return -1;
-    } else {
-        mq_csv_table t;
-        if (mq_csv_read_appended(path, &t, err, errlen))
-            return -1;
-        int ok = t.nrows > 0 && t.rows[0].nfields == 31 &&
-                 !strcmp(t.rows[0].fields[0], "schema") && !strcmp(t.rows[0].fields[5], "model");
-        mq_csv_free(&t);
-        if (!ok) {
-            snprintf(err, errlen,
-                     "%s: not a moe-bench results file of schema 2 (its header is not "
-                     "'%.40s...', 31 columns)",
-                     path, MOE_HEADER);
-            return -1;
-        }
-    }
-    int fd = open(path, O_RDWR | O_APPEND);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open for appending: %s", path, strerror(errno));
-        return -1;
-    }
-    if (mq_cut_torn_tail(fd, path, err, errlen) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* One results row appended whole (or not at all); -1 with the message. */
 static int write_row(int fd, const char *out_path, const mq_moe_model *md,
                      const mq_moe_problem *p, const char *routing,
-                     const mq_moe_routing_summary *rs, const mq_backend *b, const char *path,
+                     const mq_moe_routing_summary *rs, const mq_backend *b, int fused,
                      const moe_meas *m, size_t touched_bytes, double probe_gbs, char *err,
                      size_t errlen)
 {
-    char date[32], row[2048];
+    char date[32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    double gbs = !strcmp(m->status, "ok") ? touched_bytes / m->st.median / 1e9 : 0;
-    int len = snprintf(row, sizeof row,
-                       "2,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,\"%s\",%d,%.3f,%d,%d,%s,\"%s\",%s,"
-                       "\"%s\",%.9g,%.9g,%.9g,%d,%.4g,%.3g,%s,\"%s\",%.4g\n",
-                       MQ_TOOL_VERSION, mq_git_rev(), mq_host_name(), date, md->name,
-                       mq_format_name(p->format), p->tokens, p->experts, p->top_k, p->hidden,
-                       p->inter, p->group, routing, rs->max_tokens, rs->mean_tokens, rs->touched,
-                       b->threads, path, m->cand, m->status, m->error, m->st.median, m->st.p10,
-                       m->st.p90, m->st.n, gbs, m->worst, b->name, b->device, probe_gbs);
-    if (len < 0 || len >= (int)sizeof row) {
-        snprintf(err, errlen, "%s: a results row is too long", out_path);
-        return -1;
-    }
-    return mq_append_row(fd, out_path, row, (size_t)len, err, errlen);
+    int ok = !strcmp(m->status, "ok") && m->st.median > 0;
+    mq_moe_result r = {
+        .schema = MQ_MOE_RESULTS_SCHEMA, .tool_version = MQ_TOOL_VERSION,
+        .git_rev = mq_git_rev(), .host = mq_host_name(), .date = date, .model = md->name,
+        .format = p->format, .tokens = p->tokens, .experts = p->experts, .top_k = p->top_k,
+        .hidden = p->hidden, .inter = p->inter, .group = p->group, .routing = routing,
+        .route_max_tokens = rs->max_tokens, .route_mean_tokens = rs->mean_tokens,
+        .route_touched = rs->touched, .threads = b->threads, .fused = fused,
+        .candidate = m->cand, .status = m->status, .error = m->error, .median_s = m->st.median,
+        .p10_s = m->st.p10, .p90_s = m->st.p90, .reps = m->st.n,
+        .touched_gbs = ok ? touched_bytes / m->st.median / 1e9 : 0,
+        .worst_of_bound = m->worst, .backend = b->name, .device = b->device,
+        .read_probe_gbs = probe_gbs};
+    return mq_moe_results_append(fd, out_path, &r, err, errlen);
 }
 
 /* What a case's rows share. */
@@ -607,8 +462,8 @@ static int measure_row(const moe_rowctx *x, moe_case *mc, const mq_moe_candidate
 {
     char err[512];
     measure(x->b, mc, c, budget, m);
-    if (write_row(x->fd, x->out_path, x->md, x->p, x->routing, x->rs, x->b,
-                  c ? "fused" : "unfused", m, x->touched, x->probe_gbs, err, sizeof err)) {
+    if (write_row(x->fd, x->out_path, x->md, x->p, x->routing, x->rs, x->b, c != NULL, m,
+                  x->touched, x->probe_gbs, err, sizeof err)) {
         fprintf(stderr, "moe-bench: %s\n", err);
         return 2;
     }
@@ -640,8 +495,6 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
             bad = 1;
         }
     }
-    if (!bad && (fd = open_results(out_path, err, sizeof err)) < 0)
-        bad = 1;
     char note[256] = "";
     mq_backend_opts bo = {o->threads};
     if (!bad && !(b = mq_backend_open(o->backend ? o->backend : "cpu", &bo, note, sizeof note,
@@ -653,6 +506,9 @@ int mq_moe_bench(const mq_moe_model *const_models, int nmodels, const int *token
         snprintf(err, sizeof err, "backend %s does not run the MoE block", b->name);
         bad = 1;
     }
+    /* the results file last: a bad routing or backend creates nothing */
+    if (!bad && (fd = mq_moe_results_open(out_path, err, sizeof err)) < 0)
+        bad = 1;
     if (bad) {
         fprintf(stderr, "moe-bench: %s\n", rfs ? err : "out of memory");
         for (int mi = 0; rfs && mi < nmodels; mi++)

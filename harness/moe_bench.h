@@ -23,9 +23,11 @@ int mq_moe_suite(const char *name, const mq_moe_model **out, int cap, char *err,
 const char *mq_moe_suite_names(void);
 
 /* A routing read from a CSV with columns token, slot, expert, prob (every
- * token 0..T-1 and slot 0..top_k-1 exactly once, any order): tokens and
- * top_k come from the file; expert ids and probabilities are checked
- * against `experts`. -1 and "PATH:LINE: problem" otherwise. */
+ * token 0..T-1 and slot 0..top_k-1 exactly once, any order; every row with
+ * the header's field count): tokens and top_k come from the file; expert
+ * ids must be in 0..experts-1 and distinct within a token, probabilities
+ * finite and not negative (harness/moe_routing.c). -1 and one line
+ * "PATH:LINE: problem" (naming the token, slot or expert) otherwise. */
 typedef struct {
     int tokens, top_k;
     int32_t *ids;
@@ -50,10 +52,11 @@ typedef struct {
 } mq_moe_bench_opts;
 
 /* Measure each model x token count; each row appended whole to out_path as
- * it is measured (a new file gets the header; an existing one must be a
- * moe-bench results file; a torn last row is cut off); a summary on stdout. Returns 0, 1 when a
- * candidate's output was wrong, 2 on bad input or an environment error
- * (message on stderr). */
+ * it is measured (harness/moe_results.h: opened last, after the routing and
+ * the backend, so bad input creates nothing; a new file gets the header, an
+ * existing one must load; a second writer is refused); a summary on stdout.
+ * Returns 0, 1 when a candidate's output was wrong, 2 on bad input or an
+ * environment error (one line on stderr). */
 int mq_moe_bench(const mq_moe_model *models, int nmodels, const int *tokens, int ntokens,
                  const mq_moe_bench_opts *o, const char *out_path);
 

@@ -1,10 +1,12 @@
-/* moe_data.c - see moe_data.h. */
+/* moe_data.c - see moe_data.h. The files are read by moe-bench's own
+ * reader (harness/moe_results.c), so a row the plot draws is one moe-bench
+ * wrote whole and readable. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "csvfile.h"
 #include "moe_data.h"
-#include "numparse.h"
+#include "moe_results.h"
 
 #define MAX_MODELS 10
 #define MAX_TOKENS 64
@@ -26,73 +28,62 @@ static int by_tokens(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One ok row into its model's series (the lowest median of its path and
+ * token count); models past MAX_MODELS and token counts past MAX_TOKENS are
+ * left out. */
+static void add_point(model_series *ms, int *nm, const mq_moe_result *r)
+{
+    int m = 0;
+    while (m < *nm && strcmp(ms[m].name, r->model))
+        m++;
+    if (m == *nm) {
+        if (*nm == MAX_MODELS)
+            return;
+        snprintf(ms[(*nm)++].name, sizeof ms[0].name, "%s", r->model);
+    }
+    model_series *s = &ms[m];
+    int k = 0;
+    while (k < s->ntok && s->pt[k].tokens != r->tokens)
+        k++;
+    if (k == s->ntok) {
+        if (k == MAX_TOKENS)
+            return;
+        s->pt[s->ntok++].tokens = r->tokens;
+    }
+    double *b = &s->pt[k].best[!r->fused];
+    if (!*b || r->median_s * 1e3 < *b)
+        *b = r->median_s * 1e3;
+}
+
 int mq_plot_moe_data(const char *const *paths, int npaths, FILE *data, mq_plot_moe_info *info,
                      char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
-    static const char *const need[] = {"model", "tokens", "path", "status", "median_s",
-                                       "host", "threads", "routing", "format"};
     model_series *ms = calloc(MAX_MODELS, sizeof *ms);
     int nm = 0, rc = -1;
-    mq_csv_table t;
-    memset(&t, 0, sizeof t);
     if (!ms) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* every file read whole through moe-bench's own reader: each row with
+     * the header's field count and every number it holds readable */
     for (int pi = 0; pi < npaths; pi++) {
-        const char *path = paths[pi];
-        if (mq_csv_read_appended(path, &t, err, errlen))
+        mq_moe_results rs;
+        if (mq_moe_results_load(paths[pi], &rs, err, errlen))
             goto done;
-        int col[9];
-        for (int i = 0; i < 9; i++)
-            if ((col[i] = mq_csv_column(&t, need[i])) < 0) {
-                snprintf(err, errlen, "%s: no '%s' column (not a moe-bench results file)", path,
-                         need[i]);
-                goto done;
-            }
-        int dev_col = mq_csv_column(&t, "device"); /* schema 2 */
-        for (int r = 1; r < t.nrows; r++) {
-            const mq_csv_row *row = &t.rows[r];
-            if (row->nfields < 28 || strcmp(row->fields[col[3]], "ok"))
+        for (int i = 0; i < rs.n; i++) {
+            const mq_moe_result *r = &rs.r[i];
+            if (strcmp(r->status, "ok"))
                 continue;
-            int tok, which = !strcmp(row->fields[col[2]], "unfused");
-            double med;
-            if (mq_parse_int(row->fields[col[1]], 1, 1 << 20, &tok, NULL, 0) ||
-                mq_parse_double(row->fields[col[4]], 1e-12, 1e9, &med, NULL, 0)) {
-                snprintf(err, errlen, "%s:%d: bad tokens or median_s", path, row->line);
-                goto done;
-            }
-            int m = 0;
-            while (m < nm && strcmp(ms[m].name, row->fields[col[0]]))
-                m++;
-            if (m == nm) {
-                if (nm == MAX_MODELS)
-                    continue;
-                snprintf(ms[nm++].name, sizeof ms[0].name, "%s", row->fields[col[0]]);
-            }
-            model_series *s = &ms[m];
-            int k = 0;
-            while (k < s->ntok && s->pt[k].tokens != tok)
-                k++;
-            if (k == s->ntok) {
-                if (k == MAX_TOKENS)
-                    continue;
-                s->pt[s->ntok++].tokens = tok;
-            }
-            double *b = &s->pt[k].best[which];
-            if (!*b || med * 1e3 < *b)
-                *b = med * 1e3;
-            snprintf(info->host, sizeof info->host, "%s", row->fields[col[5]]);
-            snprintf(info->format, sizeof info->format, "%s", row->fields[col[8]]);
-            snprintf(info->routing, sizeof info->routing, "%s", row->fields[col[7]]);
-            if (dev_col >= 0 && dev_col < row->nfields)
-                snprintf(info->device, sizeof info->device, "%s", row->fields[dev_col]);
-            mq_parse_int(row->fields[col[6]], 0, 1 << 20, &info->threads, NULL, 0);
+            add_point(ms, &nm, r);
+            snprintf(info->host, sizeof info->host, "%s", r->host);
+            snprintf(info->format, sizeof info->format, "%s", mq_format_name(r->format));
+            snprintf(info->routing, sizeof info->routing, "%s", r->routing);
+            snprintf(info->device, sizeof info->device, "%s", r->device);
+            info->threads = r->threads;
             info->rows++;
         }
-        mq_csv_free(&t);
-        memset(&t, 0, sizeof t);
+        mq_moe_results_free(&rs);
     }
     for (int m = 0; m < nm; m++) {
         model_series *s = &ms[m];
@@ -120,6 +111,5 @@ int mq_plot_moe_data(const char *const *paths, int npaths, FILE *data, mq_plot_m
     rc = 0;
 done:
     free(ms);
-    mq_csv_free(&t);
     return rc;
 }

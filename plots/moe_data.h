@@ -18,7 +18,9 @@ typedef struct {
 /* Write, per model (in the files' order), a block "tokens fused_ms" then a
  * block "tokens unfused_ms" (blocks separated by two blank lines; a model
  * missing either path is left out), from npaths results files merged (e.g.
- * decode and prefill runs). 0, or -1 with "PATH: problem". */
+ * decode and prefill runs), each read whole by mq_moe_results_load (every
+ * row with the header's field count, every number readable). 0, or -1 with
+ * "PATH:LINE: COLUMN: problem" (or "PATH: problem"). */
 int mq_plot_moe_data(const char *const *paths, int npaths, FILE *data, mq_plot_moe_info *info,
                      char *err, size_t errlen);
 

@@ -24,6 +24,12 @@ seed chips harness/chips.csv results/*/chip.csv
 seed model results/*/model.csv
 seed suite tests/fuzz/seeds/suite.csv
 seed public harness/public-figures.csv
+seed manifest results/devcpu/sweeps/*/shard-*-of-*.manifest.csv tests/fuzz/seeds/merge-manifest-*.csv
+seed moe_results results/h100/moe/*.csv results/devcpu/moe-*.csv results/host/moe-decode.csv
+seed routing tests/fuzz/seeds/routing.csv
+seed weight_cache tests/fuzz/seeds/weight-cache.bin
+# merge: MANIFEST %% RESULTS %% MANIFEST of real shards (tests/fuzz/fuzz_merge.c)
+seed merge tests/fuzz/seeds/merge-*
 mkdir -p "$corpus/compare" "$corpus/cli"
 a=results/host/examples/nightly/baseline.csv
 b=$(ls results/host/examples/nightly/2026-*.csv | head -n 1)
@@ -34,7 +40,8 @@ printf 'marlin_gemm_fp4 64 64 32 0 1' > "$corpus/cli/candidate"
 status=0
 ok=0
 bad=0
-for t in results table chips suite model compare cli public; do
+for t in results table chips suite model compare cli public manifest merge moe_results routing \
+    weight_cache; do
     printf 'fuzz_%s: ' "$t"
     if TMPDIR="$scratch" "$B/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=16384 \
         -artifact_prefix="$B/" -print_final_stats=1 "$corpus/$t" > "$B/fuzz_$t.log" 2>&1; then

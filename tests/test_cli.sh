@@ -178,7 +178,7 @@ expect_usage_error "none.csv: cannot open" --routing "$dir/none.csv" --out "$dir
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,200,0.4\n' > "$dir/bad.csv"
 expect_usage_error "bad.csv:3: expert '200' is not in 0..7" --suite mixtral-8x7b --routing "$dir/bad.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,0,4,0.4\n' > "$dir/dup.csv"
-expect_usage_error "rows for 1 tokens x 1 slots" --suite mixtral-8x7b --routing "$dir/dup.csv" --out "$dir/x.csv"
+expect_usage_error "dup.csv:3: token 0 slot 0 given twice" --suite mixtral-8x7b --routing "$dir/dup.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,3,0.6\n0,1,3,0.4\n' > "$dir/twice.csv"
 expect_usage_error "routes to expert 3 twice" --suite mixtral-8x7b --routing "$dir/twice.csv" --out "$dir/x.csv"
 printf 'token,slot,expert,prob\n0,0,1,0.7\n0,1,2,0.3\n' > "$dir/k2.csv"
@@ -188,11 +188,11 @@ out=$("$bench" --suite qwen3-30b-a3b --tokens 1,3 --max-candidates 2 --budget 0.
 check "a tiny moe-bench run exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 case "$out" in *"3 tokens"*"speed-up"*) ok=1 ;; *) ok=0 ;; esac
 check "moe-bench prints fused against unfused per token count" [ "$ok" -eq 1 ]
-check "moe-bench wrote 2 x (2 fused + 1 unfused) ok rows" [ "$(grep -c ',ok,' "$dir/m.csv")" -eq 6 ]
+check "moe-bench wrote 2 x (2 fused + 1 unfused) ok rows" [ "$(grep -c ',"ok",' "$dir/m.csv")" -eq 6 ]
 check "and no temporary file" [ "$(ls "$dir" | grep -c tmp)" -eq 0 ]
 "$bench" --suite qwen3-30b-a3b --tokens 1 --max-candidates 1 --budget 0.005 --rotations 1 \
     --threads 2 --out "$dir/m.csv" > /dev/null 2>&1
-check "a second run appends its 2 rows to the same file" [ "$(grep -c ',ok,' "$dir/m.csv")" -eq 8 ]
+check "a second run appends its 2 rows to the same file" [ "$(grep -c ',"ok",' "$dir/m.csv")" -eq 8 ]
 printf 'a,b\n1,2\n' > "$dir/other.csv"
 expect_usage_error "other.csv: not a moe-bench results file" --tokens 1 --out "$dir/other.csv"
 { echo token,slot,expert,prob; for t in 0 1; do for k in 0 1 2 3 4 5 6 7; do
@@ -200,7 +200,7 @@ expect_usage_error "other.csv: not a moe-bench results file" --tokens 1 --out "$
 out=$("$bench" --routing "$dir/rec.csv" --max-candidates 1 --budget 0.005 \
       --rotations 1 --threads 2 --out "$dir/r.csv" 2>&1); rc=$?
 check "a recorded routing runs (exit $rc: $out)" [ "$rc" -eq 0 ]
-check "its rows name the file and its 2 tokens" grep -q "qwen3-30b-a3b,trellis3,2,128,8,.*rec.csv\",1,0.125,16," "$dir/r.csv"
+check "its rows name the file and its 2 tokens" grep -q '"qwen3-30b-a3b","trellis3",2,128,8,.*rec.csv",1,0.125,16,' "$dir/r.csv"
 expect_usage_error "unknown backend 'tpu'" --backend tpu --out "$dir/x.csv"
 # the GPU path on the CPU executor: the MSL kernels of 2 fused candidates and the
 # unfused baseline's dense launches verified end to end, not timed
@@ -208,8 +208,8 @@ out=$("$bench" --backend msl-cpu --suite qwen3-30b-a3b --tokens 3 --max-candidat
       --threads 2 --out "$dir/g.csv" 2>&1); rc=$?
 check "moe-bench --backend msl-cpu exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 check "its 3 rows are verified, none timed, the backend named" \
-    [ "$(grep -c ',verified,.*,msl-cpu,' "$dir/g.csv")" -eq 3 ]
-check "and the unfused baseline ran as dense launches" grep -q 'unfused,"unfused\[per expert: dense' "$dir/g.csv"
+    [ "$(grep -c ',"verified",.*,"msl-cpu",' "$dir/g.csv")" -eq 3 ]
+check "and the unfused baseline ran as dense launches" grep -q '"unfused","unfused\[per expert: dense' "$dir/g.csv"
 # the MoE rows of a dispatch table: tune --moe-results takes the fastest verified fused
 # rows measured here (the CPU model on this host) into the table it writes
 printf 'model,layer,N,K\nx,a,256,512\n' > "$dir/one.csv"

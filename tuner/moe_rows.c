@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csvfile.h"
+#include "moe_results.h"
 #include "moe_rows.h"
-#include "numparse.h"
 
 typedef struct {
     mq_table_row r; /* m_hi holds the token count until the ranges are made */
@@ -58,58 +57,40 @@ int mq_moe_table_entries(const char *path, const char *backend, const char *devi
                          const char *host, mq_table_entry **out, char *err, size_t errlen)
 {
     *out = NULL;
-    mq_csv_table t;
-    if (mq_csv_read(path, &t, err, errlen))
+    /* moe-bench's own reader: the same checks, escapes and torn-row rule as
+     * moe-bench and plot moe */
+    mq_moe_results rs;
+    if (mq_moe_results_load(path, &rs, err, errlen))
         return -1;
-    static const char *const names[] = {"format", "group",  "hidden",    "inter",
-                                        "experts", "top_k", "tokens",    "path",
-                                        "status", "median_s", "candidate", "backend",
-                                        "device", "host"};
-    enum { C_FMT, C_GROUP, C_H, C_I, C_E, C_K, C_T, C_PATH, C_ST, C_MED, C_CAND, C_BE, C_DEV,
-           C_HOST, C_N };
-    int col[C_N], n = 0, rc = -1;
-    mq_table_row *picks = NULL;
-    for (int i = 0; i < C_N; i++)
-        if ((col[i] = mq_csv_column(&t, names[i])) < 0) {
-            snprintf(err, errlen, "%s: no '%s' column (not a moe-bench results file of "
-                                  "schema 2)", path, names[i]);
-            goto done;
-        }
-    picks = calloc((size_t)(t.nrows > 1 ? t.nrows : 1), sizeof *picks);
+    int n = 0, rc = -1;
+    mq_table_row *picks = calloc((size_t)(rs.n > 1 ? rs.n : 1), sizeof *picks);
     if (!picks) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto done;
     }
     int elsewhere = 0;
-    for (int i = 1; i < t.nrows; i++) {
-        const mq_csv_row *row = &t.rows[i];
-        if (row->nfields != t.rows[0].nfields) {
-            snprintf(err, errlen, "%s:%d: %d fields, the header has %d", path, row->line,
-                     row->nfields, t.rows[0].nfields);
-            goto done;
-        }
-        char **f = row->fields;
-        if (strcmp(f[col[C_PATH]], "fused") || strcmp(f[col[C_ST]], "ok"))
+    for (int i = 0; i < rs.n; i++) {
+        const mq_moe_result *x = &rs.r[i];
+        if (!x->fused || strcmp(x->status, "ok"))
             continue;
-        if (backend && (strcmp(f[col[C_BE]], backend) ||
-            strcmp(f[col[C_DEV]], device) || (!device[0] && strcmp(f[col[C_HOST]], host)))) {
+        if (backend && (strcmp(x->backend, backend) || strcmp(x->device, device) ||
+                        (!device[0] && strcmp(x->host, host)))) {
             elsewhere++;
             continue;
         }
         mq_table_row r;
         memset(&r, 0, sizeof r);
-        int *ints[] = {&r.group, &r.N, &r.K, &r.experts, &r.top_k, &r.m_hi};
-        const int cols[] = {C_GROUP, C_H, C_I, C_E, C_K, C_T};
-        char b[160] = "";
-        int bad = mq_format_from_name(f[col[C_FMT]], &r.format, NULL) != MQ_OK;
-        for (int j = 0; !bad && j < 6; j++)
-            bad = mq_parse_int(f[col[cols[j]]], 1, 1 << 30, ints[j], b, sizeof b) != 0;
-        bad = bad || mq_parse_double(f[col[C_MED]], 1e-12, 1e6, &r.expected_s, b, sizeof b) ||
-              parse_cand(f[col[C_CAND]], &r);
-        if (bad) {
-            snprintf(err, errlen, "%s:%d: a fused row that cannot be read (format, sizes, "
-                                  "median_s or candidate '%.60s')", path, row->line,
-                     f[col[C_CAND]]);
+        r.format = x->format;
+        r.group = x->group;
+        r.N = x->hidden;
+        r.K = x->inter;
+        r.experts = x->experts;
+        r.top_k = x->top_k;
+        r.m_hi = x->tokens;
+        r.expected_s = x->median_s;
+        if (!(r.expected_s > 0) || parse_cand(x->candidate, &r)) {
+            snprintf(err, errlen, "%s:%d: a fused row that cannot be read (median_s or "
+                                  "candidate '%.60s')", path, x->line, x->candidate);
             goto done;
         }
         r.expected_m = r.m_hi;
@@ -155,6 +136,6 @@ int mq_moe_table_entries(const char *path, const char *backend, const char *devi
     rc = m;
 done:
     free(picks);
-    mq_csv_free(&t);
+    mq_moe_results_free(&rs);
     return rc;
 }
