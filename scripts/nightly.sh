@@ -23,21 +23,91 @@
 # regression (or a kernel computed a wrong result), 0 none, 2 the run failed.
 # Environment: NIGHTLY_DIR (default results/nightly), NIGHTLY_CHIP (default
 # host), NIGHTLY_BENCH_ARGS (default: the Llama-3-8B layers at M 1 and 16,
-# fp4 and u4, seed space), NIGHTLY_ROUNDS (A/B rounds, default 4),
+# fp4 and u4, seed space), NIGHTLY_ROUNDS (A/B rounds, 2 to 64, default 4),
 # NIGHTLY_AB_ARGS (each A/B process's budget, default --budget 0.05
 # --max-reps 30 --no-probes), NIGHTLY_ALPHA / NIGHTLY_MIN_EFFECT (compare --ab's, default
 # 0.01 / 0.03), NIGHTLY_A_REV (A: another revision than accepted-rev),
 # NIGHTLY_A_BENCH (A: this bench binary instead of a build),
 # NIGHTLY_BISECT_MAX_ROUNDS (a bisect step's rounds at most, NIGHTLY_ROUNDS to 64, default 3 x
-# NIGHTLY_ROUNDS), NIGHTLY_CONFIRM
-# (--stored: 0 no confirmation pass). For testing the detector only:
+# NIGHTLY_ROUNDS, at most 64), NIGHTLY_ACCEPT_RUNS (--accept: the runs the stored
+# baseline is the median of, default 3), NIGHTLY_CONFIRM
+# (--stored: 0 no confirmation pass, default 1). For testing the detector only:
 # NIGHTLY_PLANT=VARIANT:FRACTION builds B with make PLANT=1 (BUILD=build-plant)
 # and slows that variant's runs by FRACTION (backends/cpu.c); a tree whose
 # file .nightly-plant holds VARIANT:FRACTION plants it the same way, so a
 # synthetic history can carry a slowdown in one commit.
+# Bad input (an unknown argument, a setting out of its range, a revision that
+# is no commit, a run outside the repository's top directory) is refused
+# before anything is made or built: one line "nightly: ..." on stderr, exit 2.
 set -eu
 root=$(pwd)
 . "$(dirname "$0")/portable.sh"
+say() { echo "nightly: $*"; }
+fail() { echo "nightly: $*" >&2; exit 2; }
+# oneline TEXT: TEXT with its line breaks as spaces (a refusal is one line)
+oneline() { printf '%s' "$1" | tr '\n\r' '  '; }
+# whole TEXT: TEXT is a whole number (of up to 9 digits, leading zeros
+# dropped): its value on stdout
+whole() {
+    case $1 in '' | *[!0-9]*) return 1 ;; esac
+    wh=$(printf '%s\n' "$1" | sed 's/^0*//')
+    [ ${#wh} -le 9 ] || return 1
+    echo "${wh:-0}"
+}
+# number TEXT COND: TEXT is a decimal number (an exponent allowed) x for
+# which the awk condition COND holds
+number() {
+    case $1 in '' | *[!0-9.eE+-]*) return 1 ;; esac
+    printf '%s\n' "$1" | grep -Eq '^([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$' || return 1
+    awk -v x="$1" "BEGIN { x += 0; exit !($2) }"
+}
+# plant_ok SPEC: SPEC is VARIANT:FRACTION, as the PLANT build reads it
+# (backends/cpu.c: a slowdown above 0 and under 10)
+plant_ok() {
+    case $1 in ?*:?*) ;; *) return 1 ;; esac
+    case ${1%%:*} in *[!A-Za-z0-9_]*) return 1 ;; esac
+    number "${1#*:}" 'x > 0 && x < 10'
+}
+# in_the_way PATH: the first existing path up from PATH when it is not a
+# directory (a file where a directory would be made), else nothing
+in_the_way() {
+    iw=$1
+    while [ ! -e "$iw" ] && [ ! -L "$iw" ]; do iw=$(dirname "$iw"); done
+    [ -d "$iw" ] || echo "$iw"
+}
+
+# ---- the command line
+usage="usage: nightly.sh [--accept | --stored | bisect GOOD BAD [--bench TEXT]]"
+mode=ab bench_filter=
+if [ $# -gt 0 ]; then
+    case $1 in
+    --accept | --stored)
+        mode=${1#--}
+        [ $# -eq 1 ] || fail "unexpected argument '$(oneline "$2")' after $1 ($usage)"
+        ;;
+    bisect)
+        mode=bisect
+        [ $# -ge 2 ] || fail "bisect needs GOOD and BAD ($usage)"
+        [ $# -ge 3 ] || fail "bisect needs BAD after GOOD '$(oneline "$2")' ($usage)"
+        good_arg=$2 bad_arg=$3
+        shift 3
+        if [ $# -gt 0 ]; then
+            [ "$1" = --bench ] || fail "unknown argument '$(oneline "$1")' after bisect GOOD BAD ($usage)"
+            [ $# -ge 2 ] && [ -n "$2" ] || fail "--bench needs a value (a benchmark's name, or part of one)"
+            bench_filter=$2
+            [ $# -eq 2 ] || fail "unexpected argument '$(oneline "$3")' after --bench $(oneline "$2") ($usage)"
+        fi
+        ;;
+    --ab-step) # internal: A/B rounds of a bisect step, in the commit's tree
+        mode=ab-step
+        { [ $# -eq 4 ] || { [ $# -eq 5 ] && whole "$5" > /dev/null && [ "$5" -ge 1 ]; }; } ||
+            fail "--ab-step (internal) takes OUTDIR A_BENCH B_BENCH [FROM]"
+        ;;
+    *) fail "unknown argument '$(oneline "$1")' ($usage)" ;;
+    esac
+fi
+
+# ---- the settings
 dir=${NIGHTLY_DIR:-results/nightly}
 case $dir in /*) ;; *) dir=$root/$dir ;; esac
 chip=${NIGHTLY_CHIP:-host}
@@ -46,9 +116,75 @@ ab_args=${NIGHTLY_AB_ARGS:---budget 0.05 --max-reps 30 --no-probes}
 rounds=${NIGHTLY_ROUNDS:-4}
 alpha=${NIGHTLY_ALPHA:-0.01}
 min_effect=${NIGHTLY_MIN_EFFECT:-0.03}
-mkdir -p "$dir"
-say() { echo "nightly: $*"; }
-fail() { echo "nightly: $*" >&2; exit 2; }
+# a paired test needs two rounds; compare --ab reads at most 64 (MQ_AB_MAX_ROUNDS)
+rounds=$(whole "$rounds") && [ "$rounds" -ge 2 ] && [ "$rounds" -le 64 ] ||
+    fail "bad NIGHTLY_ROUNDS '$(oneline "${NIGHTLY_ROUNDS:-}")' (expected a whole number of A/B rounds, 2 to 64)"
+max_rounds=${NIGHTLY_BISECT_MAX_ROUNDS:-}
+if [ -z "$max_rounds" ]; then
+    max_rounds=$((3 * rounds)) && [ "$max_rounds" -le 64 ] || max_rounds=64
+fi
+max_rounds=$(whole "$max_rounds") && [ "$max_rounds" -ge "$rounds" ] && [ "$max_rounds" -le 64 ] ||
+    fail "bad NIGHTLY_BISECT_MAX_ROUNDS '$(oneline "${NIGHTLY_BISECT_MAX_ROUNDS:-}")' (expected $rounds to 64: NIGHTLY_ROUNDS to compare --ab's limit)"
+accept_runs=$(whole "${NIGHTLY_ACCEPT_RUNS:-3}") && [ "$accept_runs" -ge 1 ] ||
+    fail "bad NIGHTLY_ACCEPT_RUNS '$(oneline "${NIGHTLY_ACCEPT_RUNS:-}")' (expected a whole number of runs, 1 or more)"
+case ${NIGHTLY_CONFIRM:-1} in 0 | 1) ;; *)
+    fail "bad NIGHTLY_CONFIRM '$(oneline "$NIGHTLY_CONFIRM")' (expected 0 or 1: the confirmation pass of --stored off or on)" ;;
+esac
+number "$alpha" 'x >= 1e-12 && x <= 0.5' ||
+    fail "bad NIGHTLY_ALPHA '$(oneline "$alpha")' (expected a number from 1e-12 to 0.5: compare --ab's significance level)"
+number "$min_effect" 'x > 0 && x < 1' ||
+    fail "bad NIGHTLY_MIN_EFFECT '$(oneline "$min_effect")' (expected a number between 0 and 1: 0.03 is a 3% slowdown)"
+[ -z "${NIGHTLY_PLANT:-}" ] || plant_ok "$NIGHTLY_PLANT" ||
+    fail "bad NIGHTLY_PLANT '$(oneline "$NIGHTLY_PLANT")' (expected VARIANT:FRACTION, FRACTION above 0 and under 10, e.g. marlin_gemv_decode:2.0)"
+# A's bench (the internal --ab-step is given it), as an absolute path: the
+# bisect's steps run in a worktree
+a_bench=${NIGHTLY_A_BENCH:-}
+case $a_bench in '' | /*) ;; *) a_bench=$root/$a_bench ;; esac
+[ -z "$a_bench" ] || [ "$mode" = ab-step ] || { [ -f "$a_bench" ] && [ -x "$a_bench" ]; } ||
+    fail "NIGHTLY_A_BENCH '$(oneline "$NIGHTLY_A_BENCH")' is not an executable file"
+way=$(in_the_way "$dir")
+[ -z "$way" ] || fail "NIGHTLY_DIR '$(oneline "$dir")': '$(oneline "$way")' is in the way (not a directory)"
+
+# ---- the repository: its top directory (the A/B and the bisect build
+# revisions of it; --stored needs only the project's Makefile)
+if [ "$mode" != ab-step ]; then
+    if top=$(git rev-parse --show-toplevel 2> /dev/null) && [ -n "$top" ]; then
+        [ "$(cd "$top" && pwd -P)" = "$(pwd -P)" ] ||
+            fail "run it from the repository's top directory '$(oneline "$top")' (make nightly), not '$(oneline "$root")'"
+    elif [ "$mode" != stored ]; then
+        fail "'$(oneline "$root")' is not in a git work tree (the A/B builds its revisions from git; only --stored runs without one)"
+    fi
+    [ -f "$root/Makefile" ] ||
+        fail "no Makefile in '$(oneline "$root")': run it from the project's top directory (make nightly)"
+    if [ "$mode" != stored ]; then
+        git rev-parse --verify -q "HEAD^{commit}" > /dev/null 2>&1 || fail "the repository has no commit (HEAD) yet"
+    fi
+fi
+# commit WHAT REV: REV's commit hash, or a refusal naming WHAT
+commit() {
+    git rev-parse --verify -q "$2^{commit}" 2> /dev/null ||
+        fail "$1 '$(oneline "$2")' is not a commit of this repository"
+}
+if [ "$mode" = ab ]; then
+    [ -z "${NIGHTLY_A_REV:-}" ] || commit NIGHTLY_A_REV "$NIGHTLY_A_REV" > /dev/null
+    if [ -z "${NIGHTLY_A_REV:-}" ] && [ -s "$dir/accepted-rev" ]; then
+        accepted=$(cat "$dir/accepted-rev")
+        git rev-parse --verify -q "$accepted^{commit}" > /dev/null 2>&1 ||
+            fail "$dir/accepted-rev: '$(oneline "$accepted")' is not a commit of this repository (make nightly-accept records this tree's)"
+    fi
+    if [ -z "${NIGHTLY_PLANT:-}" ] && [ -f "$root/.nightly-plant" ]; then
+        tree_plant=$(tr -d ' \n' < "$root/.nightly-plant")
+        plant_ok "$tree_plant" ||
+            fail "$root/.nightly-plant: bad '$(oneline "$tree_plant")' (expected VARIANT:FRACTION, FRACTION above 0 and under 10)"
+    fi
+fi
+if [ "$mode" = bisect ]; then
+    good=$(commit GOOD "$good_arg")
+    bad=$(commit BAD "$bad_arg")
+    [ "$good" != "$bad" ] || fail "GOOD and BAD are the same commit ($good): nothing to bisect"
+    git merge-base --is-ancestor "$good" "$bad" 2> /dev/null || fail "GOOD $good is not an ancestor of BAD $bad"
+fi
+[ "$mode" = ab-step ] || mkdir -p "$dir"
 
 # rev_bench REV [MAKE_ARG]: the bench binary of REV, built once in the
 # worktree build/nightly-rev/REV (kept for the next night; with PLANT=1, the
@@ -97,14 +233,14 @@ ab_rounds() {
     rm -rf "$ab_dir/weights-a" "$ab_dir/weights-b"
 }
 
-if [ "${1:-}" = "--accept" ]; then
+if [ "$mode" = accept ]; then
     make all > /dev/null
     git rev-parse --verify HEAD > "$dir/accepted-rev.tmp" && mv "$dir/accepted-rev.tmp" "$dir/accepted-rev"
     say "A is now $(cat "$dir/accepted-rev")"
     # the stored baseline: per benchmark, the median of the last NIGHTLY_ACCEPT_RUNS
     # runs (default 3), so that one fast or slow run does not set the bar
     runs=$(ls "$dir" | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}(\.r[0-9]{6})?\.csv$' | sort |
-           tail -n "${NIGHTLY_ACCEPT_RUNS:-3}")
+           tail -n "$accept_runs")
     [ -n "$runs" ] || { say "no stored run in $dir yet: the stored baseline waits for one"; exit 0; }
     # shellcheck disable=SC2046 # one argument per run file
     build/compare --median-of "$dir/baseline.csv" $(printf "$dir/%s " $runs) || exit 2
@@ -112,30 +248,12 @@ if [ "${1:-}" = "--accept" ]; then
     exit 0
 fi
 
-if [ "${1:-}" = "bisect" ]; then
-    shift
-    [ $# -ge 2 ] || fail "usage: nightly.sh bisect GOOD BAD [--bench TEXT]"
-    good=$(git rev-parse --verify -q "$1^{commit}") || fail "GOOD '$1' is not a commit"
-    bad=$(git rev-parse --verify -q "$2^{commit}") || fail "BAD '$2' is not a commit"
-    shift 2
-    bench_filter=
-    if [ "${1:-}" = "--bench" ]; then
-        [ $# -ge 2 ] || fail "--bench needs a benchmark name (part of one)"
-        bench_filter=$2
-    elif [ $# -gt 0 ]; then
-        fail "unknown argument '$1' (usage: nightly.sh bisect GOOD BAD [--bench TEXT])"
-    fi
-    git merge-base --is-ancestor "$good" "$bad" || fail "GOOD $good is not an ancestor of BAD $bad"
-    max_rounds=${NIGHTLY_BISECT_MAX_ROUNDS:-$((3 * rounds))}
-    # compare --ab reads at most 64 rounds (MQ_AB_MAX_ROUNDS): more would be measured unread
-    case $max_rounds in '' | *[!0-9]*) max_rounds=0 ;; esac
-    [ "$max_rounds" -ge "$rounds" ] && [ "$max_rounds" -le 64 ] ||
-        fail "bad NIGHTLY_BISECT_MAX_ROUNDS '${NIGHTLY_BISECT_MAX_ROUNDS:-}' (expected $rounds to 64: NIGHTLY_ROUNDS to compare --ab's limit)"
+if [ "$mode" = bisect ]; then
     make build/compare > /dev/null 2>&1 || [ -x build/compare ] || fail "cannot build build/compare"
     stamp=$(date -u +%Y-%m-%dT%H%M%S)
     ev=$dir/bisect-$stamp
     mkdir -p "$ev"
-    abin=${NIGHTLY_A_BENCH:-$(rev_bench "$good")}
+    abin=${a_bench:-$(rev_bench "$good")}
     wt=$root/build/nightly-bisect
     git worktree prune
     if [ ! -d "$wt/.git" ] && [ ! -f "$wt/.git" ]; then
@@ -253,7 +371,7 @@ EOF
     exit 0
 fi
 
-if [ "${1:-}" = "--ab-step" ]; then # internal: A/B rounds of the bisect (OUTDIR A B [FROM]), in the commit's tree
+if [ "$mode" = ab-step ]; then # internal: A/B rounds of the bisect (OUTDIR A B [FROM]), in the commit's tree
     wrong=
     ab_rounds "$2" "$3" "$4" "$(plant_of "$(pwd)")" "${5:-1}"
     exit 0
@@ -266,7 +384,7 @@ stamp=$day
 [ ! -e "$dir/$day.csv" ] || stamp="$day.r$(date -u +%H%M%S)"
 out="$dir/$stamp.csv"
 
-if [ "${1:-}" = "--stored" ]; then
+if [ "$mode" = stored ]; then
     bench_rc=0
     # shellcheck disable=SC2086 # the arguments are meant to split
     build/bench $args --quiet --out "$out" || bench_rc=$?
@@ -313,7 +431,7 @@ else
     bbin=$root/build/bench bplant=${NIGHTLY_PLANT:-$(plant_of "$root")}
     # test only: B with the planted slowdown, and A the same kind of build
     # (the PLANT build's own code would otherwise be a difference of its own)
-    abin=${NIGHTLY_A_BENCH:-$(rev_bench "$arev" ${bplant:+PLANT=1})}
+    abin=${a_bench:-$(rev_bench "$arev" ${bplant:+PLANT=1})}
     if [ -n "$bplant" ]; then
         make BUILD=build-plant PLANT=1 build-plant/bench > /dev/null || exit 2
         bbin=$root/build-plant/bench

@@ -34,9 +34,11 @@ n=0
 while IFS='|' read -r tool needle args; do
     [ -n "$tool" ] || continue
     n=$((n + 1))
-    case "$tool" in scripts/*) prog="$root/$tool" ;; *) prog="$B/$tool" ;; esac
+    # TOOL may follow NAME=VALUE settings of its environment (split by the shell)
+    prog=${tool##* }; envs=${tool%"$prog"}
+    case "$prog" in scripts/*) prog="$root/$prog" ;; *) prog="$B/$prog" ;; esac
     before=$(snapshot)
-    eval "\"$prog\" $args" > ../stdout 2> ../stderr; rc=$?
+    eval "$envs\"$prog\" $args" > ../stdout 2> ../stderr; rc=$?
     out=$(cat ../stderr); stdout=$(cat ../stdout)
     lines=$(printf '%s\n' "$out" | grep -c .)
     check "$tool $args: exits 2 (got $rc: $out)" [ "$rc" -eq 2 ]

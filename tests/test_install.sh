@@ -3,7 +3,8 @@
 # libmq.a, mq.h and mq.pc, and the tools as mq-*. A program built with
 # nothing but the installed files (flags from mq.pc through pkg-config, or
 # read from the file where pkg-config is absent) runs a GEMM on the CPU
-# model; an installed tool answers --help.
+# model; an installed tool answers --help. Installing again over it, and
+# from another directory, works; bad input is refused with nothing made.
 # usage: test_install.sh BUILD_DIR (the files of a finished build are installed
 # by scripts/install.sh, the script make install runs)
 B=${1:-build}
@@ -60,6 +61,36 @@ out=$("$d/use" 2>&1)
 check "and runs a GEMM through the installed library: '$out'" [ "$out" = "ok 9 variants" ]
 "$d/prefix/bin/mq-tune" --help >/dev/null 2>&1; rc=$?
 check "an installed tool answers --help (rc $rc)" [ "$rc" -eq 0 ]
-rm -rf "$d"
-echo "install: $passed passed, $failed failed"
+scripts/install.sh "$B" "$d/prefix" >"$d/install.log" 2>&1; rc=$?
+check "an install over an installed prefix exits 0 (rc $rc: $(tail -n 3 "$d/install.log"))" [ "$rc" -eq 0 ]
+Babs=$(cd "$B" && pwd) src=$(pwd)
+(cd "$d" && sh "$src/scripts/install.sh" "$Babs" "$d/other" >"$d/install.log" 2>&1); rc=$?
+check "the install from another directory than the source tree exits 0 (rc $rc: $(tail -n 3 "$d/install.log"))" \
+    sh -c "[ $rc -eq 0 ] && cmp -s '$d/prefix/include/mq.h' '$d/other/include/mq.h'"
+# bad input: exit 2, one line on stderr naming it, nothing on stdout, nothing made
+# refused DESC NEEDLE ARGS...
+t=$(mktemp -d)
+refused() {
+    desc=$1 needle=$2; shift 2
+    before=$(cd "$d" && find . | sort)
+    scripts/install.sh "$@" >"$t/out" 2>"$t/err"; rc=$?
+    err=$(cat "$t/err"); so=$(cat "$t/out"); lines=$(grep -c . "$t/err")
+    case $err in *"$needle"*) named=1 ;; *) named=0 ;; esac
+    check "$desc: exit 2, one line naming '$needle', no stdout (got $rc, $lines lines: $err; stdout: $so)" \
+        [ "$rc-$lines-$named-${#so}" = 2-1-1-0 ]
+    check "$desc: nothing made" [ "$before" = "$(cd "$d" && find . | sort)" ]
+}
+printf 'a file\n' > "$d/file"
+refused "a file where DEST_PREFIX's directory goes" "$d/file' is in the way of DEST_PREFIX" "$B" "$d/file/prefix"
+refused "a build directory without the tools" "'$d/prefix/include/libmq.a' is missing" "$d/prefix/include" "$d/new"
+refused "no DEST_PREFIX" "missing DEST_PREFIX" "$B"
+if [ "$(id -u)" -ne 0 ]; then
+    mkdir "$d/ro" && chmod 555 "$d/ro"
+    refused "a DEST_PREFIX in a directory that cannot be written" "cannot write in '$d/ro'" "$B" "$d/ro/prefix"
+    chmod 755 "$d/ro"
+else
+    skip "a read-only DEST_PREFIX (this test runs as root, which writes anywhere)"
+fi
+rm -rf "$d" "$t"
+test_summary install "$passed" "$failed" "${skipped:-0}"
 [ "$failed" -eq 0 ]

@@ -6,14 +6,33 @@
 # the report names the kernel; --accept records A. The stored-history mode
 # (--stored) as before: baseline, comparison, a planted regression confirmed.
 # Bisect over a synthetic history of 8 commits, one of which plants a
-# slowdown (.nightly-plant), names that commit.
+# slowdown (.nightly-plant), names that commit. Bad input (arguments,
+# settings, revisions, the directory it runs in) is refused before anything
+# is made or built: exit 2, one line on stderr, nothing on stdout, nothing
+# created (the rest of the refusals: tests/badinput/scripts.cases).
 # usage: test_nightly.sh BUILD_DIR   (the entry point builds with make: BUILD must be build)
+. scripts/portable.sh
 passed=0; failed=0
 check() {
     desc=$1; shift
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
 }
+# shellcheck disable=SC2086 # the checksum command is meant to split
+snap() { find . \( -type f -o -type l \) -print | sort | xargs $MQ_SHA256 2>/dev/null; find . | sort; }
+# refused DESC NEEDLE CMD...: CMD exits 2 with one line on stderr naming
+# NEEDLE, nothing on stdout, every file under the current directory as it was
+refused() {
+    desc=$1 needle=$2; shift 2
+    before=$(snap)
+    "$@" > "$rtmp/out" 2> "$rtmp/err"; rc=$?
+    err=$(cat "$rtmp/err"); so=$(cat "$rtmp/out"); lines=$(grep -c . "$rtmp/err")
+    case $err in *"$needle"*) named=1 ;; *) named=0 ;; esac
+    check "$desc: exit 2, one line on stderr naming '$needle', nothing on stdout (got $rc, $lines lines: $err; stdout: $so)" \
+        [ "$rc-$lines-$named-${#so}" = 2-1-1-0 ]
+    check "$desc: nothing created or changed" [ "$before" = "$(snap)" ]
+}
 root=$(pwd)
+rtmp=$(mktemp -d)
 dir=$(mktemp -d)
 export NIGHTLY_DIR="$dir"
 export NIGHTLY_CHIP=m4max
@@ -23,6 +42,43 @@ export NIGHTLY_BENCH_ARGS="--backend cpu --threads 1 --suite smoke --m 1 --forma
 export NIGHTLY_ROUNDS=4
 export NIGHTLY_A_BENCH="$root/build/bench" # A = this build (no worktree build in the test)
 day=$(date -u +%Y-%m-%d)
+
+# ---- refusals in a repository (a synthetic one: nothing else writes there)
+rep=$rtmp/rep
+sh scripts/nightly-history.sh "$rep" 2 1 marlin_gemv_decode:2.0 > /dev/null
+cd "$rep" || exit 1
+export NIGHTLY_DIR="$rep/nightly"
+refused "an unknown argument runs no night" "unknown argument '--bogus'" sh scripts/nightly.sh --bogus
+refused "a misspelt --accept accepts nothing" "unknown argument '--acept'" sh scripts/nightly.sh --acept
+refused "--accept with more arguments" "unexpected argument 'now' after --accept" sh scripts/nightly.sh --accept now
+refused "an unknown A revision" "NIGHTLY_A_REV 'no-such-rev' is not a commit" \
+    env NIGHTLY_A_REV=no-such-rev NIGHTLY_A_BENCH= sh scripts/nightly.sh
+refused "an A revision that is no commit (a file's blob)" "NIGHTLY_A_REV 'HEAD:step.txt' is not a commit" \
+    env NIGHTLY_A_REV=HEAD:step.txt sh scripts/nightly.sh
+mkdir -p "$rep/badrev" && echo junk > "$rep/badrev/accepted-rev"
+refused "a stored accepted revision that is no commit" "badrev/accepted-rev: 'junk' is not a commit" \
+    env NIGHTLY_DIR="$rep/badrev" sh scripts/nightly.sh
+refused "an unknown GOOD" "GOOD 'no-such-rev' is not a commit" sh scripts/nightly.sh bisect no-such-rev HEAD
+refused "an unknown BAD" "BAD 'HEAD~9' is not a commit" sh scripts/nightly.sh bisect HEAD~2 HEAD~9
+refused "GOOD after BAD" "is not an ancestor of BAD" sh scripts/nightly.sh bisect HEAD HEAD~2
+refused "GOOD and BAD the same commit" "GOOD and BAD are the same commit" sh scripts/nightly.sh bisect HEAD~1 HEAD^
+refused "more bisect rounds than compare --ab reads" "bad NIGHTLY_BISECT_MAX_ROUNDS '65'" \
+    env NIGHTLY_BISECT_MAX_ROUNDS=65 sh scripts/nightly.sh bisect HEAD~2 HEAD
+refused "a run from a subdirectory of the repository" "run it from the repository's top directory" \
+    sh -c 'cd scripts && exec sh ./nightly.sh bisect HEAD~2 HEAD'
+refused "--stored from a subdirectory" "run it from the repository's top directory" \
+    sh -c 'cd scripts && exec sh ./nightly.sh --stored'
+git rm -q Makefile && git commit -qm "no Makefile"
+refused "a repository without the project's Makefile" "no Makefile in '$(pwd -P)'" sh scripts/nightly.sh
+git reset -q --hard HEAD~1
+echo broken > .nightly-plant
+refused "a tree whose .nightly-plant is no VARIANT:FRACTION" ".nightly-plant: bad 'broken'" \
+    env NIGHTLY_A_BENCH= sh scripts/nightly.sh
+rm -f .nightly-plant
+mkdir "$rtmp/empty" && cd "$rtmp/empty" && git init -q && cp "$root/Makefile" . || exit 1
+refused "a repository without a commit" "the repository has no commit" sh "$rep/scripts/nightly.sh"
+cd "$root" || exit 1
+export NIGHTLY_DIR="$dir"
 
 # ---- A/B nights
 out=$(scripts/nightly.sh 2>&1); rc=$?
@@ -125,6 +181,6 @@ out=$(cd "$hist" && NIGHTLY_BISECT_MAX_ROUNDS=65 sh scripts/nightly.sh bisect HE
 case "$out" in *"bad NIGHTLY_BISECT_MAX_ROUNDS '65'"*) ok=1 ;; *) ok=0 ;; esac
 check "more bisect rounds than compare --ab reads: exit 2 naming the variable (got $rc: $out)" \
     [ "$rc-$ok" = 2-1 ]
-rm -rf "$hist"
+rm -rf "$hist" "$rtmp"
 echo "nightly: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
