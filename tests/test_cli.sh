@@ -139,6 +139,16 @@ check "its compiled-in table answers a suite shape exactly and, with its compile
     [ "$("$dir/use" 2>&1)" = "exact model" ]
 rm -rf "$dir"
 
+# tune --explain: every input checked, the work listed, nothing measured or made
+out=$("$B/tune" --chip m4max --suite smoke --explain --out-dir "$dir/explained" 2>&1); rc=$?
+check "tune --explain exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+case "$out" in *"units, estimated"*"shard 1/1"*) ok=1 ;; *) ok=0 ;; esac
+check "tune --explain lists the work: $out" [ "$ok" -eq 1 ]
+check "tune --explain creates nothing" [ ! -e "$dir/explained" ]
+out=$("$B/tune" --chip host --suite smoke --shard 2/3 --explain --out-dir "$dir/explained" 2>&1); rc=$?
+case "$out" in *"shard 3/3"*) ok=1 ;; *) ok=0 ;; esac
+check "tune --shard 2/3 --explain lists each shard's share (rc $rc): $out" [ "$rc" -eq 0 ] && [ "$ok" -eq 1 ]
+expect_usage_error "unknown format 'fp5'" --chip m4max --formats fp5 --explain
 # tune --check: every candidate timed, then the pick, the sweep's best and the best
 # baseline re-timed in interleaved rounds (the sweep's minimum is biased low)
 dir=$(mktemp -d)

@@ -22,7 +22,7 @@
 
 typedef struct {
     const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model;
-    int threads, from_results, nfrom, formats_given;
+    int threads, from_results, nfrom, formats_given, explain;
     const char *from[MAX_FROM];
     mq_shard shard;
     mq_tune_opts t;
@@ -71,6 +71,9 @@ static void usage(FILE *f)
         "                     every problem of CHIP's rows (of --formats when given)\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            only the summary\n"
+        "  --explain          check every input and print the work (problems, estimated\n"
+        "                     time, each shard's share with --shard), then stop: nothing\n"
+        "                     is measured or created (the sweep scripts check with it)\n"
         "  --check SUITE      host: instead of tuning, check DIR/table.csv on SUITE's shapes\n"
         "                     (e.g. heldout): time each shape's table pick, the baselines\n"
         "                     and every candidate, then the pick, the best and the best\n"
@@ -125,6 +128,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_FLAG("--resume", &o->t.resume),
         MQ_OPT_STR("--moe-results", &o->t.moe_results),
         MQ_OPT_FLAG("--quiet", &o->t.quiet),
+        MQ_OPT_FLAG("--explain", &o->explain),
         MQ_OPT_CUSTOM("--shard", &o->shard, parse_shard, NULL),
         MQ_OPT_FLAG("--from-results", &o->from_results),
     };
@@ -412,7 +416,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "tune: %s\n", e.msg);
             goto out;
         }
-    } else if (!o.shard.count && mq_table_set_begin(dir, &ts, err, sizeof err)) {
+    }
+    if (o.explain) { /* every input has been read and checked: the plan, nothing made */
+        rc = mq_shard_plan_print(&work, stdout) ? 2 : 0;
+        goto out;
+    }
+    if (!o.check && !o.shard.count && mq_table_set_begin(dir, &ts, err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         goto out;
     }
