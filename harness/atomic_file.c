@@ -142,7 +142,9 @@ int mq_append_open(const char *path, int *created, char *err, size_t errlen)
     }
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open for appending: %s", path,
-                 errno == ELOOP ? "it is a symbolic link (not followed)" : strerror(errno));
+                 /* O_NOFOLLOW on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD) */
+                 errno == ELOOP || errno == EMLINK ? "it is a symbolic link (not followed)"
+                                                   : strerror(errno));
         return -1;
     }
     struct stat sb;

@@ -523,26 +523,39 @@ static void test_stored_measurements(const char *tune)
  * fused row per layer and token count, ranges merged, other backends'
  * rows left out), written with the dense rows, loaded back, and served by
  * mq_table_lookup_moe only. */
+/* One moe-bench results row (schema 2, every column) of the trellis3
+ * layer 256x384 with 8 experts, top 2. */
+static int moe_row(char *b, size_t n, const char *host, int tokens, const char *path,
+                   const char *cand, const char *status, double median, const char *backend,
+                   const char *device)
+{
+    return snprintf(b, n, "2,\"0.2.0\",\"r\",\"%s\",\"2026-11-25T00:00:00Z\",\"m\",\"trellis3\",%d,8,2,"
+                          "256,384,128,\"uniform\",1,1,2,1,\"%s\",\"%s\",\"%s\",\"\",%g,%g,%g,5,1,0.1,"
+                          "\"%s\",\"%s\",0\n",
+                    host, tokens, path, cand, status, median, median, median, backend, device);
+}
+
 static void test_moe_rows(void)
 {
-    static const char *hdr = "host,format,tokens,experts,top_k,hidden,inter,group,path,candidate,"
-                             "status,median_s,backend,device\n";
+    static const char *hdr =
+        "schema,tool_version,git_rev,host,date,model,format,tokens,experts,top_k,hidden,inter,"
+        "group,routing,route_max_tokens,route_mean_tokens,route_touched,threads,path,candidate,"
+        "status,error,median_s,p10_s,p90_s,reps,touched_gbs,worst_of_bound,backend,device,"
+        "read_probe_gbs\n";
     const char *c1 = "gemm_trellis_moe[gemv_trellis_decode tm=1 tn=64 tk=128 tg=0 sk=1] "
                      "i_split=2 fuse_gate_up=1";
     const char *c2 = "gemm_trellis_moe[gemv_trellis_decode tm=4 tn=64 tk=128 tg=0 sk=1] "
                      "i_split=1 fuse_gate_up=1";
-    char text[4096];
-    snprintf(text, sizeof text,
-             "%s"
-             "h,trellis3,1,8,2,256,384,128,fused,\"%s\",ok,2e-4,cpu,\"\"\n"
-             "h,trellis3,1,8,2,256,384,128,fused,\"%s\",ok,3e-4,cpu,\"\"\n"
-             "h,trellis3,2,8,2,256,384,128,fused,\"%s\",ok,3e-4,cpu,\"\"\n"
-             "h,trellis3,4,8,2,256,384,128,fused,\"%s\",ok,5e-4,cpu,\"\"\n"
-             "h,trellis3,4,8,2,256,384,128,fused,\"%s\",wrong,1e-5,cpu,\"\"\n"
-             "h,trellis3,4,8,2,256,384,128,unfused,\"x\",ok,1e-5,cpu,\"\"\n"
-             "h,trellis3,4,8,2,256,384,128,fused,\"%s\",ok,1e-6,cuda,\"GPU\"\n"
-             "other,trellis3,4,8,2,256,384,128,fused,\"%s\",ok,1e-6,cpu,\"\"\n",
-             hdr, c1, c2, c1, c2, c1, c1, c1);
+    char text[8192];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", hdr);
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 1, "fused", c1, "ok", 2e-4, "cpu", "");
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 1, "fused", c2, "ok", 3e-4, "cpu", "");
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 2, "fused", c1, "ok", 3e-4, "cpu", "");
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 4, "fused", c2, "ok", 5e-4, "cpu", "");
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 4, "fused", c1, "wrong", 1e-5, "cpu", "");
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 4, "unfused", "x", "ok", 1e-5, "cpu", "");
+    len += (size_t)moe_row(text + len, sizeof text - len, "h", 4, "fused", c1, "ok", 1e-6, "cuda", "GPU");
+    len += (size_t)moe_row(text + len, sizeof text - len, "other", 4, "fused", c1, "ok", 1e-6, "cpu", "");
     write_text(in_dir("moe.csv"), text);
     mq_table_entry *me = NULL;
     char err[512];
@@ -559,8 +572,8 @@ static void test_moe_rows(void)
                   -1 &&
               strstr(err, "no verified, timed fused rows of backend cuda on H200"),
           "no rows of this device: '%s'", err);
-    snprintf(text, sizeof text, "%sh,trellis3,1,8,2,256,384,128,fused,\"gemm_trellis_moe[x]\","
-                                "ok,2e-4,cpu,\"\"\n", hdr);
+    len = (size_t)snprintf(text, sizeof text, "%s", hdr);
+    moe_row(text + len, sizeof text - len, "h", 1, "fused", "gemm_trellis_moe[x]", "ok", 2e-4, "cpu", "");
     write_text(in_dir("moe-bad.csv"), text);
     mq_table_entry *bad = NULL;
     CHECK(mq_moe_table_entries(in_dir("moe-bad.csv"), "cpu", "", "h", &bad, err, sizeof err) ==
