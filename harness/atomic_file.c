@@ -4,19 +4,84 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
 
-/* The process id in a temporary file's name past "BASE.tmp.": PID alone
- * (links made by table_set.c) or PID.XXXXXX (mkstemp's); 0 when the name is
- * not one of ours. */
+/* This host's mark in temporary names: 8 hex digits of a hash of its
+ * name, so that on a directory shared between hosts (NFS, a Slurm sweep's
+ * shards) a cleaner never takes another host's live writer for a dead one
+ * of its own (process ids mean nothing across hosts). */
+static const char *host_mark(void)
+{
+    static char mark[9];
+    if (!mark[0]) {
+        char host[256] = "";
+        gethostname(host, sizeof host - 1);
+        uint32_t h = 2166136261u;
+        for (const char *c = host; *c; c++)
+            h = (h ^ (unsigned char)*c) * 16777619u;
+        snprintf(mark, sizeof mark, "%08x", (unsigned)h);
+    }
+    return mark;
+}
+
+/* Six characters nobody can guess ahead: a generator seeded once from
+ * /dev/urandom (and the time, the process, an address where it has none),
+ * stepped by splitmix64. */
+static void tmp_suffix(char out[7])
+{
+    static uint64_t state;
+    static int seeded;
+    if (!seeded) {
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        uint64_t r = 0;
+        if (fd >= 0) {
+            if (read(fd, &r, sizeof r) != (ssize_t)sizeof r)
+                r = 0;
+            close(fd);
+        }
+        state = r ^ ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&r;
+        seeded = 1;
+    }
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    static const char abc[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for (int i = 0; i < 6; i++, z /= 36)
+        out[i] = abc[z % 36];
+    out[6] = '\0';
+}
+
+int mq_tmp_name(const char *path, char *tmp, size_t n)
+{
+    char sfx[7];
+    tmp_suffix(sfx);
+    return (size_t)snprintf(tmp, n, "%s.tmp.%s.%d.%s", path, host_mark(), (int)getpid(), sfx) <
+                   n
+               ? 0
+               : -1;
+}
+
+/* The process id in a temporary file's name past "BASE.tmp.", when it is a
+ * name this host's writers make: MARK.PID.XXXXXX with this host's mark (an
+ * other host's: 0, never touched), or the older PID and PID.XXXXXX. 0 when
+ * the name is not one of ours. */
 static long tmp_name_pid(const char *rest)
 {
+    const char *dot = strchr(rest, '.');
+    if (dot && strchr(dot + 1, '.')) { /* MARK.PID.XXXXXX */
+        if (dot - rest != 8 || strncmp(rest, host_mark(), 8))
+            return 0; /* another host's (or not a name of ours) */
+        rest = dot + 1;
+    }
     char *end;
     long pid = strtol(rest, &end, 10);
     if (end == rest || pid <= 0)
@@ -62,24 +127,27 @@ int mq_clean_stale_tmp(const char *path)
 FILE *mq_atomic_open(const char *path, char *tmp, size_t n, char *err, size_t errlen)
 {
     mq_clean_stale_tmp(path);
-    if ((size_t)snprintf(tmp, n, "%s.tmp.%d.XXXXXX", path, (int)getpid()) >= n) {
-        snprintf(err, errlen, "%.200s...: the path is too long", path);
-        return NULL;
+    /* a fresh unguessable name each try, O_CREAT|O_EXCL|O_NOFOLLOW: neither
+     * an existing file nor a planted link is ever written through; mode
+     * 0666 under the umask, as any new file (mkstemp's 0600 would carry
+     * over the rename) */
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        if (mq_tmp_name(path, tmp, n)) {
+            snprintf(err, errlen, "%.200s...: the path is too long", path);
+            return NULL;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
     }
-    /* mkstemp: a name nobody can guess ahead, opened O_EXCL, so neither an
-     * existing file nor a planted link is ever written through */
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-        return NULL;
-    }
-    mode_t mask = umask(0); /* mkstemp's 0600 would carry over the rename */
-    umask(mask);
-    FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
     }
     return f;
 }
@@ -130,9 +198,13 @@ void mq_atomic_abort(FILE *f, const char *tmp)
     unlink(tmp);
 }
 
-int mq_append_open(const char *path, int *created, char *err, size_t errlen)
+/* Open (creating with O_EXCL when absent) and lock path once: the
+ * descriptor, or -1 with *why (NULL: errno says why) and *locked_out when
+ * another process holds the lock; *stale when the file locked is no longer
+ * the one at path (removed or replaced while this call waited for it). */
+static int open_and_lock(const char *path, int *created, const char **why, int *locked_out,
+                         int *stale)
 {
-    *created = 0;
     int fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -140,30 +212,49 @@ int mq_append_open(const char *path, int *created, char *err, size_t errlen)
         if (fd < 0 && errno == EEXIST) /* made in between by another writer */
             fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     }
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open for appending: %s", path,
-                 /* O_NOFOLLOW on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD) */
-                 errno == ELOOP || errno == EMLINK ? "it is a symbolic link (not followed)"
-                                                   : strerror(errno));
+    if (fd < 0)
         return -1;
-    }
-    struct stat sb;
-    const char *why = NULL;
-    int locked_out = 0;
+    struct stat sb, now;
     if (fstat(fd, &sb))
-        why = strerror(errno);
+        *why = strerror(errno);
     else if (!S_ISREG(sb.st_mode))
-        why = "not a regular file";
+        *why = "not a regular file";
     else if (flock(fd, LOCK_EX | LOCK_NB)) {
-        locked_out = errno == EWOULDBLOCK;
-        why = locked_out ? "another process is appending to it (its lock is held); wait for "
-                           "it or write another file"
-                         : strerror(errno);
+        *locked_out = errno == EWOULDBLOCK;
+        *why = *locked_out ? "another process is appending to it (its lock is held); wait for "
+                             "it or write another file"
+                           : strerror(errno);
+    } else if (lstat(path, &now) || now.st_dev != sb.st_dev || now.st_ino != sb.st_ino)
+        *stale = 1; /* a writer that gave up removed it before its lock went */
+    return fd;
+}
+
+int mq_append_open(const char *path, int *created, char *err, size_t errlen)
+{
+    int fd = -1;
+    const char *why = NULL;
+    int locked_out = 0, stale = 1;
+    for (int tries = 0; stale && tries < 8; tries++) {
+        if (fd >= 0)
+            close(fd); /* not ours to remove: the path names another file now */
+        *created = 0;
+        why = NULL;
+        locked_out = stale = 0;
+        fd = open_and_lock(path, created, &why, &locked_out, &stale);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: cannot open for appending: %s", path,
+                     /* O_NOFOLLOW on a link: ELOOP (Linux, macOS), EMLINK (FreeBSD) */
+                     errno == ELOOP || errno == EMLINK ? "it is a symbolic link (not followed)"
+                                                       : strerror(errno));
+            return -1;
+        }
     }
+    if (stale)
+        why = "it was replaced while this process waited for it";
     if (why) {
         snprintf(err, errlen, "%s: cannot open for appending: %s", path, why);
         /* a file this call created but another writer locked first is theirs */
-        mq_append_abort(fd, path, *created && !locked_out);
+        mq_append_abort(fd, path, *created && !locked_out && !stale);
         *created = 0;
         return -1;
     }
@@ -279,9 +370,5 @@ int mq_append_csv_row(int fd, const char *path, const char *header, const char *
         row[len++] = i == n - 1 ? '\n' : ',';
     }
     bad = bad || mq_append_row(fd, path, row, len, err, errlen);
-    if (close(fd) && !bad) {
-        snprintf(err, errlen, "%s: cannot append a row: %s", path, strerror(errno));
-        bad = 1;
-    }
     return bad ? -1 : 0;
 }

@@ -220,8 +220,11 @@ int main(int argc, char **argv)
     } else {
         mq_work_split(&work, o.shard.count ? o.shard.count : 1);
         /* err is set by whichever step fails */
+        /* every refusal before anything is made; then made in order */
         (void)((j->resume && stat(out, &sb) == 0 &&
                 mq_results_load(out, &old, err, sizeof err)) ||
+               mq_results_precheck(out, err, sizeof err) ||
+               (o.shard.count && mq_output_replaceable(mpath, err, sizeof err)) ||
                mq_make_parent_dirs(out, err, sizeof err) ||
                mq_results_open(out, &w, err, sizeof err) ||
                (o.shard.count && mq_manifest_write(mpath, &work, &o.shard, "bench",
@@ -229,6 +232,7 @@ int main(int argc, char **argv)
     }
     if (err[0]) {
         fprintf(stderr, "bench: %s\n", err);
+        mq_results_abandon(&w); /* a file made here before the failure goes */
         rc = 2;
     } else {
         char note[4400];

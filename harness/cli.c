@@ -98,23 +98,40 @@ int mq_cli_candidate(const char *s, mq_candidate *c, char *err, size_t errlen)
     return 0;
 }
 
+/* What the tools add to an output's name: ".manifest.csv" for its manifest
+ * (in place of ".csv"), then a temporary suffix (.tmp.HOST.PID.XXXXXX). */
+#define MQ_NAME_ROOM 43
+
 /* A path the OS would refuse part-way: longer than PATH_MAX in all, or a
- * component longer than NAME_MAX. Said before any directory is made, so a
- * long path never leaves half its directories behind. */
+ * component longer than NAME_MAX, counting what the tools add to the last
+ * one. Said before any directory is made, so a long path never leaves half
+ * its directories behind, nor a results file without its manifest. */
 static int path_fits(const char *path, char *err, size_t errlen)
 {
     size_t len = strlen(path), comp = 0;
-    if (len >= 4096) {
-        snprintf(err, errlen, "%.60s...: the path is %zu bytes long (at most 4095)", path, len);
+    if (len >= 4096 - MQ_NAME_ROOM) {
+        snprintf(err, errlen, "%.60s...: the path is %zu bytes long (at most %d)", path, len,
+                 4095 - MQ_NAME_ROOM);
         return -1;
     }
     for (const char *p = path; *p; p++) {
         comp = *p == '/' ? 0 : comp + 1;
-        if (comp > 255) {
-            snprintf(err, errlen, "%.60s...: a name in the path is longer than 255 bytes",
-                     path);
+        if (comp > 255 - MQ_NAME_ROOM) {
+            snprintf(err, errlen, "%.60s...: a name in the path is longer than %d bytes (the "
+                                  "tools add up to %d to it)",
+                     path, 255 - MQ_NAME_ROOM, MQ_NAME_ROOM);
             return -1;
         }
+    }
+    return 0;
+}
+
+int mq_output_replaceable(const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(err, errlen, "%s: cannot replace: it is a directory", path);
+        return -1;
     }
     return 0;
 }

@@ -27,18 +27,19 @@ typedef struct {
     int rows[3], slot[3], nrows;   /* sampled rows of M (first, middle, last) */
 } mq_bench_problem;
 
+/* Whether p's setup (the float weights it quantizes, one quantized set,
+ * the activations, the reference and the output) fits in this machine's
+ * physical memory: 0, or -1 with "needs X GB of memory to set up (M=.. N=..
+ * K=..); this machine has Y GB". Checked with the other inputs, before
+ * anything is created or timed, so a shape too large is bad input, not a
+ * failure half-way through a run. */
+int mq_problem_fits_memory(const mq_problem *p, char *err, size_t errlen);
+
 /* Make bp serve problem p: seeded random weights (quantized once per
  * format, N, K and group; warm: a single copy), activations, and the
  * reference of the sampled rows. ms lists the token counts that will follow
  * for the same weights (may be NULL): their reference rows are computed in
  * the same pass over the weights. bp must be zeroed before its first use. */
-/* Whether p's setup (the float weights it quantizes, one quantized set,
- * the activations, the reference and the output) fits in this machine's
- * physical memory: 0, or -1 with "shape MxNxK needs X GB to set up, this
- * machine has Y GB". Checked with the other inputs, before anything is
- * created or timed, so a shape too large is bad input, not a failure
- * half-way through a run. */
-int mq_problem_fits_memory(const mq_problem *p, char *err, size_t errlen);
 
 /* The device's last-level cache (a GPU's L2): cold runs rotate weight
  * copies past twice the larger of it and the host's. 0: the host's alone. */

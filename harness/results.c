@@ -69,6 +69,7 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
     int fd = mq_append_open(path, &created, err, errlen);
     if (fd < 0)
         return -1;
+    w->created = created;
     struct stat sb;
     if (fstat(fd, &sb)) {
         snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
@@ -164,6 +165,7 @@ int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_
     }
     int rc = mq_append_row(w->fd, w->path, b.s, b.len, err, errlen);
     free(b.s);
+    w->appended += rc == 0;
     return rc;
 }
 
@@ -189,6 +191,36 @@ int mq_results_write(const char *path, const mq_result *const *rows, int n, char
         return -1;
     }
     return mq_atomic_commit(f, tmp, path, err, errlen);
+}
+
+int mq_results_precheck(const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (lstat(path, &sb))
+        return 0; /* absent: made on opening */
+    const char *why = S_ISLNK(sb.st_mode)  ? "it is a symbolic link (not followed)"
+                      : !S_ISREG(sb.st_mode) ? "not a regular file"
+                                             : NULL;
+    if (why) {
+        snprintf(err, errlen, "%s: cannot open for appending: %s", path, why);
+        return -1;
+    }
+    mq_results rs;
+    if (sb.st_size == 0)
+        return 0;
+    if (mq_results_load(path, &rs, err, errlen))
+        return -1;
+    mq_results_free(&rs);
+    return 0;
+}
+
+void mq_results_abandon(mq_results_writer *w)
+{
+    if (w->fd >= 0 && w->created && !w->appended) {
+        mq_append_abort(w->fd, w->path, 1);
+        w->fd = -1;
+    }
+    mq_results_close(w);
 }
 
 void mq_results_close(mq_results_writer *w)

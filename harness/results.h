@@ -56,13 +56,24 @@ typedef struct {
     char path[4096];
     int kept_rows;  /* rows already in the file */
     long cut_bytes; /* a torn last line cut off on opening (0: none) */
+    int created;    /* this writer made the file */
+    int appended;   /* rows appended through it */
 } mq_results_writer;
 
-/* Open for appending; a new file gets its header (written to a temporary
- * name, then renamed). An existing file must load first; a torn last line
- * is cut off (cut_bytes) so the next row starts on a line of its own.
- * Appending writes each row whole or not at all (atomic_file.h). */
+/* What opening path for appending would refuse, checked without creating
+ * or changing anything (a link, not a regular file, a file that does not
+ * load): 0 (absent or good) or -1 with the message mq_results_open would
+ * give. Tools call it before they make anything else. */
+int mq_results_precheck(const char *path, char *err, size_t errlen);
+/* Open for appending, as its only writer (atomic_file.h's mq_append_open:
+ * never through a link, locked); a new or empty file gets its header. An
+ * existing file must load first; a torn last line is cut off (cut_bytes)
+ * so the next row starts on a line of its own. Appending writes each row
+ * whole or not at all (atomic_file.h). */
 int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t errlen);
+/* Give up on a writer before its first row: a file it created goes (under
+ * its lock), any other is closed as it is. */
+void mq_results_abandon(mq_results_writer *w);
 /* A note on what opening did to the file (a torn line cut off) into buf and
  * 1, or 0 when there is nothing to say. */
 int mq_results_writer_note(const mq_results_writer *w, char *buf, size_t n);

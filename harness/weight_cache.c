@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "weight_cache.h"
@@ -90,8 +91,9 @@ void mq_weight_cache_write(const char *path, const mq_problem *p, const mq_weigh
     int ok = fwrite(&h, sizeof h, 1, f) == 1;
     for (int i = 0; ok && i < nf; i++)
         ok = !bytes[i] || fwrite(*field[i], bytes[i], 1, f) == 1;
-    if (!ok)
-        mq_atomic_abort(f, tmp);
-    else
-        mq_atomic_commit(f, tmp, path, err, sizeof err);
+    /* renamed without an fsync: a cache is not worth a sync per weight set
+     * (seconds a night), and a file a crash left short or damaged fails its
+     * size or checksum check and is written again */
+    if (fclose(f) || !ok || rename(tmp, path))
+        unlink(tmp);
 }

@@ -19,8 +19,9 @@ void mq_weight_cache_path(const mq_problem *p, char *path, size_t n);
  * mq_weights_free): 0, or -1 when the file is absent or does not match
  * (nothing allocated then). */
 int mq_weight_cache_read(const char *path, const mq_problem *p, mq_weights *w);
-/* Store w as p's weights at path (mkstemp, fsync, rename); failures are
- * silent: the cache is an optimisation. */
+/* Store w as p's weights at path (an exclusive temporary, then rename, no
+ * fsync: a damaged file fails its checksum); failures are silent: the cache
+ * is an optimisation. */
 void mq_weight_cache_write(const char *path, const mq_problem *p, const mq_weights *w);
 
 #endif

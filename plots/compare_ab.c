@@ -200,10 +200,13 @@ int mq_compare_ab_main(int argc, char **argv)
             rc = 2;
         if (rc < 2 && hfd >= 0) {
             int fd = hfd;
-            hfd = -1; /* closed by the append */
+            hfd = -1;
             if (append_ab_history(history, fd, &c, arev, brev, rounds, err, sizeof err)) {
-                mq_history_unmake(history, hcreated);
+                /* a history this run made goes while its lock is still held */
+                mq_append_abort(fd, history, hcreated);
                 rc = 2;
+            } else {
+                close(fd);
             }
         }
         if (rc < 2 && rf) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "atomic_file.h"
@@ -126,13 +127,15 @@ static int outputs_finish(outputs *o, const char *const files[2], const mq_run_c
     }
     if (o->hfd >= 0) {
         int fd = o->hfd;
-        o->hfd = -1; /* closed by the append */
+        o->hfd = -1;
         if (append_history(fd, o->history, files, cmp->n, cmp->counts, cmp->geomean, notes, err,
                            errlen)) {
-            mq_history_unmake(o->history, o->hcreated);
+            /* a history this run made goes while its lock is still held */
+            mq_append_abort(fd, o->history, o->hcreated);
             outputs_abort(o);
             return -1;
         }
+        close(fd);
     }
     FILE *rf = o->rf, *lf = o->lf;
     o->rf = o->lf = NULL;

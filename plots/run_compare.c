@@ -148,13 +148,6 @@ int mq_history_open(const char *path, const char *kind, const char *header, int 
     return -1;
 }
 
-void mq_history_unmake(const char *path, int created)
-{
-    struct stat sb;
-    if (created && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
-        unlink(path);
-}
-
 int mq_output_check(const char *path, char *err, size_t errlen)
 {
     struct stat sb;

@@ -57,9 +57,6 @@ void mq_result_name(const mq_result *r, char *buf, size_t n);
  * descriptor, or -1 with a message naming the file. */
 int mq_history_open(const char *path, const char *kind, const char *header, int *created,
                     char *err, size_t errlen);
-/* After a failed append (its descriptor closed) to a history this run
- * created: removed when nothing went in, so that the run leaves nothing. */
-void mq_history_unmake(const char *path, int created);
 
 /* An output that is renamed into place (--report, --rerun-list,
  * --median-of's OUT) must not be a directory: said before anything is

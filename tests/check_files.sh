@@ -56,12 +56,25 @@ readers_unfuzzed() { # ROOT: every listed target exists, calls its reader, is bu
     done
 }
 
+# every open(...) and fopen(...) call of a C file, one per line as
+# "LINE:TEXT", a call spread over several lines joined into one
+calls() {
+    awk '{
+        if (buf != "") { buf = buf " " $0 }
+        else if ($0 ~ /(^|[^a-z_])f?open\(/) { buf = $0; start = NR }
+        if (buf != "") {
+            t = buf; o = gsub(/\(/, "", t); t = buf; c = gsub(/\)/, "", t)
+            if (o <= c) { print start ":" buf; buf = "" }
+        }
+    }' "$1"
+}
+
 writers_unsafe() { # ROOT: creating opens that are neither exclusive nor listed
     for dir in $floors; do
         for f in "$1/$dir"/*.c; do
             [ -f "$f" ] || continue
             rel=$dir/${f##*/}
-            grep -En 'fopen\([^)]*"[wa]b?\+?"\)|open\([^)]*O_CREAT' "$f" |
+            calls "$f" | grep -E 'fopen\([^,]*, *("[wa]|"r[b]?\+|[^" ])|[^a-z_]open\(.*O_CREAT' |
             while IFS= read -r hit; do
                 case $hit in *O_EXCL*) continue ;; esac
                 line=${hit#*:}
@@ -97,8 +110,10 @@ else
 fi
 printf 'int planted(void) { mq_csv_table t; return mq_csv_read("x", &t, 0, 0); }\n' > "$t/tuner/planted_reader.c"
 printf 'void planted(void) { FILE *f = fopen("out.csv", "w"); }\n' > "$t/plots/planted_writer.c"
+printf 'int planted2(const char *p)\n{\n    return open(p,\n                O_WRONLY | O_CREAT, 0644);\n}\n' > "$t/tuner/planted_open.c"
 found=$(check_tree "$t")
-for want in "tuner/planted_reader.c: reads files but is not in" "plots/planted_writer.c:1: creates a file without O_EXCL"; do
+for want in "tuner/planted_reader.c: reads files but is not in" "plots/planted_writer.c:1: creates a file without O_EXCL" \
+    "tuner/planted_open.c:3: creates a file without O_EXCL"; do
     case $found in
     *"$want"*) passed=$((passed + 1)) ;;
     *) failed=$((failed + 1)); echo "FAIL: expected the planted file found: '$want' in '$found'" >&2 ;;

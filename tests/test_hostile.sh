@@ -54,12 +54,24 @@ check "tune once the link is gone: exits 0 (got $rc)" [ "$rc" -eq 0 ]
 check "tune once the link is gone: the unrelated file stays" [ -f t1/precious.txt ]
 
 # ---- 2. planted temporary names: never written through ---------------------
+# (the names a writer of PATH.tmp.PID files, as before, would take: today's
+# names are unguessable, so these guard against that scheme coming back)
 mkdir -p t2
-for f in table.csv table.h model.csv chip.csv; do plant "t2/tables/x/$f" 2>/dev/null; done
-plant t2/tune-results.csv; plant t2/tune-chip.csv; plant t2/table.csv
+plant t2/table.csv; plant t2/tables/current
 "$B/tune" --chip m4max --suite smoke --m 1 --out-dir t2 >/dev/null 2>&1; rc=$?
 check "tune among planted temporary names: exits 0 (got $rc)" [ "$rc" -eq 0 ]
 check "tune among planted temporary names: outside.txt unchanged" outside_kept
+check "tune among planted temporary names: table.csv is tune's link" \
+    sh -c '[ "$(readlink t2/table.csv)" = tables/current/table.csv ]'
+# another host's temporary file (a shard of a sweep on a shared directory)
+# is never taken for a dead writer's; this host's dead writer's file goes
+dead=$(sh -c 'echo $$')
+printf 'x\n' > "t2/pub.csv.tmp.00000000.$dead.abcdef"; printf 'x\n' > "t2/pub.csv.tmp.ffffffff.$dead.abcdef"
+printf 'x\n' > "t2/pub.csv.tmp.$dead"
+"$B/model" public "$root/harness/public-figures.csv" --out t2/pub.csv >/dev/null 2>&1
+check "another host's temporary files stay (one of the two marks is not this host's)" \
+    [ "$(ls t2 | grep -c 'pub.csv.tmp.[0f]\{8\}')" -ge 1 ]
+check "this host's dead writer's temporary file is removed" [ ! -e "t2/pub.csv.tmp.$dead" ]
 plant new.csv
 "$B/bench" $quick --candidate "$cand" --out new.csv >/dev/null 2>&1; rc=$?
 check "bench (a new file) among planted temporary names: exits 0 (got $rc)" [ "$rc" -eq 0 ]

@@ -1,4 +1,5 @@
 /* table_set.c - see table_set.h. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,14 +23,16 @@ const char *const mq_table_set_files[4] = {"table.csv", "table.h", "model.csv", 
  * published over. */
 static int is_generation_name(const char *name)
 {
-    size_t n = strlen(name);
-    if (n < 18 || n > 64 || name[0] < '0' || name[0] > '9')
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((name[i] >= '0' && name[i] <= '9') || name[i] == 'T' || name[i] == 'Z' ||
-              name[i] == '-' || (name[i] >= 'a' && name[i] <= 'z')))
+    /* YYYYMMDDTHHMMSSZ-PID, or that and "-before": nothing looser */
+    static const char shape[] = "99999999T999999Z-";
+    size_t n = strlen(name), i = 0;
+    for (; i < sizeof shape - 1; i++)
+        if (i >= n || (shape[i] == '9' ? !isdigit((unsigned char)name[i]) : name[i] != shape[i]))
             return 0;
-    return 1;
+    size_t digits = strspn(name + i, "0123456789");
+    if (digits == 0 || digits > 10)
+        return 0;
+    return !name[i + digits] || !strcmp(name + i + digits, "-before");
 }
 
 /* Remove a generation directory: the set's files in it (and temporary files
@@ -173,14 +176,15 @@ static int link_into_place(const char *target, const char *path, char *err, size
         if (!strcmp(have, target))
             return 0;
     }
-    /* PATH.tmp.PID.XXXXXX as mkstemp names files: symlink(2) never
-     * replaces what is there, so a name taken (planted) is passed over */
+    /* a fresh unguessable name (mq_tmp_name): symlink(2) never replaces
+     * what is there, so a name taken (planted) is passed over */
     char tmp[4300];
-    static unsigned salt;
     int made = -1;
     for (int tries = 0; tries < 64 && made; tries++) {
-        salt = salt * 1103515245u + 12345u + (unsigned)time(NULL) + (unsigned)getpid();
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d.%06x", path, (int)getpid(), (salt >> 8) & 0xffffff);
+        if (mq_tmp_name(path, tmp, sizeof tmp)) {
+            errno = ENAMETOOLONG;
+            break;
+        }
         made = symlink(target, tmp);
         if (made && errno != EEXIST)
             break;

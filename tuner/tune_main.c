@@ -72,8 +72,9 @@ static void usage(FILE *f)
         "  --threads N        CPU-model workers (default: one per core)\n"
         "  --quiet            only the summary\n"
         "  --explain          check every input and print the work (problems, estimated\n"
-        "                     time, each shard's share with --shard), then stop: nothing\n"
-        "                     is measured or created (the sweep scripts check with it)\n"
+        "                     time, each shard's share with --shard), then stop: no\n"
+        "                     candidate is timed and nothing is created (--chip host still\n"
+        "                     probes the machine); the sweep scripts check with it\n"
         "  --check SUITE      host: instead of tuning, check DIR/table.csv on SUITE's shapes\n"
         "                     (e.g. heldout): time each shape's table pick, the baselines\n"
         "                     and every candidate, then the pick, the best and the best\n"
@@ -290,13 +291,153 @@ static int suite_from_rows(const mq_results *all, const char *chip, const char *
     return 0;
 }
 
+/* --moe-results against the chip and backend: a predicted chip has none of
+ * its own; the file must hold rows of this backend and machine. Checked
+ * before anything is created. 0, or -1 said on stderr. */
+static int check_moe_results(const options *o, const mq_target *t, int measured)
+{
+    char err[4600];
+    if (!o->t.moe_results)
+        return 0;
+    if (!measured) {
+        fprintf(stderr, "tune: --moe-results: %s's table is predicted; MoE rows come from "
+                        "moe-bench on the machine tune measures\n", t->chip.name);
+        return -1;
+    }
+    mq_table_entry *rows = NULL;
+    int n = mq_moe_table_entries(o->t.moe_results, t->be->name, t->be->device, mq_host_name(),
+                                 &rows, err, sizeof err);
+    free(rows);
+    if (n < 0) {
+        fprintf(stderr, "tune: --moe-results: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The cost model of a predicted chip: --model's coefficients (learned
+ * elsewhere, on this chip's figures), else a fit on the chip's own stored
+ * measurements (DIR/measured.csv) when there are any; pred_note says which.
+ * 0, or -1 said on stderr. */
+static int read_model(const options *o, const mq_chip *chip, const char *dir, int measured,
+                      mq_model *pred, char *pred_note, size_t n)
+{
+    char err[4600];
+    if (o->model && measured) {
+        fprintf(stderr, "tune: --model is for predicted chips; %s is measured here\n", o->chip);
+        return -1;
+    }
+    if (o->model) {
+        if (mq_model_read(o->model, pred, err, sizeof err)) {
+            fprintf(stderr, "tune: %s\n", err);
+            return -1;
+        }
+        snprintf(pred_note, n, "%s (%d rows fitted elsewhere) on %s's figures", o->model,
+                 pred->n_fit, chip->name);
+    } else if (!measured) {
+        char mpath[4300];
+        snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
+        int nfit = mq_tune_stored_model(mpath, chip, pred, err, sizeof err);
+        if (nfit < 0) {
+            fprintf(stderr, "tune: %s\n", err);
+            return -1;
+        }
+        if (nfit > 0)
+            snprintf(pred_note, n,
+                     "fitted on %d rows measured on %s (%s); held-out MAPE %.1f%%, Spearman "
+                     "%.3f",
+                     nfit, chip->name, mpath, 100 * pred->mape, pred->spearman);
+    }
+    return 0;
+}
+
+/* Every output of the run, refused before any is made (the results file a
+ * link or not loadable, the manifest's name a directory), then made: the
+ * table set's generation (not for --check or a shard), the chip as
+ * measured (for --resume), the results file (path) and a shard's manifest
+ * (mpath). 0, or -1 said on stderr with a results file made here removed. */
+static int open_outputs(options *o, mq_target *t, mq_tuner *T, const mq_work_list *work,
+                        const char *dir, const char *chip_path, mq_table_set *ts, char *path,
+                        size_t pn, char *mpath, size_t mn)
+{
+    char err[4600] = "";
+    struct stat sb;
+    if (o->shard.count)
+        snprintf(path, pn, "%s/tune-shard-%d-of-%d.csv", dir, o->shard.index, o->shard.count);
+    else
+        snprintf(path, pn, "%s/%s", dir, o->check ? "check-results.csv" : "tune-results.csv");
+    mq_manifest_path(path, mpath, mn);
+    int bad = (t->measured && mq_results_precheck(path, err, sizeof err)) ||
+              (o->shard.count && mq_output_replaceable(mpath, err, sizeof err)) ||
+              (!o->check && !o->shard.count && mq_table_set_begin(dir, ts, err, sizeof err)) ||
+              (t->measured && !t->from_snapshot && !o->check && t->chip.is_host &&
+               (mq_make_parent_dirs(chip_path, err, sizeof err) ||
+                mq_chip_write(chip_path, &t->chip, err, sizeof err))) ||
+              mq_make_parent_dirs(path, err, sizeof err) ||
+              (o->t.resume && stat(path, &sb) == 0 &&
+               mq_results_load(path, &T->own, err, sizeof err)) ||
+              (t->measured && mq_results_open(path, &T->w, err, sizeof err)) ||
+              (o->shard.count && mq_manifest_write(mpath, work, &o->shard, "tune", t->chip.name,
+                                                  t->be->name, err, sizeof err));
+    if (bad) {
+        fprintf(stderr, "tune: %s\n", err);
+        mq_results_abandon(&T->w);
+    }
+    return bad ? -1 : 0;
+}
+
+/* What the run is about to do, once its inputs and outputs are good: how
+ * the chip is tuned, what opening the results file did, what a resumed run
+ * or a shard takes on. */
+static void print_run_notes(const options *o, const mq_target *t, mq_tuner *T,
+                            const mq_work_list *work, const char *path, const char *mpath)
+{
+    char note[4400];
+    mq_target_print_notes(t, "tune"); /* inputs and outputs are good: say how it is tuned */
+    if (mq_results_writer_note(&T->w, note, sizeof note) ||
+        mq_results_torn_note(&T->own, path, note, sizeof note))
+        fprintf(stderr, "tune: %s\n", note);
+    (void)mq_results_index(&T->own); /* without it, a resumed lookup reads every row */
+    if (o->t.resume && t->measured)
+        fprintf(stderr, "tune: resuming: %d rows of %s can be reused%s\n", T->own.n, path,
+                t->from_snapshot ? "; the chip as the interrupted run measured it (tune-chip.csv)"
+                                : "");
+    if (o->shard.count) {
+        int units;
+        int64_t cost;
+        mq_work_shard_totals(work, o->shard.index, &units, &cost);
+        fprintf(stderr, "tune: shard %d/%d of sweep %016llx: %d of %d problems, estimated %.1f "
+                        "s; rows in %s, manifest %s\n",
+                o->shard.index, o->shard.count, (unsigned long long)work->id, units, work->n,
+                cost / 1e6, path, mpath);
+    }
+}
+
+/* The modes that time candidates need a chip measured here. 0, or -1 said
+ * on stderr. */
+static int check_modes(const options *o, const mq_target *t)
+{
+    if (o->t.exhaustive && !t->measured) {
+        fprintf(stderr, "tune: --search exhaustive needs a backend that is the chip (--chip host "
+                        "here); %s is predicted\n",
+                o->chip);
+        return -1;
+    }
+    if ((o->check || o->shard.count) && !t->measured) {
+        fprintf(stderr, "tune: %s times candidates: it needs --chip host here\n",
+                o->check ? "--check" : "--shard");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    char dir[4096], path[4200], chip_path[4200], err[4400], note[4400];
+    char dir[4096], path[4200], chip_path[4200], err[4400];
     snprintf(dir, sizeof dir, "%s", o.out_dir ? o.out_dir : "");
     if (!o.out_dir)
         snprintf(dir, sizeof dir, "results/%s", o.chip);
@@ -325,7 +466,6 @@ int main(int argc, char **argv)
     mq_table_set ts = {.lock_fd = -1};
     mq_results from = {0};
     mq_work_list work = {0};
-    struct stat sb;
     static mq_model pred; /* its kernel factors make it large */
     mq_model_defaults(&pred);
     char pred_note[4608] = "defaults fitted on public figures (harness/public-figures.csv; no "
@@ -336,17 +476,8 @@ int main(int argc, char **argv)
         .o = &o.t, .chip = &t.chip, .lim = &t.lim, .be = t.be, .w = {.fd = -1}, .prior = &pred};
     int measured = t.measured || o.from_results; /* rows measured here, or elsewhere */
     rc = 2; /* until the run gets going, a failure is the input's or the environment's */
-    if (o.t.exhaustive && !t.measured) {
-        fprintf(stderr, "tune: --search exhaustive needs a backend that is the chip (--chip host "
-                        "here); %s is predicted\n",
-                o.chip);
+    if (check_modes(&o, &t))
         goto out;
-    }
-    if ((o.check || o.shard.count) && !t.measured) {
-        fprintf(stderr, "tune: %s times candidates: it needs --chip host here\n",
-                o.check ? "--check" : "--shard");
-        goto out;
-    }
     if (o.from_results) {
         if (load_from(&o, &from, err, sizeof err) ||
             from_rows_check(&o, &from, t.chip.name, &T.from_backend, err, sizeof err)) {
@@ -364,45 +495,9 @@ int main(int argc, char **argv)
     } else if (load_suite(&o, t.measured, &suite)) {
         goto out;
     }
-    if (o.t.moe_results && !measured) {
-        fprintf(stderr, "tune: --moe-results: %s's table is predicted; MoE rows come from "
-                        "moe-bench on the machine tune measures\n", t.chip.name);
+    if (check_moe_results(&o, &t, measured) ||
+        read_model(&o, &t.chip, dir, measured, &pred, pred_note, sizeof pred_note))
         goto out;
-    }
-    if (o.t.moe_results) { /* rows of this backend and machine, before anything is created */
-        int nmoe = mq_moe_table_entries(o.t.moe_results, t.be->name, t.be->device,
-                                        mq_host_name(), &moe_rows, err, sizeof err);
-        free(moe_rows);
-        if (nmoe < 0) {
-            fprintf(stderr, "tune: --moe-results: %s\n", err);
-            goto out;
-        }
-    }
-    if (o.model && measured) {
-        fprintf(stderr, "tune: --model is for predicted chips; %s is measured here\n", o.chip);
-        goto out;
-    }
-    if (o.model) { /* coefficients learned elsewhere, the chip's own figures */
-        if (mq_model_read(o.model, &pred, err, sizeof err)) {
-            fprintf(stderr, "tune: %s\n", err);
-            goto out;
-        }
-        snprintf(pred_note, sizeof pred_note, "%s (%d rows fitted elsewhere) on %s's figures",
-                 o.model, pred.n_fit, t.chip.name);
-    } else if (!measured) { /* the chip's own stored measurements set the coefficients */
-        char mpath[4300];
-        snprintf(mpath, sizeof mpath, "%s/measured.csv", dir);
-        int nfit = mq_tune_stored_model(mpath, &t.chip, &pred, err, sizeof err);
-        if (nfit < 0) {
-            fprintf(stderr, "tune: %s\n", err);
-            goto out;
-        }
-        if (nfit > 0)
-            snprintf(pred_note, sizeof pred_note,
-                     "fitted on %d rows measured on %s (%s); held-out MAPE %.1f%%, Spearman "
-                     "%.3f",
-                     nfit, t.chip.name, mpath, 100 * pred.mape, pred.spearman);
-    }
     if (mq_tune_work(&o.t, &suite, &t.chip, o.shard.count > 0, &work)) {
         fprintf(stderr, "tune: out of memory listing the work\n");
         goto out;
@@ -421,51 +516,11 @@ int main(int argc, char **argv)
         rc = mq_shard_plan_print(&work, stdout) ? 2 : 0;
         goto out;
     }
-    if (!o.check && !o.shard.count && mq_table_set_begin(dir, &ts, err, sizeof err)) {
-        fprintf(stderr, "tune: %s\n", err);
-        goto out;
-    }
-    err[0] = '\0';
-    if (t.measured && !t.from_snapshot && !o.check && t.chip.is_host &&
-        (mq_make_parent_dirs(chip_path, err, sizeof err) ||
-         mq_chip_write(chip_path, &t.chip, err, sizeof err))) { /* for a later --resume */
-        fprintf(stderr, "tune: %s\n", err);
-        goto out;
-    }
-    if (o.shard.count)
-        snprintf(path, sizeof path, "%s/tune-shard-%d-of-%d.csv", dir, o.shard.index,
-                 o.shard.count);
-    else
-        snprintf(path, sizeof path, "%s/%s", dir,
-                 o.check ? "check-results.csv" : "tune-results.csv");
     char mpath[4300];
-    mq_manifest_path(path, mpath, sizeof mpath);
-    if (mq_make_parent_dirs(path, err, sizeof err) ||
-        (o.t.resume && stat(path, &sb) == 0 && mq_results_load(path, &T.own, err, sizeof err)) ||
-        (t.measured && mq_results_open(path, &T.w, err, sizeof err)) ||
-        (o.shard.count && mq_manifest_write(mpath, &work, &o.shard, "tune", t.chip.name,
-                                            t.be->name, err, sizeof err))) {
-        fprintf(stderr, "tune: %s\n", err);
+    if (open_outputs(&o, &t, &T, &work, dir, chip_path, &ts, path, sizeof path, mpath,
+                     sizeof mpath))
         goto out;
-    }
-    mq_target_print_notes(&t, "tune"); /* inputs and outputs are good: say how it is tuned */
-    if (mq_results_writer_note(&T.w, note, sizeof note) ||
-        mq_results_torn_note(&T.own, path, note, sizeof note))
-        fprintf(stderr, "tune: %s\n", note);
-    (void)mq_results_index(&T.own); /* without it, a resumed lookup reads every row */
-    if (o.t.resume && t.measured)
-        fprintf(stderr, "tune: resuming: %d rows of %s can be reused%s\n", T.own.n, path,
-                t.from_snapshot ? "; the chip as the interrupted run measured it (tune-chip.csv)"
-                                : "");
-    if (o.shard.count) {
-        int units;
-        int64_t cost;
-        mq_work_shard_totals(&work, o.shard.index, &units, &cost);
-        fprintf(stderr, "tune: shard %d/%d of sweep %016llx: %d of %d problems, estimated %.1f "
-                        "s; rows in %s, manifest %s\n",
-                o.shard.index, o.shard.count, (unsigned long long)work.id, units, work.n,
-                cost / 1e6, path, mpath);
-    }
+    print_run_notes(&o, &t, &T, &work, path, mpath);
     if (o.check) {
         rc = mq_tune_check(&T, &suite, check_table);
         goto out;

@@ -36,3 +36,6 @@ printf 'model,layer,N,K\nhuge,w,16777216,16777216\n' > hugesuite.csv            
 mkdir -p planted/tables && printf 'keep\n' > planted/precious.txt
 ln -s .. planted/tables/current                                           # tune must not delete through it
 ln -s good.csv linked.csv                                                 # appended only if not a link
+mkdir -p hostlink garbage-res m1/x.manifest.csv ts/tune-shard-1-of-2.manifest.csv
+ln -s ../good.csv hostlink/tune-results.csv                              # tune's results file a link
+printf 'not,a,results,file\n' > garbage-res/tune-results.csv
