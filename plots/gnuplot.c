@@ -17,6 +17,7 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "gnuplot.h"
+#include "run_compare.h"
 
 #ifndef MQ_SOURCE_DIR
 #define MQ_SOURCE_DIR "."
@@ -71,12 +72,15 @@ void mq_gp_string(FILE *f, const char *name, const char *value)
 
 /* The directories of dir, made where missing: m->len[] gets the length
  * of each prefix of m->path this call made (the deepest last), so that a
- * failure later can remove them again. On failure what it made is
- * removed, and -1 comes back with a message naming the part in the way. */
-#define MAX_MADE 64
+ * failure later can remove them again. Every one is recorded: a prefix
+ * ends at a '/' after a character that is not one, so a path of the
+ * buffer's size has fewer prefixes than the table has room for. On failure
+ * what it made is removed, and -1 comes back with a message naming the
+ * part in the way. */
+#define MADE_PATH 4200
 typedef struct {
-    char path[4200];
-    int len[MAX_MADE], n;
+    char path[MADE_PATH];
+    int len[MADE_PATH / 2 + 1], n;
 } made_dirs;
 
 static void unmake_dirs(made_dirs *m)
@@ -107,7 +111,7 @@ static int make_dirs(const char *dir, made_dirs *m, char *err, size_t errlen)
         *p = '\0';
         struct stat sb;
         int e = mkdir(m->path, 0755) ? errno : 0;
-        if (!e && m->n < MAX_MADE) {
+        if (!e) {
             m->len[m->n++] = (int)(p - m->path);
         } else if (e && (e != EEXIST || stat(m->path, &sb) || !S_ISDIR(sb.st_mode))) {
             snprintf(err, errlen, "%s: cannot create the directory: %s", m->path,
@@ -247,11 +251,13 @@ static int copy_image(const char *image, FILE *to, const char *out, char *err, s
     return -1;
 }
 
-/* Draw PNG and SVG (see gnuplot.h): the output directory made, both
- * temporary files made in it (it must take a file before gnuplot is
- * blamed), both images drawn and copied in, and only then both renamed.
- * On failure the temporary files go, and so do the directories this call
- * made when they are empty. */
+/* Draw PNG and SVG (see gnuplot.h): both outputs checked first (neither
+ * may be a directory: a rename onto it would fail after the other image
+ * was replaced), the output directory made, both temporary files made in
+ * it (it must take a file before gnuplot is blamed), both images drawn and
+ * copied in, both files flushed, on the disk and closed, and only then
+ * both renamed. On failure the temporary files go, and so do the
+ * directories this call made when they are empty. */
 int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
                     const char *vars_text, const char *outdir, const char *base, char *err,
                     size_t errlen)
@@ -267,16 +273,26 @@ int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
                  strerror(errno));
         return -1;
     }
+    char out[2][4200], tmp[2][4400], image[2][400];
+    for (int i = 0; i < 2; i++) {
+        if ((size_t)snprintf(out[i], sizeof out[i], "%s/%s.%s", outdir, base, fmts[i]) >=
+            sizeof out[i]) {
+            snprintf(err, errlen, "%.200s...: path too long", out[i]);
+            return -1;
+        }
+        if (mq_output_check(out[i], err, errlen))
+            return -1;
+    }
     static made_dirs made;
     if (make_dirs(outdir, &made, err, errlen))
         return -1;
     FILE *img[2] = {NULL, NULL};
-    char out[2][4200], tmp[2][4400], image[2][400];
+    int have_tmp[2] = {0, 0};
     int rc = 0;
     for (int i = 0; rc == 0 && i < 2; i++) {
-        snprintf(out[i], sizeof out[i], "%s/%s.%s", outdir, base, fmts[i]);
         if (!(img[i] = mq_atomic_open(out[i], tmp[i], sizeof tmp[i], err, errlen)))
             rc = -1;
+        have_tmp[i] = img[i] != NULL;
     }
     for (int i = 0; rc == 0 && i < 2; i++) {
         char name[32];
@@ -290,15 +306,43 @@ int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
     }
     for (int i = 0; rc == 0 && i < 2; i++)
         rc = copy_image(image[i], img[i], out[i], err, errlen);
+    /* both settled (flushed, on the disk, closed) before either is renamed:
+     * a failure here leaves both old images */
     for (int i = 0; rc == 0 && i < 2; i++) {
+        errno = 0;
+        int e = fflush(img[i]) || ferror(img[i]) ? (errno ? errno : EIO) : 0;
+        if (!e && fsync(fileno(img[i])))
+            e = errno;
         FILE *f = img[i];
-        img[i] = NULL; /* closed by the commit */
-        if (mq_atomic_commit(f, tmp[i], out[i], err, errlen))
+        img[i] = NULL;
+        if (fclose(f) && !e)
+            e = errno;
+        if (e) {
+            if (disk_full(e))
+                snprintf(err, errlen, "%s: no image written: the disk is full (%s)", out[i],
+                         strerror(e));
+            else
+                snprintf(err, errlen, "%s: cannot write: %s (the old file, if any, is kept)",
+                         out[i], strerror(e));
             rc = -1;
+        }
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        if (rename(tmp[i], out[i])) {
+            snprintf(err, errlen, "%s: cannot replace: %s (%s)", out[i], strerror(errno),
+                     i ? "the new PNG is in place, the old SVG is kept"
+                       : "the old files, if any, are kept");
+            rc = -1;
+        } else {
+            have_tmp[i] = 0;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
         if (img[i])
-            mq_atomic_abort(img[i], tmp[i]);
+            fclose(img[i]);
+        if (have_tmp[i])
+            unlink(tmp[i]);
+    }
     if (rc) {
         unmake_dirs(&made);
         return -1;

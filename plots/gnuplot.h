@@ -25,10 +25,11 @@ void mq_gp_string(FILE *f, const char *name, const char *value);
  * (OUTDIR made when missing). gnuplot draws into the scratch directory; each
  * image is copied into a temporary file that this process made in OUTDIR
  * (mkstemp: never through a planted link), put on the disk, and renamed
- * once both are there. 0 ("wrote ..." on stdout), or -1 with gnuplot's own
- * complaint, or that the disk is full: then no image is replaced, and the
- * directories this call made are removed when empty. $MQ_GNUPLOT names
- * another gnuplot. */
+ * once both are there and closed. An output that is a directory is refused
+ * before anything is made or drawn. 0 ("wrote ..." on stdout), or -1 with
+ * gnuplot's own complaint, or that the disk is full: then no image is
+ * replaced, and the directories this call made are removed when empty.
+ * $MQ_GNUPLOT names another gnuplot. */
 int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
                     const char *vars_text, const char *outdir, const char *base, char *err,
                     size_t errlen);

@@ -39,6 +39,9 @@
 # Bad input (an unknown argument, a setting out of its range, a revision that
 # is no commit, a run outside the repository's top directory) is refused
 # before anything is made or built: one line "nightly: ..." on stderr, exit 2.
+# NIGHTLY_CHIP, NIGHTLY_BENCH_ARGS and NIGHTLY_AB_ARGS are checked by this
+# tree's bench (bench --explain) once it is built (make all), before the
+# results directory is made or another revision built: bench's own line.
 set -eu
 root=$(pwd)
 . "$(dirname "$0")/portable.sh"
@@ -183,6 +186,21 @@ if [ "$mode" = bisect ]; then
     bad=$(commit BAD "$bad_arg")
     [ "$good" != "$bad" ] || fail "GOOD and BAD are the same commit ($good): nothing to bisect"
     git merge-base --is-ancestor "$good" "$bad" 2> /dev/null || fail "GOOD $good is not an ancestor of BAD $bad"
+fi
+# B's bench (this tree's build), and the bench arguments checked with it
+# before the results directory is made or another revision built: bench
+# --explain reads and checks every input (the chip, the suite, the
+# formats, the budgets) and creates nothing; its own last line is the refusal
+if [ "$mode" = ab ] || [ "$mode" = stored ]; then
+    make all > /dev/null
+    check_args=$args
+    [ "$mode" = stored ] || check_args="$args $ab_args"
+    # shellcheck disable=SC2086 # the arguments are meant to split
+    msg=$("$root/build/bench" $check_args --explain 2>&1 > /dev/null) || {
+        last=$(printf '%s\n' "$msg" | grep . | tail -n 1 || true)
+        [ -n "$last" ] || last="bench refuses the arguments '$check_args'"
+        fail "$(oneline "$last")"
+    }
 fi
 [ "$mode" = ab-step ] || mkdir -p "$dir"
 
@@ -377,7 +395,6 @@ if [ "$mode" = ab-step ]; then # internal: A/B rounds of the bisect (OUTDIR A B 
     exit 0
 fi
 
-make all > /dev/null
 day=$(date -u +%Y-%m-%d)
 # DATE.csv; a second run on the same day is DATE.rHHMMSS.csv (sorts after it)
 stamp=$day

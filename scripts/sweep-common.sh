@@ -16,11 +16,13 @@ sweep_int() {
         die "bad $1 '$2' ($3 to $4${5:+$5})"
 }
 
-# sweep_word OPTION VALUE: no spaces, quotes or shell characters (the value
-# goes into a command line or a job script unquoted)
+# sweep_word NAME VALUE: only letters, digits and . _ / + - , = : @ (a
+# whitelist: the value goes unquoted into the shards' command line, or a job
+# script, where any other character could split it or mean something to the
+# shell); else die naming NAME and VALUE
 sweep_word() {
-    [[ "$2" =~ [[:space:]\"\'\`\$\\\;\&\|\<\>] ]] &&
-        die "bad $1 '$2' (no spaces, quotes or shell characters: it goes into the shards' command line)"
+    [[ "$2" =~ ^[A-Za-z0-9._/+,=:@-]*$ ]] ||
+        die "bad $1 '${2//$'\n'/\\n}' (no spaces, quotes or shell characters: only letters, digits and . _ / + - , = : @, as it goes into the shards' command line)"
     return 0
 }
 

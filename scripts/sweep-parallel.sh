@@ -21,7 +21,8 @@
 #   --out DIR           sweep directory, relative to the repository (default
 #                       results/sweeps/TOOL-STAMP): shard-I-of-N.csv (bench) or
 #                       tune-shard-I-of-N.csv (tune), their manifests,
-#                       joblog.txt, merged.csv, merge.txt
+#                       joblog.txt, merged.csv, merge.txt. It and --build: letters,
+#                       digits and . _ / + - , = : @ only (the shards' command line)
 #   --build DIR         the tools (default build)
 #   --sshloginfile F    run the shards on F's hosts (parallel --sshloginfile);
 #                       each host needs this tree built at --remote-dir, and

@@ -97,13 +97,22 @@ if ! is_macos && { ! pkg-config --exists gsl 2>/dev/null || ! command -v paralle
     # portable-end
 fi
 log=$(mktemp)
+# the build's log: moved into OUT once that is made; on a failed build kept
+# (the message names it); removed on every other way out before the move
+keep_log=0
+trap '[ "$keep_log" = 1 ] || rm -f "$log"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 if ! make -j"$(ncpu)" BUILD="$BUILD" "$BUILD/bench" "$BUILD/merge" "$BUILD/tune" > "$log" 2>&1; then
     echo "sweep-scaling: the build failed (make BUILD=$BUILD): $(grep -m 1 -i 'error' "$log" || tail -n 1 "$log") (the log: $log)" >&2
+    keep_log=1
     exit 1
 fi
 args_ok
 mkdir -p "$OUT" "$dir" || die "$OUT or $dir: cannot create the directory"
 mv "$log" "$OUT/build.log"
+trap - EXIT INT TERM HUP
 S=$OUT/summary.txt
 say() { echo "$*" | tee -a "$S"; }
 say "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(cpu_name), $(ncpu) cores, $(mem_gib) GiB; $(parallel --version 2>/dev/null | head -1)"

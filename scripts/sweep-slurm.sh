@@ -15,7 +15,10 @@
 #   --out DIR           sweep directory on the cluster's shared file system
 #                       (default results/sweeps/TOOL-STAMP): shard-I-of-N.csv
 #                       (bench) or tune-shard-I-of-N.csv (tune), manifests,
-#                       slurm-JOB_TASK.out, merged.csv, merge.txt
+#                       slurm-JOB_TASK.out, merged.csv, merge.txt. Its full path
+#                       (this repository's, when --out is relative), --build and
+#                       the sbatch values: letters, digits and . _ / + - , = : @
+#                       only (they go into the job scripts' command lines)
 #   --build DIR         the tools (default build; on the shared file system)
 #   --partition P, --time T, --account A, --max-running K (array %K)
 #                       passed to sbatch
@@ -64,6 +67,10 @@ sweep_int --threads "$threads" 1 1024 ", as the tools take"
 [ -z "$maxrun" ] || sweep_int --max-running "$maxrun" 1 4096
 sweep_word --out "$out"
 sweep_word --build "$build"
+# the job scripts name the sweep directory by its full path: this
+# repository's (the current directory) unless --out is absolute
+case "$out" in /*) full=$out ;; *) full=$PWD/${out:-results/sweeps} ;; esac
+sweep_word "sweep directory" "$full"
 [ -n "$out" ] && sweep_dir_ok --out "$out"
 sweep_check "$tool" "$build" "$@"
 [ "$dry" = 1 ] || command -v sbatch >/dev/null 2>&1 ||
@@ -72,7 +79,8 @@ sweep_tool_ok "$tool" "$build" "$threads" "$shards" "$@"
 [ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out" 2>/dev/null || die "$out: cannot create the sweep directory"
 root=$PWD
-abs=$(cd "$out" && pwd)
+abs=$(CDPATH='' cd -- "$out" && pwd)
+sweep_word "sweep directory" "$abs"
 run=$(sweep_command "$tool" "$build" "$threads" "$abs" '${SLURM_ARRAY_TASK_ID}' "$shards" "$@")
 glob=$(sweep_results "$tool" "$abs" '*' "$shards")
 cat >"$out/shards.sbatch" <<EOF

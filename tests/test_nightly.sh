@@ -75,6 +75,24 @@ echo broken > .nightly-plant
 refused "a tree whose .nightly-plant is no VARIANT:FRACTION" ".nightly-plant: bad 'broken'" \
     env NIGHTLY_A_BENCH= sh scripts/nightly.sh
 rm -f .nightly-plant
+# the bench settings, checked by B's bench once it is built (bench --explain)
+# and before the results directory is made or another revision built: here
+# a stand-in make and this build's bench copied in (the repository has no sources)
+mkdir -p "$rtmp/bin" && printf '#!/bin/sh\nexit 0\n' > "$rtmp/bin/make" && chmod +x "$rtmp/bin/make"
+cp "$root/build/bench" build/bench
+path0=$PATH
+PATH="$rtmp/bin:$PATH"
+refused "an unknown NIGHTLY_CHIP" "nightly: bench: unknown chip 'm9'" \
+    env NIGHTLY_CHIP=m9 sh scripts/nightly.sh
+refused "bad NIGHTLY_BENCH_ARGS" "nightly: bench: unknown format 'fp5'" \
+    sh -c 'NIGHTLY_BENCH_ARGS="--suite smoke --formats fp5" exec sh scripts/nightly.sh'
+refused "bad NIGHTLY_AB_ARGS" "nightly: bench: bad --budget '-1'" \
+    sh -c 'NIGHTLY_AB_ARGS="--budget -1" exec sh scripts/nightly.sh'
+refused "an unknown NIGHTLY_CHIP, --stored" "nightly: bench: unknown chip 'm9'" \
+    sh -c 'NIGHTLY_CHIP=m9 exec sh scripts/nightly.sh --stored'
+PATH=$path0
+check "and no results directory was made ($NIGHTLY_DIR)" [ ! -e "$NIGHTLY_DIR" ]
+rm -f build/bench
 mkdir "$rtmp/empty" && cd "$rtmp/empty" && git init -q && cp "$root/Makefile" . || exit 1
 refused "a repository without a commit" "the repository has no commit" sh "$rep/scripts/nightly.sh"
 cd "$root" || exit 1

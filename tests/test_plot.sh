@@ -116,24 +116,50 @@ check "and keeps the directories it did not make" [ -d "$out/kept/plots" ]
 msg=$(MQ_GNUPLOT=false "$plot" all --chip host --out "$out/new" 2>&1 >"$out/stdout"); rc=$?
 check "plot all that draws nothing exits 2 in one line (got $rc: $msg)" \
     [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" -a ! -e "$out/new" ]
-# links planted where a writer of predictable names would write (IMAGE.tmp.PID,
-# .plot-probe.PID for the next 300 process ids, made by one process) lead to a
-# file outside the directory: plot writes only through names it made
+# an output that cannot be replaced (BASE.svg a directory) is refused before
+# anything is drawn: the old PNG stays byte for byte, nothing is left behind
+mkdir -p "$out/half/roofline-host.svg"
+printf 'the old png\n' > "$out/half/roofline-host.png"
+msg=$("$plot" roofline --chip host --out "$out/half" 2>&1 >"$out/stdout"); rc=$?
+check "BASE.svg a directory: exit 2, one line, nothing on stdout (got $rc: $msg)" \
+    [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" ]
+case "$msg" in *"roofline-host.svg: cannot write: it is a directory"*) ok=1 ;; *) ok=0 ;; esac
+check "BASE.svg a directory: named ($msg)" [ "$ok" -eq 1 ]
+check "BASE.svg a directory: the old PNG is byte-identical" \
+    [ "$(cat "$out/half/roofline-host.png")" = "the old png" ]
+check "BASE.svg a directory: no temporary file left" \
+    [ "$(ls -A "$out/half" | tr '\n' ' ')" = "roofline-host.png roofline-host.svg " ]
+# more directories to make than a fixed table holds (70 deep): a failed drawing
+# removes every one it made
+deep="$out/deep"
+for i in $(seq 70); do deep="$deep/d$i"; done
+msg=$(MQ_GNUPLOT=false "$plot" roofline --chip host --out "$deep" 2>&1 >"$out/stdout"); rc=$?
+check "a failed drawing 70 new directories deep exits 2 (got $rc: $msg)" [ "$rc" -eq 2 ]
+check "and removes all 70 directories it made" [ ! -e "$out/deep" ]
+# links planted where a writer through names it did not make would write lead
+# to a file outside the directory: at IMAGE.tmp.PID (the prefix of the
+# temporary names, IMAGE.tmp.PID.XXXXXX, for the next 300 process ids, made by
+# one process) and at the images' own names. plot writes only into files that
+# it made (mkstemp) and renames them over the names, never through a link
 printf 'outside, must stay\n' > "$out/outside.txt"
 sum0=$(sha256 < "$out/outside.txt")
-for names in image probe; do
+for names in tmp final; do
     mkdir "$out/$names"
     next=$(sh -c 'echo $$')
     perl -e 'my ($dir, $to, $kind, $n) = @ARGV;
-        for my $p ($n .. $n + 300) {
-            my @f = $kind eq "image" ? ("roofline-host.png.tmp.$p", "roofline-host.svg.tmp.$p") : (".plot-probe.$p");
-            symlink($to, "$dir/$_") for @f;
-        }' "$out/$names" "$out/outside.txt" "$names" "$next"
+        my @f = ("roofline-host.png", "roofline-host.svg");
+        if ($kind eq "tmp") {
+            @f = map { ("roofline-host.png.tmp.$_", "roofline-host.svg.tmp.$_") } $n .. $n + 300;
+        }
+        symlink($to, "$dir/$_") or die "$dir/$_: $!\n" for @f;' \
+        "$out/$names" "$out/outside.txt" "$names" "$next"
     msg=$("$plot" roofline --chip host --out "$out/$names" 2>&1); rc=$?
-    check "links planted at the $names' names: plot draws (got $rc: $msg)" [ "$rc" -eq 0 ]
-    check "links planted at the $names' names: the file outside is unchanged" [ "$(sha256 < "$out/outside.txt")" = "$sum0" ]
-    check "links planted at the $names' names: the images are files of their own" \
-        [ -f "$out/$names/roofline-host.png" -a ! -L "$out/$names/roofline-host.png" -a -s "$out/$names/roofline-host.svg" ]
+    check "links planted at the $names names: plot draws (got $rc: $msg)" [ "$rc" -eq 0 ]
+    check "links planted at the $names names: the file outside is unchanged" [ "$(sha256 < "$out/outside.txt")" = "$sum0" ]
+    check "links planted at the $names names: the images are files of their own" \
+        [ -f "$out/$names/roofline-host.png" -a ! -L "$out/$names/roofline-host.png" \
+          -a -f "$out/$names/roofline-host.svg" -a ! -L "$out/$names/roofline-host.svg" \
+          -a "$(png_size "$out/$names/roofline-host.png")" = "1000 650" ]
 done
 rm -rf "$out"
 echo "plot: $passed passed, $failed failed"

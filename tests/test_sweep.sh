@@ -229,6 +229,35 @@ check "it submitted the array job, then the merge after it" \
     grep -q -- "--dependency=afterany:" "$d/stub/calls"
 check "the job script is an array of 3 shard tasks" grep -q -- "--array=1-3" "$rel/sl/shards.sbatch"
 check "its merged file has the unsharded keys exactly" [ "$(keys "$rel/sl/merged.csv")" = "$(keys "$d/all.csv")" ]
+# a legal but unusual sweep directory (every character the scripts let
+# through besides letters and digits): job scripts bash accepts, and a sweep
+# that runs and merges
+odd="$d/odd,dir=1:a@b+c_d.e-f"
+out=$(scripts/sweep-slurm.sh --build "$B" --shards 3 --dry-run --out "$odd" -- "${sweep[@]}" 2>&1); rc=$?
+check "sweep-slurm.sh --dry-run --out '$odd' exits 0 (rc $rc): $out" [ "$rc" -eq 0 ]
+check "and writes job scripts that bash -n accepts" \
+    all 'bash -n "$odd/shards.sbatch"' 'bash -n "$odd/merge.sbatch"'
+out=$(PATH="$d/stub:$PATH" scripts/sweep-slurm.sh --build "$B" --shards 3 --wait --out "$odd" -- "${sweep[@]}" 2>&1); rc=$?
+check "and the sweep into it runs and merges to the unsharded keys (rc $rc): $(tail -1 <<< "$out")" \
+    all '[ "$rc" -eq 0 ]' '[ "$(keys "$odd/merged.csv")" = "$(keys "$d/all.csv")" ]'
+# a repository whose path has a space: the job scripts name the sweep
+# directory by its full path, so a relative --out is refused (one line,
+# nothing made); an absolute one works (the repository is quoted for cd)
+spaced="$d/my repo"
+mkdir -p "$spaced"
+cp -r scripts "$spaced/"
+Babs=$(cd "$B" && pwd)
+listing=$(cd "$spaced" && find . | sort)
+out=$("$spaced/scripts/sweep-slurm.sh" --build "$Babs" --shards 2 --dry-run --out sl -- "${sweep[@]}" 2>&1 >"$d/stdout"); rc=$?
+check "a repository path with a space and a relative --out: exit 2, one line, nothing on stdout (rc $rc): $out" \
+    all '[ "$rc" -eq 2 ]' '[ "$(printf "%s\n" "$out" | nlines)" -eq 1 ]' '[ ! -s "$d/stdout" ]' \
+        'has "$out" "bad sweep directory '"'"'$spaced/sl'"'"'"'
+check "and nothing made in the repository" [ "$(cd "$spaced" && find . | sort)" = "$listing" ]
+out=$(PATH="$d/stub:$PATH" "$spaced/scripts/sweep-slurm.sh" --build "$Babs" --shards 2 --wait \
+    --out "$d/spaced-sweep" -- "${sweep[@]}" 2>&1); rc=$?
+check "with an absolute --out it runs and merges (rc $rc): $(tail -1 <<< "$out")" \
+    all '[ "$rc" -eq 0 ]' 'bash -n "$d/spaced-sweep/shards.sbatch"' \
+        '[ "$(keys "$d/spaced-sweep/merged.csv")" = "$(keys "$d/all.csv")" ]'
 out=$(scripts/sweep-slurm.sh --build "$B" --shards 0 -- --suite smoke 2>&1); rc=$?
 check "sweep-slurm.sh --shards 0 is refused (rc $rc)" [ "$rc" -eq 2 ]
 out=$(scripts/sweep-slurm.sh --build "$B" --shards 2 -- --shard 1/2 2>&1); rc=$?
@@ -248,6 +277,27 @@ for bad in "parallel --shards 99999 -- --suite smoke" "parallel --shards 2 -- --
         all '[ "$rc" -eq 2 ]' '[ "$(printf "%s\n" "$out" | nlines)" -eq 1 ]' '[ ! -s "$d/stdout" ]'
 done
 check "and no sweep directory was made under results/sweeps: '$(made)'" [ "$(made)" = "$before" ]
+
+# sweep-scaling: its build's log (a mktemp file) goes with it when the run
+# stops after the build: here a stand-in make "builds" a bench that refuses
+# the sweep's arguments (the check that runs again after the build)
+mkdir -p "$d/scal/bin" "$d/scal/tmp" "$d/scal/build"
+cat > "$d/scal/bin/make" <<'EOF'
+#!/bin/sh
+# a stand-in for make: BUILD/bench, a bench that refuses every argument
+for a in "$@"; do case "$a" in BUILD=*) b=${a#BUILD=} ;; esac; done
+printf '#!/bin/sh\necho "bench: refused after the build" >&2\nexit 2\n' > "$b/bench"
+chmod +x "$b/bench"
+echo "built $b/bench"
+EOF
+chmod +x "$d/scal/bin/make"
+out=$(PATH="$d/scal/bin:$PATH" TMPDIR="$d/scal/tmp" scripts/sweep-scaling.sh BUILD="$d/scal/build" \
+      OUT="$d/scal/out" SHARDS=1 2>&1 >"$d/stdout"); rc=$?
+check "sweep-scaling refused after its build: exit 2, its one line, nothing on stdout (rc $rc): $out" \
+    all '[ "$rc" -eq 2 ]' '[ "$(printf "%s\n" "$out" | nlines)" -eq 1 ]' '[ ! -s "$d/stdout" ]' \
+        'has "$out" "bench: refused after the build"'
+check "and leaves no build log in TMPDIR: '$(ls "$d/scal/tmp")'" [ -z "$(ls -A "$d/scal/tmp")" ]
+check "and makes no OUT" [ ! -e "$d/scal/out" ]
 
 # and on a real single-node Slurm when one starts here
 if conf=$(scripts/slurm-local.sh start "$d/slurm" 2>"$d/slurm-start.err"); then
