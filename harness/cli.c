@@ -130,7 +130,7 @@ int mq_output_replaceable(const char *path, char *err, size_t errlen)
 {
     struct stat sb;
     if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        snprintf(err, errlen, "%s: cannot replace: it is a directory", path);
+        snprintf(err, errlen, "%s: cannot write: it is a directory", path);
         return -1;
     }
     return 0;

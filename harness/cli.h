@@ -43,9 +43,9 @@ int mq_cli_parse_formats(const char *v, void *mask, char *err, size_t errlen);
 /* Create every directory on the way to path's last '/' (results/CHIP/x.csv
  * makes results/ and results/CHIP/). 0, or -1 with a message naming the
  * directory that could not be made. */
-/* An output that is renamed into place (a manifest) must not be a
- * directory: 0, or -1 with "PATH: cannot replace: it is a directory",
- * checked before anything is made. */
+/* An output that is renamed into place (a manifest, a report, an image)
+ * must not be a directory: 0, or -1 with "PATH: cannot write: it is a
+ * directory", checked before anything is made. */
 int mq_output_replaceable(const char *path, char *err, size_t errlen);
 int mq_make_parent_dirs(const char *path, char *err, size_t errlen);
 

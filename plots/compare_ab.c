@@ -180,7 +180,7 @@ int mq_compare_ab_main(int argc, char **argv)
                                                   &hcreated, err, sizeof err)) >= 0
                          : 1;
     if (opened && report)
-        opened = !mq_output_check(report, err, sizeof err) &&
+        opened = !mq_output_replaceable(report, err, sizeof err) &&
                  (rf = mq_atomic_open(report, rtmp, sizeof rtmp, err, sizeof err)) != NULL;
     if (!so)
         snprintf(err, sizeof err, "out of memory");

@@ -77,9 +77,9 @@ static int outputs_open(outputs *o, char *err, size_t errlen)
     if (o->history && (o->hfd = mq_history_open(o->history, "compare", HISTORY_HEADER,
                                                 &o->hcreated, err, errlen)) < 0)
         return -1;
-    if ((o->report && (mq_output_check(o->report, err, errlen) ||
+    if ((o->report && (mq_output_replaceable(o->report, err, errlen) ||
                        !(o->rf = mq_atomic_open(o->report, o->rtmp, sizeof o->rtmp, err, errlen)))) ||
-        (o->rerun && (mq_output_check(o->rerun, err, errlen) ||
+        (o->rerun && (mq_output_replaceable(o->rerun, err, errlen) ||
                       !(o->lf = mq_atomic_open(o->rerun, o->ltmp, sizeof o->ltmp, err, errlen))))) {
         outputs_abort(o);
         return -1;
@@ -208,7 +208,7 @@ static int median_of(int argc, char **argv)
     int rc = runs ? 0 : 2, loaded = 0;
     if (!runs)
         fprintf(stderr, "compare: out of memory\n");
-    if (rc == 0 && mq_output_check(out, err, sizeof err)) {
+    if (rc == 0 && mq_output_replaceable(out, err, sizeof err)) {
         fprintf(stderr, "compare: %s\n", err);
         rc = 2;
     }

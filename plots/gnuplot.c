@@ -280,7 +280,7 @@ int mq_gnuplot_draw(mq_scratch *s, int width, int height, const char *script,
             snprintf(err, errlen, "%.200s...: path too long", out[i]);
             return -1;
         }
-        if (mq_output_check(out[i], err, errlen))
+        if (mq_output_replaceable(out[i], err, errlen))
             return -1;
     }
     static made_dirs made;

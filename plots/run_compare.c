@@ -148,16 +148,6 @@ int mq_history_open(const char *path, const char *kind, const char *header, int 
     return -1;
 }
 
-int mq_output_check(const char *path, char *err, size_t errlen)
-{
-    struct stat sb;
-    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        snprintf(err, errlen, "%s: cannot write: it is a directory", path);
-        return -1;
-    }
-    return 0;
-}
-
 int mq_output_settle(FILE **f, const char *tmp, const char *path, char *err, size_t errlen)
 {
     if (!*f)

@@ -58,11 +58,6 @@ void mq_result_name(const mq_result *r, char *buf, size_t n);
 int mq_history_open(const char *path, const char *kind, const char *header, int *created,
                     char *err, size_t errlen);
 
-/* An output that is renamed into place (--report, --rerun-list,
- * --median-of's OUT) must not be a directory: said before anything is
- * written or printed, not by the rename at the end. -1 with a message. */
-int mq_output_check(const char *path, char *err, size_t errlen);
-
 /* Everything written to *f (from mq_atomic_open: temporary name tmp, for
  * path) flushed and on the disk, before any output is put in place: a
  * full disk is found here, while every old file is still as it was. On
