@@ -24,8 +24,8 @@ seed chips harness/chips.csv results/*/chip.csv
 seed model results/*/model.csv
 seed suite tests/fuzz/seeds/suite.csv
 seed public harness/public-figures.csv
-seed manifest results/devcpu/sweeps/*/shard-*-of-*.manifest.csv tests/fuzz/seeds/merge-manifest-*.csv
-seed moe_results results/h100/moe/*.csv results/devcpu/moe-*.csv results/host/moe-decode.csv
+seed manifest tests/data/shard-*-of-*.manifest.csv tests/fuzz/seeds/merge-manifest-*.csv
+seed moe_results tests/data/moe-*.csv results/devcpu/moe-*.csv
 seed routing tests/fuzz/seeds/routing.csv
 seed weight_cache tests/fuzz/seeds/weight-cache.bin
 # merge: MANIFEST %% RESULTS %% MANIFEST of real shards (tests/fuzz/fuzz_merge.c)

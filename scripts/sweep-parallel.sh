@@ -18,9 +18,9 @@
 #   --threads T         CPU-model workers per shard (default 1); the same on
 #                       every shard, as the candidate space depends on it
 #   --tool bench|tune   default bench
-#   --out DIR           sweep directory, relative to the repository (default
-#                       results/sweeps/TOOL-STAMP): shard-I-of-N.csv (bench) or
-#                       tune-shard-I-of-N.csv (tune), their manifests,
+#   --out DIR           sweep directory, relative to the repository (required;
+#                       e.g. ../sweeps/NAME, outside the tree): shard-I-of-N.csv
+#                       (bench) or tune-shard-I-of-N.csv (tune), their manifests,
 #                       joblog.txt, merged.csv, merge.txt. It and --build: letters,
 #                       digits and . _ / + - , = : @ only (the shards' command line)
 #   --build DIR         the tools (default build)
@@ -33,10 +33,10 @@
 # usage or an environment error (parallel missing, say).
 #
 # examples:
-#   scripts/sweep-parallel.sh --jobs 2 -- --suite smoke --formats fp4,u4
-#   scripts/sweep-parallel.sh --shards 16 --out results/sweeps/8b -- \
+#   scripts/sweep-parallel.sh --jobs 2 --out ../sweeps/smoke -- --suite smoke --formats fp4,u4
+#   scripts/sweep-parallel.sh --shards 16 --out ../sweeps/8b -- \
 #       --suite llama3-8b --m 1,16 --space full
-#   scripts/sweep-parallel.sh --shards 32 --sshloginfile macs.txt \
+#   scripts/sweep-parallel.sh --shards 32 --sshloginfile macs.txt --out results/sweeps/all \
 #       --remote-dir /opt/mq -- --chip host --suite all --m all --space full
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,7 +84,7 @@ fi
 command -v parallel >/dev/null 2>&1 ||
     die "GNU parallel is not installed (Debian: apt-get install parallel, or make deps; macOS: brew install parallel)"
 sweep_tool_ok "$tool" "$build" "$threads" "$shards" "$@"
-[ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
+[ -n "$out" ] || die "--out DIR is required: the sweep directory, relative to the repository (e.g. --out ../sweeps/NAME)"
 mkdir -p "$out" 2>/dev/null || die "$out: cannot create the sweep directory"
 
 res=$(sweep_results "$tool" "$out" '{}' "$shards")

@@ -14,15 +14,17 @@
 #
 # usage: scripts/sweep-scaling.sh [NAME=VALUE...]   (each setting an argument
 #                                  or in the environment)
-#   OUT=/tmp/sweep-scaling  where the results go
-#   SHARDS="16 8 4 2 1"  SWEEP_ARGS="..."  UNSHARDED=0|1  TAG=name (a results
+#   OUT=/tmp/sweep-scaling  where the results go (letters, digits and
+#   . _ / + - , = : @ only), the sweeps in OUT/sweeps/TAG
+#   SHARDS="16 8 4 2 1"  SWEEP_ARGS="..."  UNSHARDED=0|1  TAG=name (the sweeps'
 #   subdirectory, default scaling)  LIMIT_S=540 (each sweep's time limit)
 #   OVERSUB=K: K*N shards on N workers (parallel hands the next shard to the
 #   first free worker); busy_balance (wall / the workers' mean busy time) is
 #   then the measure of balance. At most 4096 shards (the tools' limit)
 #   BUILD=build  the tools' directory (made with make BUILD=...)
-# Output: OUT/scaling.csv (one row per run), OUT/summary.txt and
-# OUT/sweep-scaling.tar.gz (merged rows, reports, joblogs, tables).
+# Output: OUT/scaling.csv (one row per run), OUT/summary.txt, OUT/sweeps/TAG
+# (merged rows, reports, joblogs, tables) and OUT/sweep-scaling.tar.gz (those
+# and the logs).
 # Exit status: 0 done, 1 the build failed, 2 a bad setting (one line, nothing made).
 set -u
 cd "$(dirname "$0")/.."
@@ -71,7 +73,13 @@ case $UNSHARDED in 0 | 1) ;; *) die "bad UNSHARDED '$UNSHARDED' (0 or 1)" ;; esa
 case $TAG in '' | .* | *[!A-Za-z0-9._-]*) die "bad TAG '$TAG' (a name: letters, digits, '.', '_', '-', not starting with '.')" ;; esac
 case $BUILD in '' | *[!A-Za-z0-9./_-]*) die "bad BUILD '$BUILD' (a path without spaces or shell characters)" ;; esac
 dir_ok OUT "$OUT"
-dir=results/sweeps/$TAG
+case $OUT in '' | *[!A-Za-z0-9._/+,=:@-]*) die "bad OUT '$OUT' (letters, digits and . _ / + - , = : @ only)" ;; esac
+# the sweeps go under OUT, named relative to the repository as
+# sweep-parallel.sh takes its --out (an absolute OUT through ../ to /)
+case $OUT in
+/*) dir=$(pwd -P | sed 's,/[^/]*,../,g')${OUT#/}/sweeps/$TAG ;;
+*) dir=$OUT/sweeps/$TAG ;;
+esac
 dir_ok TAG "$dir"
 for a in $SWEEP_ARGS; do
     case "$a" in
@@ -163,5 +171,5 @@ if [ "$UNSHARDED" = 1 ]; then
     say "unsharded: wall $wall s (exit $rc), $rows rows, picks same as 1 shard: ${same:-?} of $np"
 fi
 cp "$OUT/scaling.csv" "$dir/" 2>/dev/null
-tar czf "$OUT/sweep-scaling.tar.gz" "$dir" "$OUT"/*.log 2>/dev/null
+(cd "$OUT" && tar czf sweep-scaling.tar.gz "sweeps/$TAG" ./*.log 2>/dev/null)
 say "== done $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -13,7 +13,7 @@
 #   --threads T         CPU-model workers per shard and --cpus-per-task (default 1)
 #   --tool bench|tune   default bench
 #   --out DIR           sweep directory on the cluster's shared file system
-#                       (default results/sweeps/TOOL-STAMP): shard-I-of-N.csv
+#                       (required): shard-I-of-N.csv
 #                       (bench) or tune-shard-I-of-N.csv (tune), manifests,
 #                       slurm-JOB_TASK.out, merged.csv, merge.txt. Its full path
 #                       (this repository's, when --out is relative), --build and
@@ -28,9 +28,9 @@
 # or incomplete), 2 bad usage, sbatch missing or refusing.
 #
 # examples:
-#   scripts/sweep-slurm.sh --shards 64 --partition cpu --time 2:00:00 -- \
-#       --suite all --m all --space full
-#   scripts/sweep-slurm.sh --shards 8 --dry-run -- --suite llama3-8b
+#   scripts/sweep-slurm.sh --shards 64 --partition cpu --time 2:00:00 \
+#       --out /shared/sweeps/all -- --suite all --m all --space full
+#   scripts/sweep-slurm.sh --shards 8 --dry-run --out /tmp/sweep-8b -- --suite llama3-8b
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,14 +69,14 @@ sweep_word --out "$out"
 sweep_word --build "$build"
 # the job scripts name the sweep directory by its full path: this
 # repository's (the current directory) unless --out is absolute
-case "$out" in /*) full=$out ;; *) full=$PWD/${out:-results/sweeps} ;; esac
+case "$out" in /*) full=$out ;; *) full=$PWD/$out ;; esac
 sweep_word "sweep directory" "$full"
 [ -n "$out" ] && sweep_dir_ok --out "$out"
 sweep_check "$tool" "$build" "$@"
 [ "$dry" = 1 ] || command -v sbatch >/dev/null 2>&1 ||
     die "sbatch is not installed (Debian: apt-get install slurm-wlm, or make deps; macOS has no Slurm package: --dry-run writes the job scripts for a cluster)"
 sweep_tool_ok "$tool" "$build" "$threads" "$shards" "$@"
-[ -n "$out" ] || out="results/sweeps/$tool-$(date -u +%Y%m%dT%H%M%SZ)"
+[ -n "$out" ] || die "--out DIR is required: the sweep directory (on the shared file system; relative: to the repository)"
 mkdir -p "$out" 2>/dev/null || die "$out: cannot create the sweep directory"
 root=$PWD
 abs=$(CDPATH='' cd -- "$out" && pwd)

@@ -39,9 +39,9 @@ run "occupancy on the host sweep" occupancy --chip host --shape 1x4096x14336 --r
 expect_images occupancy-host-fp4-1x4096x14336 1000 650
 run "split-K on the host sweep" splitk --chip host --shape 1x4096x14336 --results "$sweep" --size 800x500
 expect_images splitk-host-fp4-4096x14336 800 500
-run "roofline of the host's tune" roofline --chip host
+run "roofline of the host sweep" roofline --chip host --results "$sweep"
 expect_images roofline-host 1000 650
-run "model vs measured on the host" model --chip host
+run "model vs measured on the host sweep" model --chip host --results "$sweep"
 expect_images model-host 1000 650
 run "history of the committed nightly runs" history --nightly-dir results/nightly
 expect_images history 1000 650
@@ -98,29 +98,29 @@ check "and titles the plot with the path, its newline a line break" \
     [ "$(grep -c -e '/rec "a",b</text>' -e '>c.csv routing)' "$rdir/moe-r.svg")" -eq 2 ]
 # a drawing that fails leaves the image already there as it was
 cp "$out/roofline-host.png" "$out/before.png"
-MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out" >/dev/null 2>&1; rc=$?
+MQ_GNUPLOT=false "$plot" roofline --chip host --results "$sweep" --out "$out" >/dev/null 2>&1; rc=$?
 check "a failing gnuplot makes plot exit non-zero (got $rc)" [ "$rc" -ne 0 ]
 check "and the existing image is untouched" cmp -s "$out/roofline-host.png" "$out/before.png"
-msg=$(MQ_GNUPLOT=/nonexistent/gnuplot "$plot" roofline --chip host --out "$out" 2>&1)
+msg=$(MQ_GNUPLOT=/nonexistent/gnuplot "$plot" roofline --chip host --results "$sweep" --out "$out" 2>&1)
 case "$msg" in *"cannot run /nonexistent/gnuplot"*) ok=1 ;; *) ok=0 ;; esac
 check "a missing gnuplot is named ($msg)" [ "$ok" -eq 1 ]
 # a drawing that fails into a directory it made removes it again (only
 # those it made, only when empty), in one line and nothing on stdout
-msg=$(MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out/new/plots" 2>&1 >"$out/stdout"); rc=$?
+msg=$(MQ_GNUPLOT=false "$plot" roofline --chip host --results "$sweep" --out "$out/new/plots" 2>&1 >"$out/stdout"); rc=$?
 check "a failed drawing into a new directory exits 2, one line, nothing on stdout (got $rc: $msg)" \
     [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" ]
 check "and leaves no directory it made" [ ! -e "$out/new" ]
 mkdir -p "$out/kept/plots"
-MQ_GNUPLOT=false "$plot" roofline --chip host --out "$out/kept/plots" >/dev/null 2>&1
+MQ_GNUPLOT=false "$plot" roofline --chip host --results "$sweep" --out "$out/kept/plots" >/dev/null 2>&1
 check "and keeps the directories it did not make" [ -d "$out/kept/plots" ]
-msg=$(MQ_GNUPLOT=false "$plot" all --chip host --out "$out/new" 2>&1 >"$out/stdout"); rc=$?
+msg=$(MQ_GNUPLOT=false "$plot" all --chip host --results "$sweep" --out "$out/new" 2>&1 >"$out/stdout"); rc=$?
 check "plot all that draws nothing exits 2 in one line (got $rc: $msg)" \
     [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" -a ! -e "$out/new" ]
 # an output that cannot be replaced (BASE.svg a directory) is refused before
 # anything is drawn: the old PNG stays byte for byte, nothing is left behind
 mkdir -p "$out/half/roofline-host.svg"
 printf 'the old png\n' > "$out/half/roofline-host.png"
-msg=$("$plot" roofline --chip host --out "$out/half" 2>&1 >"$out/stdout"); rc=$?
+msg=$("$plot" roofline --chip host --results "$sweep" --out "$out/half" 2>&1 >"$out/stdout"); rc=$?
 check "BASE.svg a directory: exit 2, one line, nothing on stdout (got $rc: $msg)" \
     [ "$rc" -eq 2 -a "$(printf '%s\n' "$msg" | nlines)" -eq 1 -a ! -s "$out/stdout" ]
 case "$msg" in *"roofline-host.svg: cannot write: it is a directory"*) ok=1 ;; *) ok=0 ;; esac
@@ -133,7 +133,7 @@ check "BASE.svg a directory: no temporary file left" \
 # removes every one it made
 deep="$out/deep"
 for i in $(seq 70); do deep="$deep/d$i"; done
-msg=$(MQ_GNUPLOT=false "$plot" roofline --chip host --out "$deep" 2>&1 >"$out/stdout"); rc=$?
+msg=$(MQ_GNUPLOT=false "$plot" roofline --chip host --results "$sweep" --out "$deep" 2>&1 >"$out/stdout"); rc=$?
 check "a failed drawing 70 new directories deep exits 2 (got $rc: $msg)" [ "$rc" -eq 2 ]
 check "and removes all 70 directories it made" [ ! -e "$out/deep" ]
 # links planted where a writer through names it did not make would write lead
@@ -153,7 +153,7 @@ for names in tmp final; do
         }
         symlink($to, "$dir/$_") or die "$dir/$_: $!\n" for @f;' \
         "$out/$names" "$out/outside.txt" "$names" "$next"
-    msg=$("$plot" roofline --chip host --out "$out/$names" 2>&1); rc=$?
+    msg=$("$plot" roofline --chip host --results "$sweep" --out "$out/$names" 2>&1); rc=$?
     check "links planted at the $names names: plot draws (got $rc: $msg)" [ "$rc" -eq 0 ]
     check "links planted at the $names names: the file outside is unchanged" [ "$(sha256 < "$out/outside.txt")" = "$sum0" ]
     check "links planted at the $names names: the images are files of their own" \

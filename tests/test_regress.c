@@ -349,7 +349,7 @@ int main(int argc, char **argv)
     test_compare_ab_command(compare);
     char err[512];
     mq_results rs;
-    const char *path = MQ_SOURCE_DIR "/results/host/bench-llama3-8b.csv";
+    const char *path = MQ_SOURCE_DIR "/tests/data/bench-llama3-8b-host.csv";
     if (mq_results_load(path, &rs, err, sizeof err)) {
         CHECK(0, "recorded samples: %s", err);
         return check_done("regress");

@@ -262,21 +262,30 @@ out=$(scripts/sweep-slurm.sh --build "$B" --shards 0 -- --suite smoke 2>&1); rc=
 check "sweep-slurm.sh --shards 0 is refused (rc $rc)" [ "$rc" -eq 2 ]
 out=$(scripts/sweep-slurm.sh --build "$B" --shards 2 -- --shard 1/2 2>&1); rc=$?
 check "a tool --shard of its own is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "sweep's to set"
-# bad input is refused before anything is made: no shard starts, and no sweep
-# directory appears under results/sweeps (the default --out; tests/badinput/
-# sweeps.cases has the rest of the bad input, run from a scratch directory)
-made() { ls -d results/sweeps/bench-* results/sweeps/tune-* 2>/dev/null; }
-before=$(made)
+# bad input is refused before anything is made: no shard starts, and the
+# sweep directory named by --out does not appear (tests/badinput/sweeps.cases
+# has the rest of the bad input, run from a scratch directory)
 for bad in "parallel --shards 99999 -- --suite smoke" "parallel --shards 2 -- --formats fp5" \
            "parallel --tool tune --shards 2 -- --chip host --evals 0" "parallel --shards" \
            "slurm --shards 99999 --dry-run -- --suite smoke" "slurm --shards 2 --dry-run -- --formats fp5" \
            "slurm --shards 2 -- --chip m9" "slurm --shards 2 --dry-run --out"; do
     # shellcheck disable=SC2086 # $bad is the script's name and its arguments
-    out=$(scripts/sweep-${bad%% *}.sh --build "$B" ${bad#* } 2>&1 >"$d/stdout"); rc=$?
+    out=$(scripts/sweep-${bad%% *}.sh --build "$B" --out "$rel/bad" ${bad#* } 2>&1 >"$d/stdout"); rc=$?
     check "sweep-$bad: exit 2, one line, nothing on stdout (rc $rc): $out" \
         all '[ "$rc" -eq 2 ]' '[ "$(printf "%s\n" "$out" | nlines)" -eq 1 ]' '[ ! -s "$d/stdout" ]'
 done
-check "and no sweep directory was made under results/sweeps: '$(made)'" [ "$(made)" = "$before" ]
+check "and no sweep directory was made: '$(ls -d "$rel/bad" 2>/dev/null)'" [ ! -e "$rel/bad" ]
+# there is no default sweep directory (results/sweeps was one): a sweep
+# without --out is refused, and nothing is made under results/
+listing=$(find results | sort)
+for s in "parallel --shards 2" "slurm --shards 2 --dry-run"; do
+    # shellcheck disable=SC2086 # $s is the script's name and its arguments
+    out=$(scripts/sweep-${s%% *}.sh --build "$B" ${s#* } -- "${sweep[@]}" 2>&1 >"$d/stdout"); rc=$?
+    check "sweep-$s without --out: exit 2, one line naming --out (rc $rc): $out" \
+        all '[ "$rc" -eq 2 ]' '[ "$(printf "%s\n" "$out" | nlines)" -eq 1 ]' '[ ! -s "$d/stdout" ]' \
+            'has "$out" "--out DIR is required" || has "$out" "is not installed"'
+done
+check "and nothing was made under results/" [ "$(find results | sort)" = "$listing" ]
 
 # sweep-scaling: its build's log (a mktemp file) goes with it when the run
 # stops after the build: here a stand-in make "builds" a bench that refuses

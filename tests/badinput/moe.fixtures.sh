@@ -7,8 +7,8 @@
 # shellcheck disable=SC2154 # $root is test_badinput.sh's
 h1=$(sed -n 2p "$root/results/devcpu/moe-decode.csv")   # schema 1: 28 columns
 r1=$(sed -n 3p "$root/results/devcpu/moe-decode.csv")   # threads 16, median 0.00063904
-h2=$(sed -n 2p "$root/results/h100/moe/gpu-decode.csv") # schema 2: 31 columns
-r2=$(sed -n 3p "$root/results/h100/moe/gpu-decode.csv")
+h2=$(sed -n 2p "$root/tests/data/moe-gpu-decode-h100.csv") # schema 2: 31 columns
+r2=$(sed -n 3p "$root/tests/data/moe-gpu-decode-h100.csv")
 moe1() { printf '# mq MoE results, schema 1\n%s\n%s\n' "$h1" "$1"; }
 printf '# mq MoE results, schema 2\n%s\n%s\n' "$h2" "$r1" > moe-short.csv # 28 fields under 31
 printf 'a,b,c,d,e,f,g,h,i,j,%s\n%s\n' "$h1" "$r1" > moe-shifted.csv     # columns past the 28th

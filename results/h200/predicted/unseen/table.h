@@ -1,1 +1,0 @@
-tables/current/table.h
