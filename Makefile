@@ -4,7 +4,8 @@
 #   make sanitize   the test suite under AddressSanitizer + UBSan
 #   make portable   the test suite without AVX-512 (the portable vector paths)
 #   make tune       the main job: tune --chip m4max (TUNE_ARGS='--chip host' etc.)
-#   make bench      the kernel benchmark on this machine (prints, writes results/)
+#   make bench      bench on this machine (BENCH_ARGS; default: the smoke suite)
+#   make kernel-bench  the CPU model's kernel benchmark (KERNEL_BENCH_ARGS)
 #   make nightly    the nightly A/B regression run (make nightly-accept: new baseline;
 #                   make nightly-bisect GOOD=REV BAD=REV: the commit that slowed a kernel)
 #   make plots      redraw the README's pictures from the committed example results
@@ -92,7 +93,7 @@ HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
 
 include tests/objc_standin/standin.mk
 
-.PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench tune plots nightly nightly-accept nightly-bisect deps install clean FORCE
+.PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench kernel-bench tune plots nightly nightly-accept nightly-bisect deps install clean FORCE
 # keep intermediate objects (no "rm" after the test summary)
 .SECONDARY:
 all: $(LIB) $(TOOLS) $(TEST_BIN) $(STANDIN_LIB) $(MSGSEND_ABI)
@@ -147,6 +148,7 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
 	  "tests/test_hostile.sh $(BUILD)" "tests/test_merge.sh $(BUILD)" tests/check_files.sh \
+	  "tests/check_cycles.sh $(BUILD)" "tests/check_docs.sh $(BUILD)" \
 	  "tests/test_sweep.sh $(BUILD)" \
 	  $(if $(filter build,$(BUILD)),tests/test_nightly.sh)
 
@@ -193,8 +195,11 @@ race: deps
 	MQ_MSL_CXX=clang++ MQ_MSL_CACHE=build-tsan/msl-cache \
 	  TSAN_OPTIONS="halt_on_error=1 exitcode=66" build-tsan/tests/msl_race
 
-bench: deps $(BUILD)/kernel-bench
-	$(BUILD)/kernel-bench $(BENCH_ARGS)
+bench: deps $(BUILD)/bench
+	$(BUILD)/bench $(BENCH_ARGS)
+
+kernel-bench: deps $(BUILD)/kernel-bench
+	$(BUILD)/kernel-bench $(KERNEL_BENCH_ARGS)
 
 # the README's pictures, redrawn from the committed example results
 SWEEP = results/host/examples/sweep-fp4-4096x14336.csv
@@ -202,8 +207,8 @@ plots: deps $(BUILD)/plot
 	$(BUILD)/plot occupancy --chip host --shape 1x4096x14336 --results $(SWEEP)
 	$(BUILD)/plot occupancy --chip host --shape 16x4096x14336 --results $(SWEEP)
 	$(BUILD)/plot splitk --chip host --shape 1x4096x14336 --results $(SWEEP)
-	$(BUILD)/plot roofline --chip host
-	$(BUILD)/plot model --chip host
+	$(BUILD)/plot roofline --chip host --results $(SWEEP)
+	$(BUILD)/plot model --chip host --results $(SWEEP)
 	$(BUILD)/plot occupancy --chip m4max --shape 1x4096x14336
 	$(BUILD)/plot splitk --chip m4max --shape 1x4096x14336
 	$(BUILD)/plot history --nightly-dir results/host/examples/nightly
