@@ -7,9 +7,11 @@
  * what the kernel's code computes; how long it takes means nothing.
  *
  * A module is one .metal file compiled with one set of macros
- * (msl_module.c); a launch runs one of its kernels in a child process, so a
- * kernel that faults, hangs or deadlocks is reported as an error and never
- * takes the caller down (msl_exec.c). */
+ * (msl_module.c; the source's translation msl_translate.c, its kernels'
+ * signatures msl_signature.c); a launch runs one of its kernels in a child
+ * process, so a kernel that faults, hangs or deadlocks is reported as an
+ * error and never takes the caller down (msl_exec.c, msl_child.c,
+ * msl_sched.c). */
 #ifndef MQ_MSL_EXEC_H
 #define MQ_MSL_EXEC_H
 
@@ -62,7 +64,7 @@ typedef struct {
 
 /* Every kernel of preprocessed text (mq_msl_preprocessed), at most max;
  * -1 and a message when a kernel cannot be read or has a parameter no
- * backend binds. */
+ * backend binds (msl_signature.c). */
 int mq_msl_read_kernels(const char *pre, mq_msl_kernel_sig *ks, int max, int *nk, char *err,
                         size_t errlen);
 
@@ -73,10 +75,11 @@ int mq_msl_read_kernels(const char *pre, mq_msl_kernel_sig *ks, int max, int *nk
 char *mq_msl_preprocessed(const char *file, const char *src, const char *defines,
                           const mq_msl_compile_opts *o, char *err, size_t errlen);
 
-/* The translation of an MSL source into the C++ the executor compiles:
- * every `threadgroup T name[n]...;` declared in a function becomes
- * `auto &name = metal::mq_msl_tg_array<T[n]...>();` (shared by the
- * threadgroup); nothing else changes. NULL on out of memory; free() it. */
+/* The translation of an MSL source into the C++ the executor compiles
+ * (msl_translate.c): every `threadgroup T name[n]...;` declared in a
+ * function becomes `auto &name = metal::mq_msl_tg_array<T[n]...>();`
+ * (shared by the threadgroup); nothing else changes. NULL on out of
+ * memory; free() it. */
 char *mq_msl_translate(const char *src);
 /* The translation for CUDA (backends/cuda_module.c): threadgroup arrays
  * become `__shared__ __attribute__((aligned(16))) T name[n]...;` and half
@@ -86,6 +89,10 @@ char *mq_msl_translate_cuda(const char *src);
 /* Kernel entries of a module (for launches): NULL when it has no such
  * kernel. buffers_used gets a bit per [[buffer(n)]] the kernel binds. */
 mq_msl_entry_fn mq_msl_kernel(const mq_msl_module *m, const char *name, unsigned *buffers_used);
+/* Hand a loaded module the API its kernels call (barriers, threadgroup
+ * memory, SIMD exchange): the executor does, before it runs a kernel, so
+ * that the loader needs nothing of the executor. */
+void mq_msl_module_bind(const mq_msl_module *m, const mq_msl_api *api);
 
 /* ---- buffers and launches (msl_exec.c) --------------------------------- */
 

@@ -1,11 +1,11 @@
 /* msl_module.c - MSL source to a loaded kernel module for the executor
- * (msl_exec.h): translate the source (threadgroup arrays become the
- * threadgroup's shared storage), preprocess it with the tuned macros,
- * find each kernel's parameter list in the preprocessed text (macros may
- * write kernels, as gemm_trellis.metal does), generate one C entry per
- * kernel that binds [[buffer(n)]] and the position attributes, compile the
- * whole as a shared object into a cache keyed by a hash of exactly what was
- * compiled, and dlopen it. */
+ * (msl_exec.h): translate the source (msl_translate.c: threadgroup arrays
+ * become the threadgroup's shared storage), preprocess it with the tuned
+ * macros, find each kernel's parameter list in the preprocessed text
+ * (msl_signature.c; macros may write kernels, as gemm_trellis.metal does),
+ * generate one C entry per kernel that binds [[buffer(n)]] and the position
+ * attributes, compile the whole as a shared object into a cache keyed by a
+ * hash of exactly what was compiled, and dlopen it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -34,377 +34,10 @@ typedef struct {
 
 struct mq_msl_module {
     void *dl;
+    mq_msl_bind_fn bind; /* hands the module the executor's API before a run */
     kernel_info k[MAX_KERNELS];
     int nk;
 };
-
-extern const mq_msl_api mq_msl_host_api; /* msl_exec.c */
-
-static int is_id(int c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* Past whitespace and line continuations. */
-static const char *skip_ws(const char *p)
-{
-    for (;;) {
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-            p++;
-        else if (p[0] == '\\' && p[1] == '\n')
-            p += 2;
-        else
-            return p;
-    }
-}
-
-/* Past a comment or a string/char literal starting at p (p itself if none). */
-static const char *skip_literal(const char *p)
-{
-    if (p[0] == '/' && p[1] == '/') {
-        while (*p && *p != '\n')
-            p++;
-        return p;
-    }
-    if (p[0] == '/' && p[1] == '*') {
-        const char *e = strstr(p + 2, "*/");
-        return e ? e + 2 : p + strlen(p);
-    }
-    if (*p == '"' || *p == '\'') {
-        char q = *p++;
-        while (*p && *p != q)
-            p += (*p == '\\' && p[1]) ? 2 : 1;
-        return *p ? p + 1 : p;
-    }
-    return p;
-}
-
-/* At p just after the identifier `threadgroup`: a declaration
- * `T name[a][b];` gets the type's text, the name and the dimensions' text,
- * and the end (after ';'); 0 when it is anything else (a pointer, a cast, a
- * parameter). */
-static int tg_array_decl(const char *p, const char **type_b, const char **type_e,
-                         const char **name_b, const char **name_e, const char **dims_b,
-                         const char **dims_e, const char **end)
-{
-    const char *last_id_b = NULL, *last_id_e = NULL;
-    p = skip_ws(p);
-    *type_b = p;
-    while (*p && is_id((unsigned char)*p)) { /* identifiers and :: only */
-        last_id_b = p;
-        while (is_id((unsigned char)*p))
-            p++;
-        last_id_e = p;
-        p = skip_ws(p);
-        if (p[0] == ':' && p[1] == ':')
-            p = skip_ws(p + 2);
-    }
-    if (*p != '[' || !last_id_b || last_id_b == *type_b)
-        return 0;
-    *type_e = last_id_b;
-    *name_b = last_id_b;
-    *name_e = last_id_e;
-    *dims_b = p;
-    while (*p == '[') { /* balanced bracket groups, then ';' */
-        int depth = 0;
-        do {
-            if (*p == '[')
-                depth++;
-            else if (*p == ']')
-                depth--;
-            else if (!*p || *p == ';' || *p == '{' || *p == '}')
-                return 0;
-            p++;
-        } while (depth > 0);
-        *dims_e = p;
-        p = skip_ws(p);
-    }
-    if (*p != ';')
-        return 0;
-    *end = p + 1;
-    return 1;
-}
-
-/* At p, a number (a pp-number: digits, '.', letters, exponent signs):
- * its end. */
-static const char *number_end(const char *p)
-{
-    const char *q = p;
-    while (is_id((unsigned char)*q) || *q == '.' ||
-           ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E' || q[-1] == 'p' ||
-                                         q[-1] == 'P')))
-        q++;
-    return q;
-}
-
-/* Both translations: the executor's (threadgroup arrays to the
- * threadgroup's storage) or CUDA's (threadgroup arrays to __shared__ ones,
- * Metal's half literals 1.5h to metal::half(1.5f), since only the standard
- * library may declare such a suffix and NVRTC has no system headers). */
-static char *translate(const char *src, int cuda)
-{
-    mq_strbuf b = {0};
-    const char *p = src;
-    while (*p) {
-        const char *q = skip_literal(p);
-        if (q != p) {
-            mq_sb_add(&b, p, (size_t)(q - p));
-            p = q;
-            continue;
-        }
-        if (cuda && (p == src || !is_id((unsigned char)p[-1])) &&
-            ((*p >= '0' && *p <= '9') || (*p == '.' && p[1] >= '0' && p[1] <= '9'))) {
-            const char *e = number_end(p);
-            int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
-            if (!hex && (e[-1] == 'h' || e[-1] == 'H') && e - p > 1) {
-                int real = memchr(p, '.', (size_t)(e - p)) || memchr(p, 'e', (size_t)(e - p)) ||
-                           memchr(p, 'E', (size_t)(e - p));
-                mq_sb_puts(&b, "metal::half(");
-                mq_sb_add(&b, p, (size_t)(e - 1 - p));
-                mq_sb_puts(&b, real ? "f)" : ".0f)");
-            } else {
-                mq_sb_add(&b, p, (size_t)(e - p));
-            }
-            p = e;
-            continue;
-        }
-        if (!is_id((unsigned char)*p)) {
-            mq_sb_add(&b, p++, 1);
-            continue;
-        }
-        const char *id = p;
-        while (is_id((unsigned char)*p))
-            p++;
-        const char *tb, *te, *nb, *ne, *db, *de, *end;
-        if (p - id == 11 && !memcmp(id, "threadgroup", 11) &&
-            tg_array_decl(p, &tb, &te, &nb, &ne, &db, &de, &end)) {
-            /* trim the type's trailing blanks */
-            while (te > tb && (te[-1] == ' ' || te[-1] == '\t'))
-                te--;
-            if (cuda) {
-                mq_sb_puts(&b, "__shared__ __attribute__((aligned(16))) ");
-                mq_sb_add(&b, tb, (size_t)(te - tb));
-                mq_sb_puts(&b, " ");
-                mq_sb_add(&b, nb, (size_t)(ne - nb));
-                mq_sb_add(&b, db, (size_t)(de - db));
-                mq_sb_puts(&b, ";");
-            } else {
-                mq_sb_puts(&b, "auto &");
-                mq_sb_add(&b, nb, (size_t)(ne - nb));
-                mq_sb_puts(&b, " = metal::mq_msl_tg_array<");
-                mq_sb_add(&b, tb, (size_t)(te - tb));
-                mq_sb_add(&b, db, (size_t)(de - db));
-                mq_sb_puts(&b, ">();");
-            }
-            p = end;
-        } else {
-            mq_sb_add(&b, id, (size_t)(p - id));
-        }
-    }
-    if (!b.s && !b.oom)
-        mq_sb_puts(&b, "");
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
-}
-
-char *mq_msl_translate(const char *src) { return translate(src, 0); }
-char *mq_msl_translate_cuda(const char *src) { return translate(src, 1); }
-
-/* ---- kernel signatures -------------------------------------------------- */
-
-/* The position attributes a kernel parameter may carry, and the field of
- * mq_msl_thread that gives it. */
-static const char *const position_attrs[] = {
-    "threadgroup_position_in_grid", "thread_position_in_threadgroup",
-    "thread_position_in_grid",      "threads_per_threadgroup",
-    "threadgroups_per_grid",        "thread_index_in_threadgroup",
-    "simdgroup_index_in_threadgroup", "thread_index_in_simdgroup",
-    "simdgroups_per_threadgroup",   "threads_per_simdgroup",
-};
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-        s[--n] = 0;
-    return s;
-}
-
-/* Preprocessed text drops its line markers' lines from parameters. */
-static void strip_line_markers(char *s)
-{
-    for (char *l = s; *l;) {
-        char *nl = strchr(l, '\n');
-        char *t = l;
-        while (*t == ' ' || *t == '\t')
-            t++;
-        if (*t == '#') {
-            size_t n = nl ? (size_t)(nl - l) : strlen(l);
-            memset(l, ' ', n);
-        }
-        if (!nl)
-            break;
-        l = nl + 1;
-    }
-}
-
-/* One parameter "TYPE NAME [[ATTR]]": its type, name and binding; -1 and a
- * message when it has none a backend can bind. */
-static int parse_param(const char *kname, char *param, mq_msl_param *out, unsigned *used,
-                       char *err, size_t errlen)
-{
-    char *attr = strstr(param, "[[");
-    char *decl = trim(param);
-    if (!attr) {
-        snprintf(err, errlen, "kernel %s: parameter '%.80s' has no attribute to bind it", kname,
-                 decl);
-        return -1;
-    }
-    *attr = 0;
-    attr += 2;
-    char *ae = strstr(attr, "]]");
-    if (ae)
-        *ae = 0;
-    attr = trim(attr);
-    decl = trim(decl);
-    size_t n = strlen(decl);
-    while (n && is_id((unsigned char)decl[n - 1]))
-        n--;
-    snprintf(out->name, sizeof out->name, "%s", decl + n);
-    decl[n] = 0;
-    char *type = trim(decl);
-    if (strlen(type) >= sizeof out->type) {
-        snprintf(err, errlen, "kernel %s: parameter %s's type is too long", kname, out->name);
-        return -1;
-    }
-    snprintf(out->type, sizeof out->type, "%s", type);
-    int idx;
-    if (sscanf(attr, "buffer ( %d )", &idx) == 1 || sscanf(attr, "buffer(%d)", &idx) == 1) {
-        if (idx < 0 || idx >= MQ_MSL_MAX_BUFFERS) {
-            snprintf(err, errlen, "kernel %s: [[buffer(%d)]] is outside Metal's 0..%d", kname, idx,
-                     MQ_MSL_MAX_BUFFERS - 1);
-            return -1;
-        }
-        *used |= 1u << idx;
-        out->buffer = idx;
-        out->attr[0] = 0;
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof position_attrs / sizeof position_attrs[0]; i++)
-        if (!strcmp(attr, position_attrs[i])) {
-            out->buffer = -1;
-            snprintf(out->attr, sizeof out->attr, "%s", attr);
-            return 0;
-        }
-    snprintf(err, errlen, "kernel %s: parameter %s's attribute [[%.60s]] is not one the executor binds",
-             kname, out->name, attr);
-    return -1;
-}
-
-/* Past whitespace and the preprocessor's line markers (g++ -E puts them
- * between the tokens of a declaration that spans lines). */
-static const char *skip_ws_markers(const char *p)
-{
-    for (;;) {
-        p = skip_ws(p);
-        if (*p != '#')
-            return p;
-        while (*p && *p != '\n')
-            p++;
-    }
-}
-
-int mq_msl_read_kernels(const char *pre, mq_msl_kernel_sig *ks, int max, int *nk, char *err,
-                        size_t errlen)
-{
-    const char *p = pre;
-    *nk = 0;
-    while ((p = strstr(p, "MQ_MSL_KERNEL"))) {
-        if ((p > pre && is_id((unsigned char)p[-1])) || is_id((unsigned char)p[13])) {
-            p += 13;
-            continue;
-        }
-        const char *q = skip_ws_markers(p + 13);
-        if (strncmp(q, "void", 4) || is_id((unsigned char)q[4])) {
-            snprintf(err, errlen, "a kernel that does not return void (near '%.40s')", q);
-            return -1;
-        }
-        q = skip_ws_markers(q + 4);
-        const char *nb = q;
-        while (is_id((unsigned char)*q))
-            q++;
-        if (*nk == max) {
-            snprintf(err, errlen, "more than %d kernels in one source", max);
-            return -1;
-        }
-        mq_msl_kernel_sig *k = &ks[*nk];
-        memset(k, 0, sizeof *k);
-        snprintf(k->name, sizeof k->name, "%.*s", (int)(q - nb), nb);
-        q = skip_ws_markers(q);
-        if (*q != '(' || !k->name[0]) {
-            snprintf(err, errlen, "cannot read the kernel's parameter list near '%.40s'", nb);
-            return -1;
-        }
-        /* the parameter list, split at top-level commas */
-        const char *b = ++q;
-        int depth = 0;
-        while (*q && (depth > 0 || *q != ')')) {
-            if (*q == '(' || *q == '[' || *q == '<')
-                depth++;
-            else if (*q == ')' || *q == ']' || *q == '>')
-                depth--;
-            q++;
-        }
-        char *params = strndup(b, (size_t)(q - b));
-        if (!params) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        strip_line_markers(params);
-        int rc = 0;
-        depth = 0;
-        char *start = params;
-        for (char *s = params;; s++) {
-            if (*s == '(' || *s == '[' || *s == '<')
-                depth++;
-            else if (*s == ')' || *s == ']' || *s == '>')
-                depth--;
-            if (*s && !(*s == ',' && depth == 0))
-                continue;
-            int last = !*s;
-            *s = 0;
-            if (*trim(start)) {
-                if (k->nparam == MQ_MSL_MAX_PARAMS) {
-                    snprintf(err, errlen, "kernel %s: more than %d parameters", k->name,
-                             MQ_MSL_MAX_PARAMS);
-                    rc = -1;
-                } else {
-                    rc = parse_param(k->name, start, &k->param[k->nparam++], &k->used, err, errlen);
-                }
-                if (rc)
-                    break;
-            }
-            if (last)
-                break;
-            start = s + 1;
-        }
-        free(params);
-        if (rc)
-            return -1;
-        (*nk)++;
-        p = q;
-    }
-    if (*nk == 0) {
-        snprintf(err, errlen, "no kernel function in the source");
-        return -1;
-    }
-    return 0;
-}
 
 /* Every kernel of the preprocessed text, with its C entry for the executor
  * binding [[buffer(n)]] and the position attributes; the names and buffers
@@ -618,7 +251,7 @@ static mq_msl_module *load_so(const char *so, mq_msl_module *m, char *err, size_
         mq_msl_module_free(m);
         return NULL;
     }
-    bind(&mq_msl_host_api);
+    m->bind = bind; /* called by the executor (mq_msl_module_bind), which owns the API */
     for (int i = 0; i < m->nk; i++) {
         char sym[128];
         snprintf(sym, sizeof sym, "mq_msl_entry_%s", m->k[i].name);
@@ -781,6 +414,12 @@ void mq_msl_module_free(mq_msl_module *m)
     if (m->dl)
         dlclose(m->dl);
     free(m);
+}
+
+void mq_msl_module_bind(const mq_msl_module *m, const mq_msl_api *api)
+{
+    if (m && m->bind)
+        m->bind(api);
 }
 
 mq_msl_entry_fn mq_msl_kernel(const mq_msl_module *m, const char *name, unsigned *buffers_used)

@@ -93,7 +93,7 @@ mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_l
  * host pointer are not reused for other weights. */
 uint64_t mq_msl_weights_print(const mq_weights *w);
 
-/* ---- the MoE block (metal/gemm_trellis_moe.metal) ---- */
+/* ---- the MoE block (metal/gemm_trellis_moe.metal; msl_moe_plan.c, msl_moe_unfused.c) ---- */
 
 #define MQ_MSL_MOE_FILE "gemm_trellis_moe.metal"
 
@@ -191,5 +191,11 @@ void mq_msl_moe_unfused_free(mq_msl_moe_unfused *u);
 /* Weight field f (MQ_MSL_MOE_INDICES .. MQ_MSL_MOE_GRID) in the kernel's
  * layout into dst (plan->bytes[f] bytes). */
 void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst);
+/* K and N of projection j (gate, up: hidden -> inter; down: inter ->
+ * hidden), and the bytes of weight field f of projection j for all experts
+ * (each field holds the three projections in turn, each the experts in
+ * turn; the codebook padded to 16 levels). msl_moe_plan.c. */
+void mq_msl_moe_dims(const mq_moe_weights *mw, int j, int *K, int *N);
+size_t mq_msl_moe_field_bytes(const mq_moe_weights *mw, mq_msl_moe_buffer f, int j);
 
 #endif

@@ -7,7 +7,9 @@
 STANDIN_EXT ?= $(if $(DYLIB_EXT),$(DYLIB_EXT),.so)
 STANDIN_LIB  = $(BUILD)/tests/libobjc_standin$(STANDIN_EXT)
 STANDIN_SRC  = $(wildcard tests/objc_standin/*.c) tests/objc_standin/msgsend.S \
-               backends/msl_exec.c backends/msl_fiber.c backends/msl_module.c metal/metal_source.c \
+               backends/msl_exec.c backends/msl_child.c backends/msl_sched.c backends/msl_fiber.c \
+               backends/msl_module.c backends/msl_translate.c backends/msl_signature.c \
+               metal/metal_source.c \
                kernels/grow.c
 STANDIN_OBJ  = $(patsubst %,$(BUILD)/pic/%.o,$(STANDIN_SRC))
 STANDIN_INC  = $(INC_backends) -Itests/objc_standin
