@@ -4,25 +4,23 @@
  * rank correlation and the measured regret of its picks (model eval), or
  * check a dispatch table's lookup on stored measurements of shapes it may
  * never have seen: its picks against the measured best and the baseline
- * rules (model lookup). */
+ * rules (model lookup), or fit a never-measured chip's coefficients on
+ * published figures (model public). Here the options, fit and eval; the
+ * rows are model_rows.c, lookup model_lookup.c, public model_public.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
-#include "baselines.h"
-#include "grow.h"
-#include "probes.h"
-#include "table_write.h"
 #include "atomic_file.h"
 #include "chips.h"
 #include "cli.h"
+#include "model.h"
+#include "model_cmd.h"
+#include "model_rows.h"
 #include "model_store.h"
-#include "public_figures.h"
-#include "results.h"
 #include "suites.h"
-#include "work_features.h"
 
 #define MAX_FILES 64
 
@@ -80,79 +78,10 @@ static void usage(FILE *f)
         "  model public harness/public-figures.csv\n");
 }
 
-/* The rows of the files measured on the chip, with their features. */
-typedef struct {
-    mq_features *f;
-    double *t;
-    mq_result *r; /* key fields only (samples dropped) */
-    int n, cap;
-} rows;
-
-static int rows_add(rows *R, const mq_result *r, const mq_features *f)
-{
-    int fcap = R->cap, tcap = R->cap;
-    if (mq_grow(&R->f, &fcap, R->n + 1, sizeof *R->f, 1024) ||
-        mq_grow(&R->t, &tcap, R->n + 1, sizeof *R->t, 1024) ||
-        mq_grow(&R->r, &R->cap, R->n + 1, sizeof *R->r, 1024))
-        return -1; /* some arrays may have grown: R->cap stays what all hold */
-    R->f[R->n] = *f;
-    R->t[R->n] = r->st.median;
-    R->r[R->n] = *r;
-    R->r[R->n].samples = NULL;
-    R->r[R->n].nsamples = 0;
-    R->n++;
-    return 0;
-}
-
-static void rows_free(rows *R)
-{
-    free(R->f);
-    free(R->t);
-    free(R->r);
-}
-
-static int load_rows(const options *o, const mq_chip *chip, rows *R)
-{
-    for (int i = 0; i < o->nfiles; i++) {
-        mq_results rs;
-        char err[4400];
-        if (mq_results_load(o->files[i], &rs, err, sizeof err)) {
-            fprintf(stderr, "model: %s\n", err);
-            return 2;
-        }
-        int kept = 0;
-        for (int j = 0; j < rs.n; j++) {
-            const mq_result *r = &rs.r[j];
-            mq_features f;
-            if (strcmp(r->status, "ok") || strcmp(r->chip, chip->name) || !(r->st.median > 0) ||
-                mq_features_compute(&r->p, &r->c, chip, &f, NULL) != MQ_OK)
-                continue;
-            if (rows_add(R, r, &f)) {
-                mq_results_free(&rs);
-                fprintf(stderr, "model: out of memory\n");
-                return 2;
-            }
-            kept++;
-        }
-        mq_results_free(&rs);
-        if (!kept) {
-            fprintf(stderr, "model: %s: no timed rows of chip %s\n", o->files[i], chip->name);
-            return 2;
-        }
-    }
-    return 0;
-}
-
-static int same_problem(const mq_problem *a, const mq_problem *b)
-{
-    return a->format == b->format && a->M == b->M && a->N == b->N && a->K == b->K &&
-           a->group == b->group;
-}
-
 /* MAPE, Spearman, and per problem the measured time of the model's pick
  * over the measured best; printed. MAPE and Spearman also to *mape_out
  * and *rho_out when given. */
-static void report(const char *what, const mq_model *m, const rows *R, const char *sel,
+static void report(const char *what, const mq_model *m, const mq_model_rows *R, const char *sel,
                    double *mape_out, double *rho_out)
 {
     int n = 0;
@@ -191,7 +120,7 @@ static void report(const char *what, const mq_model *m, const rows *R, const cha
         double pbest = INFINITY, sum = 0;
         k = 0;
         for (int j = i; j < R->n; j++) {
-            if (!sel[j] || !same_problem(&R->r[j].p, &R->r[i].p))
+            if (!sel[j] || !mq_model_same_problem(&R->r[j].p, &R->r[i].p))
                 continue;
             done[j] = 1;
             double pr = mq_model_predict(m, &R->f[j]);
@@ -224,7 +153,7 @@ static void report(const char *what, const mq_model *m, const rows *R, const cha
     free(done);
 }
 
-static int write_predictions(const char *path, const mq_model *m, const rows *R)
+static int write_predictions(const char *path, const mq_model *m, const mq_model_rows *R)
 {
     char tmp[4200], err[4400];
     FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, sizeof err);
@@ -262,7 +191,7 @@ static void print_model(const mq_model *m)
 }
 
 /* fit: hold out the suite's shapes (or every 5th), fit, report, write. */
-static int do_fit(const options *o, const mq_chip *chip, const rows *R)
+static int do_fit(const options *o, const mq_chip *chip, const mq_model_rows *R)
 {
     char *held = calloc((size_t)(R->n ? R->n : 1), 1);
     if (!held)
@@ -335,222 +264,6 @@ static int do_fit(const options *o, const mq_chip *chip, const rows *R)
     return rc;
 }
 
-/* The row of a problem measured with candidate c, or -1. */
-static int find_row(const rows *R, const mq_problem *p, const mq_candidate *c)
-{
-    for (int i = 0; i < R->n; i++)
-        if (same_problem(&R->r[i].p, p) && R->r[i].c.variant == c->variant &&
-            !memcmp(&R->r[i].c.p, &c->p, sizeof c->p))
-            return i;
-    return -1;
-}
-
-/* lookup: the table's pick per problem against the measured best and the
- * best measured baseline rule. 0, or 2 when no pick was measured. */
-static int do_lookup(const options *o, const mq_chip *chip, const rows *R)
-{
-    mq_table *t;
-    mq_error e;
-    if (mq_table_load(o->table, NULL, &t, &e)) {
-        fprintf(stderr, "model: %s\n", e.msg);
-        return 2;
-    }
-    if (o->model) {
-        static mq_model m;
-        char err[4400];
-        static mq_table_param q[MQ_TABLE_MODEL_MAX];
-        if (mq_model_read(o->model, &m, err, sizeof err)) {
-            fprintf(stderr, "model: %s\n", err);
-            mq_table_free(t);
-            return 2;
-        }
-        if (mq_table_set_model(t, q, mq_table_model_params(chip->v, &m, q), &e)) {
-            fprintf(stderr, "model: %s: %s\n", o->model, e.msg);
-            mq_table_free(t);
-            return 2;
-        }
-    }
-    printf("table %s (%s)%s%s on %d rows of %s\n", o->table,
-           mq_table_has_model(t) ? "with a cost model" : "no cost model",
-           o->model ? ", cost model from " : "", o->model ? o->model : "", R->n, chip->name);
-    printf("  %-7s %-5s %-6s %-6s %-46s %-8s %9s %9s %9s %8s %8s\n", "format", "M", "N", "K",
-           "table pick", "level", "pick ms", "base ms", "best ms", "xbase", "vs best");
-    mq_limits lim = mq_chip_limits(chip);
-    char *done = calloc((size_t)(R->n ? R->n : 1), 1);
-    double lg_base = 0, lg_best = 0, worst = 0, lookup_s = 0;
-    int cnt = 0, unmeasured = 0, nlook = 0, nbase = 0;
-    for (int i = 0; done && i < R->n; i++) {
-        if (done[i])
-            continue;
-        const mq_problem *p = &R->r[i].p;
-        double best = INFINITY, bbase = INFINITY;
-        for (int j = i; j < R->n; j++)
-            if (same_problem(&R->r[j].p, p)) {
-                done[j] = 1;
-                best = fmin(best, R->t[j]);
-            }
-        for (int b = 0; b < MQ_BASE_COUNT; b++) {
-            mq_candidate bc;
-            int k;
-            if (mq_baseline_candidate((mq_baseline)b, p, chip, &bc) == 0 &&
-                (k = find_row(R, p, &bc)) >= 0)
-                bbase = fmin(bbase, R->t[k]);
-        }
-        mq_lookup_level lv;
-        double t0 = mq_now();
-        mq_candidate pc = mq_table_lookup(t, p, &lim, &lv);
-        lookup_s += mq_now() - t0;
-        nlook++;
-        int k = find_row(R, p, &pc);
-        char name[128];
-        mq_candidate_str(&pc, name, sizeof name);
-        double pt = k >= 0 ? R->t[k] : -1;
-        if (k < 0) {
-            unmeasured++;
-            printf("  %-7s %-5d %-6d %-6d %-46s %-8s %9s %9.4f %9.4f  (the pick was not "
-                   "measured)\n",
-                   mq_format_name(p->format), p->M, p->N, p->K, name, mq_lookup_level_name(lv),
-                   "-", bbase * 1e3, best * 1e3);
-            continue;
-        }
-        printf("  %-7s %-5d %-6d %-6d %-46s %-8s %9.4f %9.4f %9.4f %7.2fx %+7.1f%%\n",
-               mq_format_name(p->format), p->M, p->N, p->K, name, mq_lookup_level_name(lv),
-               pt * 1e3, bbase * 1e3, best * 1e3, bbase / pt, 100 * (pt / best - 1));
-        lg_best += log(pt / best);
-        worst = fmax(worst, pt / best - 1);
-        cnt++;
-        if (isfinite(bbase)) {
-            lg_base += log(bbase / pt);
-            nbase++;
-        }
-    }
-    free(done);
-    mq_table_free(t);
-    if (cnt) {
-        printf("%d problems with a measured pick: %.1f%% slower than the measured best "
-               "(geometric mean), %.1f%% at worst; ",
-               cnt, 100 * (exp(lg_best / cnt) - 1), 100 * worst);
-        if (nbase)
-            printf("%.3fx the best baseline rule (geometric mean over the %d with a measured "
-                   "baseline); ",
-                   exp(lg_base / nbase), nbase);
-        else
-            printf("no baseline rule was measured; ");
-        printf("%d picks not measured; %.1f us per lookup\n", unmeasured,
-               1e6 * lookup_s / (nlook ? nlook : 1));
-    } else {
-        fprintf(stderr, "model: no problem of the rows has a measured pick\n");
-        return 2;
-    }
-    return 0;
-}
-
-/* model public: fit the never-measured chips' coefficients on the
- * published figures, then report every figure and the rankings. */
-static int do_public(const options *o)
-{
-    if (o->nfiles != 1)
-        return mq_cli_fail("model", "public takes one figures file", "");
-    mq_public_figures pf;
-    char err[4400];
-    if (mq_public_figures_load(o->files[0], o->chips, &pf, err, sizeof err)) {
-        fprintf(stderr, "model: %s\n", err);
-        return 2;
-    }
-    static mq_model m;
-    mq_model_defaults(&m);
-    static mq_model compiled;
-    compiled = m;
-    int rc = 0;
-    if (mq_public_fit(&pf, &m, err, sizeof err)) {
-        fprintf(stderr, "model: %s: %s\n", o->files[0], err);
-        mq_public_figures_free(&pf);
-        return 2;
-    }
-    int nfit = 0, ncmp = 0;
-    for (int i = 0; i < pf.n; i++) {
-        nfit += pf.f[i].role == MQ_PUBLIC_FIT;
-        ncmp += pf.f[i].role == MQ_PUBLIC_COMPARE;
-    }
-    /* the model is written before the report: an error is the only output */
-    if (o->out) {
-        char note[300];
-        snprintf(note, sizeof note,
-                 "defaults fitted on %d public figures of %s (%d more held out to check)", nfit,
-                 o->files[0], pf.n - nfit - ncmp);
-        if (mq_model_write(o->out, &m, "any", note, err, sizeof err)) {
-            fprintf(stderr, "model: %s\n", err);
-            mq_public_figures_free(&pf);
-            return 2;
-        }
-    }
-    printf("public figures %s: %d (%d fit, %d check, %d compare)\n", o->files[0], pf.n, nfit,
-           pf.n - nfit - ncmp, ncmp);
-    for (int k = 0; k < MQ_PUBLIC_NFIT; k++) {
-        int j = mq_model_term_index(mq_public_fit_terms[k], -1); /* checked by the fit */
-        printf("fitted %-12s %.6g (compiled default %.6g)\n", mq_public_fit_terms[k],
-               m.theta[j], compiled.theta[j]);
-    }
-    printf("  %-6s %-4s %-3s %-4s %-6s %-6s %-52s %-5s %9s %9s %7s\n", "chip", "fmt", "g",
-           "M", "N", "K", "candidate", "role", "publ ms", "pred ms", "ratio");
-    double *pred = malloc(sizeof *pred * (size_t)pf.n);
-    if (!pred) {
-        mq_public_figures_free(&pf);
-        fprintf(stderr, "model: out of memory\n");
-        return 2;
-    }
-    int nchk = 0, within = 0;
-    double logsum = 0, worst = 1;
-    for (int i = 0; i < pf.n; i++) {
-        const mq_public_figure *f = &pf.f[i];
-        mq_candidate c;
-        pred[i] = mq_public_predict(f, &m, &c);
-        char ctext[120], shown[140];
-        mq_candidate_str(&c, ctext, sizeof ctext);
-        snprintf(shown, sizeof shown, "%s%s", f->best ? "best: " : "", ctext);
-        double ratio = pred[i] / f->published_s;
-        printf("  %-6s %-4s %-3d %-4d %-6d %-6d %-52s %-5s %9.4f %9.4f %6.2fx\n", f->chip.name,
-               mq_format_name(f->p.format), f->p.group, f->p.M, f->p.N, f->p.K, shown,
-               f->role == MQ_PUBLIC_FIT ? "fit" : f->role == MQ_PUBLIC_CHECK ? "check" : "cmp",
-               1e3 * f->published_s, 1e3 * pred[i], ratio);
-        if (f->role == MQ_PUBLIC_CHECK) {
-            double r = ratio > 1 ? ratio : 1 / ratio;
-            nchk++;
-            within += r <= 1.5;
-            logsum += log(r);
-            worst = r > worst ? r : worst;
-        }
-    }
-    int pairs = 0, agree = 0;
-    for (int i = 0; i < pf.n; i++)
-        for (int j = i + 1; j < pf.n; j++) {
-            const mq_public_figure *a = &pf.f[i], *b = &pf.f[j];
-            if (strcmp(a->chip.name, b->chip.name) || memcmp(&a->p, &b->p, sizeof a->p) ||
-                a->role == MQ_PUBLIC_COMPARE || b->role == MQ_PUBLIC_COMPARE)
-                continue;
-            int pub = a->published_s < b->published_s, mod = pred[i] < pred[j];
-            pairs++;
-            agree += pub == mod;
-            printf("ranking %s %s M=%d %dx%d: lines %d and %d published %.4f and %.4f ms, "
-                   "predicted %.4f and %.4f: the model %s\n",
-                   a->chip.name, mq_format_name(a->p.format), a->p.M, a->p.N, a->p.K, a->line,
-                   b->line, 1e3 * a->published_s, 1e3 * b->published_s, 1e3 * pred[i],
-                   1e3 * pred[j], pub == mod ? "agrees" : "DISAGREES");
-        }
-    if (nchk)
-        printf("check figures: %d of %d predicted within 1.5x (geometric-mean factor %.3f, "
-               "worst %.3f); rankings agree: %d of %d\n",
-               within, nchk, exp(logsum / nchk), worst, agree, pairs);
-    printf("sources:\n");
-    for (int i = 0; i < pf.n; i++)
-        printf("  line %d: %s\n", pf.f[i].line, pf.f[i].source);
-    if (within < nchk || agree < pairs)
-        rc = 1;
-    free(pred);
-    mq_public_figures_free(&pf);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     options o;
@@ -580,7 +293,7 @@ int main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     if (!strcmp(argv[1], "public"))
-        return do_public(&o);
+        return mq_model_public_cmd(o.files, o.nfiles, o.chips, o.out);
     if (!o.chip && !o.chip_file)
         return mq_cli_fail("model", "--chip or --chip-file is required", "");
     if (eval && !o.model)
@@ -601,10 +314,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "model: %s\n", err);
         return 2;
     }
-    rows R = {0};
-    rc = load_rows(&o, &chip, &R);
+    mq_model_rows R = {0};
+    rc = mq_model_rows_load(o.files, o.nfiles, &chip, &R);
     if (!rc && lookup) {
-        rc = do_lookup(&o, &chip, &R);
+        rc = mq_model_lookup_cmd(o.table, o.model, &chip, &R);
     } else if (!rc && eval) {
         char *all = malloc((size_t)(R.n ? R.n : 1));
         if (!all) {
@@ -622,6 +335,6 @@ int main(int argc, char **argv)
     } else if (!rc) {
         rc = do_fit(&o, &chip, &R);
     }
-    rows_free(&R);
+    mq_model_rows_free(&R);
     return rc;
 }

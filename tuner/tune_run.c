@@ -170,81 +170,172 @@ int mq_tune_work(const mq_tune_opts *o, const mq_suite *suite, const mq_chip *ch
     return 0;
 }
 
+/* What the suite's problems leave for the table and the summary. */
+typedef struct {
+    mq_choice *choices; /* [nprob] */
+    int nchoice, nprob, unverified;
+    int from_rows;      /* candidates whose rows came from --from-results */
+    double fraction;    /* of each problem's space timed, summed */
+    gap_stats gap;
+} tune_tally;
+
+/* --moe-results' rows, read before anything is measured (a file that
+ * cannot serve stops the run): their count, or -1 (said on stderr). */
+static int read_moe_rows(mq_tuner *T, int measured, mq_table_entry **moe)
+{
+    char err[4600];
+    int nmoe;
+    if (!measured) {
+        fprintf(stderr, "tune: --moe-results: %s's table is predicted; MoE rows come from "
+                        "moe-bench on the machine tune measures\n", T->chip->name);
+        return -1;
+    }
+    if ((nmoe = mq_moe_table_entries(T->o->moe_results, T->be->name, T->be->device,
+                                     mq_host_name(), moe, err, sizeof err)) < 0) {
+        fprintf(stderr, "tune: --moe-results: %s\n", err);
+        return -1;
+    }
+    return nmoe;
+}
+
+/* Problem p's pick (from rows, measured or predicted) added to the tally's
+ * choices, or a problem without a verified candidate said and counted. -1
+ * when p has no candidates to pick from (nothing done); 0 otherwise, 2 in
+ * *rc when the run cannot go on. */
+static int tune_problem(mq_tuner *T, const mq_suite *suite, mq_problem p, int measured,
+                        const mq_model *pred, tune_tally *tl, int *rc)
+{
+    int s = 0; /* the problem's first shape */
+    while (s < suite->n - 1 && !(suite->s[s].M == p.M && suite->s[s].N == p.N &&
+                                 suite->s[s].K == p.K))
+        s++;
+    int n, base[MQ_BASE_COUNT];
+    mq_cand *cs = T->from ? mq_tune_candidates_from_rows(&p, T->chip, T->from,
+                                                         T->from_backend, &n, base)
+                          : mq_tune_candidates(&p, T->chip, &n, base);
+    if (!cs)
+        return -1;
+    double btime[MQ_BASE_COUNT];
+    int pick = T->from  ? pick_from_rows(T, cs, n)
+               : measured ? pick_measured(T, suite, s, &p, cs, n, base, &tl->fraction,
+                                          &tl->gap, rc)
+                        : pick_predicted(T, suite, s, &p, pred, cs, n, base, btime, rc);
+    tl->from_rows += T->from ? n : 0;
+    for (int b = 0; measured && b < MQ_BASE_COUNT; b++)
+        btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
+    if (pick >= 0) {
+        mq_choice *c = &tl->choices[tl->nchoice++];
+        c->p = p;
+        c->c = cs[pick].c;
+        c->expected_s = cs[pick].time;
+        c->measured = measured;
+        for (int b = 0; b < MQ_BASE_COUNT; b++)
+            c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
+    } else if (!T->failed && !*rc) {
+        fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified%s\n",
+                mq_format_name(p.format), p.M, p.N, p.K,
+                T->from ? " (no ok row in --from-results)" : "");
+        tl->unverified++;
+    }
+    free(cs);
+    return 0;
+}
+
+/* The picks made: the model fitted (measured, with rows enough) and its
+ * quality on held-out rows, the table built (the nmoe MoE rows after the
+ * dense ones), the set published, the summary printed. 0; 1 when some
+ * shapes had no verified candidate; 2 when the set could not be written. */
+static int publish_tally(mq_tuner *T, const tune_tally *tl, const mq_table_entry *moe,
+                         int nmoe, int measured, const mq_model *pred, const char *pred_note,
+                         const char *dir, mq_table_set *ts, double t0)
+{
+    mq_model fit = *pred;
+    char fit_note[4608], err[512];
+    snprintf(fit_note, sizeof fit_note, "%s", pred_note);
+    if (measured && T->rows.n >= 4 * MQ_MODEL_NSHARED &&
+        mq_model_fit_holdout(T->rows.f, T->rows.t, T->rows.n, 0.2, &fit, err,
+                             sizeof err) == 0)
+        snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
+                 T->chip->name);
+    mq_table_entry *ent = NULL;
+    int nent = mq_table_build(tl->choices, tl->nchoice, &ent);
+    if (nent >= 0 && nmoe > 0) { /* the MoE rows after the dense ones */
+        mq_table_entry *all = realloc(ent, sizeof *ent * (size_t)(nent + nmoe));
+        if (all) {
+            memcpy(all + nent, moe, sizeof *moe * (size_t)nmoe);
+            ent = all;
+            nent += nmoe;
+        } else {
+            nent = -1;
+        }
+    }
+    int rc = publish(T, ent, nent, &fit, fit_note, measured, dir, ts);
+    free(ent);
+    if (rc)
+        return rc;
+    char tpath[4200], hpath[4200];
+    snprintf(tpath, sizeof tpath, "%s/table.csv", dir);
+    snprintf(hpath, sizeof hpath, "%s/table.h", dir);
+    mq_tune_summary sum = {.choices = tl->choices,
+                           .nchoice = tl->nchoice,
+                           .nent = nent,
+                           .chip = T->chip->name,
+                           .source = measured ? "measured" : "predicted",
+                           .table_csv = tpath,
+                           .table_h = hpath,
+                           .fit = &fit,
+                           .fit_note = fit_note,
+                           .measured = measured,
+                           .timed = T->timed,
+                           .reused = T->reused,
+                           .space_fraction = tl->fraction / tl->nchoice,
+                           .seconds = mq_now() - t0,
+                           .gap_n = tl->gap.n,
+                           .gap_mean = tl->gap.n ? tl->gap.sum / tl->gap.n : 0,
+                           .gap_max = tl->gap.max,
+                           .from_rows = tl->from_rows};
+    mq_tune_print_summary(&sum);
+    if (tl->unverified) {
+        fprintf(stderr, "tune: %d of %d shapes had no verified candidate (listed above): the "
+                        "table has the other %d\n",
+                tl->unverified, tl->nprob, tl->nchoice);
+        return 1;
+    }
+    return 0;
+}
+
 int mq_tune_suite(mq_tuner *T, const mq_suite *suite, const mq_work_list *work, int shard,
                   int measured, const mq_model *pred, const char *pred_note, const char *dir,
                   mq_table_set *ts)
 {
     const mq_tune_opts *o = T->o;
-    int rc = 0, nent = 0, nmoe = 0, nprob = 0, from_rows = 0;
-    mq_table_entry *ent = NULL, *moe = NULL;
+    int rc = 0, nmoe = 0;
+    mq_table_entry *moe = NULL;
+    tune_tally tl = {NULL, 0, 0, 0, 0, 0, {0, 0, 0}};
     for (int i = 0; i < work->n; i++)
-        nprob += work->u[i].shard == shard;
-    mq_choice *choices = calloc((size_t)(nprob ? nprob : 1), sizeof *choices);
-    int nchoice = 0, unverified = 0, tty = isatty(fileno(stderr)) && !o->quiet;
-    double t0 = mq_now(), fraction = 0;
-    gap_stats gap = {0, 0, 0};
-    if (!choices) {
+        tl.nprob += work->u[i].shard == shard;
+    tl.choices = calloc((size_t)(tl.nprob ? tl.nprob : 1), sizeof *tl.choices);
+    int tty = isatty(fileno(stderr)) && !o->quiet;
+    double t0 = mq_now();
+    if (!tl.choices) {
         fprintf(stderr, "tune: out of memory\n");
         rc = 2;
         goto done;
     }
     /* the MoE rows first: a file that cannot serve stops the run before it measures */
-    if (o->moe_results) {
-        char err[4600];
-        if (!measured) {
-            fprintf(stderr, "tune: --moe-results: %s's table is predicted; MoE rows come from "
-                            "moe-bench on the machine tune measures\n", T->chip->name);
-            rc = 2;
-            goto done;
-        }
-        if ((nmoe = mq_moe_table_entries(o->moe_results, T->be->name, T->be->device,
-                                         mq_host_name(), &moe, err, sizeof err)) < 0) {
-            fprintf(stderr, "tune: --moe-results: %s\n", err);
-            rc = 2;
-            goto done;
-        }
+    if (o->moe_results && (nmoe = read_moe_rows(T, measured, &moe)) < 0) {
+        rc = 2;
+        goto done;
     }
     for (int i = 0; i < work->n; i++) {
-        if (work->u[i].shard != shard)
+        if (work->u[i].shard != shard ||
+            tune_problem(T, suite, work->u[i].p, measured, pred, &tl, &rc) < 0)
             continue;
-        mq_problem p = work->u[i].p;
-        int s = 0; /* the problem's first shape */
-        while (s < suite->n - 1 && !(suite->s[s].M == p.M && suite->s[s].N == p.N &&
-                                     suite->s[s].K == p.K))
-            s++;
-        int n, base[MQ_BASE_COUNT];
-        mq_cand *cs = T->from ? mq_tune_candidates_from_rows(&p, T->chip, T->from,
-                                                             T->from_backend, &n, base)
-                              : mq_tune_candidates(&p, T->chip, &n, base);
-        if (!cs)
-            continue;
-        double btime[MQ_BASE_COUNT];
-        int pick = T->from  ? pick_from_rows(T, cs, n)
-                   : measured ? pick_measured(T, suite, s, &p, cs, n, base, &fraction, &gap, &rc)
-                            : pick_predicted(T, suite, s, &p, pred, cs, n, base, btime, &rc);
-        from_rows += T->from ? n : 0;
-        for (int b = 0; measured && b < MQ_BASE_COUNT; b++)
-            btime[b] = base[b] >= 0 ? cs[base[b]].time : -1;
-        if (pick >= 0) {
-            mq_choice *c = &choices[nchoice++];
-            c->p = p;
-            c->c = cs[pick].c;
-            c->expected_s = cs[pick].time;
-            c->measured = measured;
-            for (int b = 0; b < MQ_BASE_COUNT; b++)
-                c->speedup[b] = btime[b] > 0 ? btime[b] / cs[pick].time : 0;
-        } else if (!T->failed && !rc) {
-            fprintf(stderr, "tune: %s M=%d N=%d K=%d: no candidate verified%s\n",
-                    mq_format_name(p.format), p.M, p.N, p.K,
-                    T->from ? " (no ok row in --from-results)" : "");
-            unverified++;
-        }
         if (tty) {
             double el = mq_now() - t0;
-            fprintf(stderr, "\r[%d/%d shapes] ETA %ds ", nchoice, nprob,
-                    nchoice ? (int)(el / nchoice * (nprob - nchoice)) : 0);
+            fprintf(stderr, "\r[%d/%d shapes] ETA %ds ", tl.nchoice, tl.nprob,
+                    tl.nchoice ? (int)(el / tl.nchoice * (tl.nprob - tl.nchoice)) : 0);
         }
-        free(cs);
         if (T->failed || rc) {
             rc = 2; /* a row could not be stored (said by mq_tune_measure) */
             goto done;
@@ -257,74 +348,21 @@ int mq_tune_suite(mq_tuner *T, const mq_suite *suite, const mq_work_list *work, 
         fprintf(stderr, "tune: shard %d/%d: %d of %d problems measured (%d timed, %d reused), "
                         "%d without a verified candidate; no table is written: merge the "
                         "shards' results and run tune --from-results\n",
-                shard, work->nshards, nprob, work->n, T->timed, T->reused, unverified);
-        rc = unverified ? 1 : 0;
+                shard, work->nshards, tl.nprob, work->n, T->timed, T->reused, tl.unverified);
+        rc = tl.unverified ? 1 : 0;
         goto done;
     }
-    if (nchoice == 0) {
+    if (tl.nchoice == 0) {
         fprintf(stderr, "tune: no shape has a verified candidate: nothing is written, the table "
                         "in %s stays as it was\n",
                 dir);
         rc = 1;
         goto done;
     }
-    /* the model and its quality on held-out rows */
-    mq_model fit = *pred;
-    char fit_note[4608], err[512];
-    snprintf(fit_note, sizeof fit_note, "%s", pred_note);
-    if (measured && T->rows.n >= 4 * MQ_MODEL_NSHARED &&
-        mq_model_fit_holdout(T->rows.f, T->rows.t, T->rows.n, 0.2, &fit, err,
-                             sizeof err) == 0)
-        snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
-                 T->chip->name);
-    nent = mq_table_build(choices, nchoice, &ent);
-    if (nent >= 0 && nmoe > 0) { /* the MoE rows after the dense ones */
-        mq_table_entry *all = realloc(ent, sizeof *ent * (size_t)(nent + nmoe));
-        if (all) {
-            memcpy(all + nent, moe, sizeof *moe * (size_t)nmoe);
-            ent = all;
-            nent += nmoe;
-        } else {
-            nent = -1;
-        }
-    }
-    free(moe);
-    moe = NULL;
-    rc = publish(T, ent, nent, &fit, fit_note, measured, dir, ts);
-    if (rc)
-        goto done;
-    char tpath[4200], hpath[4200];
-    snprintf(tpath, sizeof tpath, "%s/table.csv", dir);
-    snprintf(hpath, sizeof hpath, "%s/table.h", dir);
-    mq_tune_summary sum = {.choices = choices,
-                           .nchoice = nchoice,
-                           .nent = nent,
-                           .chip = T->chip->name,
-                           .source = measured ? "measured" : "predicted",
-                           .table_csv = tpath,
-                           .table_h = hpath,
-                           .fit = &fit,
-                           .fit_note = fit_note,
-                           .measured = measured,
-                           .timed = T->timed,
-                           .reused = T->reused,
-                           .space_fraction = fraction / nchoice,
-                           .seconds = mq_now() - t0,
-                           .gap_n = gap.n,
-                           .gap_mean = gap.n ? gap.sum / gap.n : 0,
-                           .gap_max = gap.max,
-                           .from_rows = from_rows};
-    mq_tune_print_summary(&sum);
-    if (unverified) {
-        fprintf(stderr, "tune: %d of %d shapes had no verified candidate (listed above): the "
-                        "table has the other %d\n",
-                unverified, nprob, nchoice);
-        rc = 1;
-    }
+    rc = publish_tally(T, &tl, moe, nmoe, measured, pred, pred_note, dir, ts, t0);
 done:
     mq_bench_problem_free(&T->bp);
-    free(ent);
     free(moe);
-    free(choices);
+    free(tl.choices);
     return rc;
 }
