@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* mkdtemp: macOS declares it here only */
 
 #include "check.h"
 #include "chips.h"
