@@ -68,17 +68,22 @@ INC_backends = $(INC_metal) -Ibackends
 INC_harness  = $(INC_backends) -Iharness
 INC_tuner    = $(INC_harness) -Ituner
 INC_plots    = $(INC_tuner) -Iplots
-INC_tests    = $(INC_plots) -Itests -Itests/fuzz
+# the tests also see inside each backend's folder (backends/metal, cuda, msl_cpu)
+INC_tests    = $(INC_plots) $(BACKEND_DIRS:%=-I%) -Itests -Itests/fuzz
 floor_of     = $(firstword $(subst /, ,$(1)))
 
-# the command-line tools: one main() each
-MAINS    = harness/bench_main.c harness/merge_main.c harness/moe_bench_main.c harness/kernel_bench.c tuner/tune_main.c tuner/model_main.c plots/compare_main.c plots/plot_main.c
+# a backend's own files live in its folder under backends/; a file there
+# includes its folder's headers by name and another floor's by -I
+BACKEND_DIRS = backends/metal backends/cuda backends/msl_cpu
+# the command-line tools: one main() each, in FLOOR/TOOL_main.c (the tool
+# kernel-bench is harness/kernel_bench_main.c)
+MAINS    = $(wildcard $(addsuffix /*_main.c,$(FLOORS)))
 LIB_SRC  = $(wildcard kernels/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      = $(BUILD)/libmq.a
 objs_of  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(MAINS),$(wildcard $(1)/*.c)))
 METAL_OBJ    = $(call objs_of,metal)
-BACKENDS_OBJ = $(call objs_of,backends)
+BACKENDS_OBJ = $(call objs_of,backends) $(foreach d,$(BACKEND_DIRS),$(call objs_of,$(d)))
 HARNESS_OBJ  = $(call objs_of,harness) $(BACKENDS_OBJ) $(METAL_OBJ)
 TUNER_OBJ    = $(call objs_of,tuner) $(HARNESS_OBJ)
 PLOTS_OBJ    = $(call objs_of,plots) $(TUNER_OBJ)
@@ -89,7 +94,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 FAULT_LIB = $(BUILD)/tests/libfault_inject$(DYLIB_EXT)
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/merge $(BUILD)/moe-bench $(BUILD)/tune $(BUILD)/model $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
-HEADERS  = $(foreach f,$(FLOORS) tests,$(wildcard $(f)/*.h))
+HEADERS  = $(foreach f,$(FLOORS) $(BACKEND_DIRS) tests,$(wildcard $(f)/*.h))
 
 include tests/objc_standin/standin.mk
 
@@ -114,7 +119,7 @@ $(LIB): $(LIB_OBJ)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/check.o $(BUILD)/tests/testdata.o $(PLOTS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench.o $(HARNESS_OBJ) $(LIB)
+$(BUILD)/kernel-bench: $(BUILD)/harness/kernel_bench_main.o $(HARNESS_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/bench: $(BUILD)/harness/bench_main.o $(HARNESS_OBJ) $(LIB)

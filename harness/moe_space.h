@@ -1,6 +1,6 @@
 /* moe_space.h - what moe-bench measures in a case: the fused kernel's
  * candidates (the CPU model's space here; the MSL kernel's comes from
- * metal/msl_program.h, with its second stage here) and the unfused
+ * backends/msl_program.h, with its second stage here) and the unfused
  * baseline's dense kernels, tuned per shape on a device. Apart from the
  * measuring (moe_case.h) because it only chooses what is measured. */
 #ifndef MQ_MOE_SPACE_H

@@ -22,7 +22,7 @@
 //                          slot order, each the sum of its chunks' partials
 //                          in chunk order, times its probability
 // and the glue of the unfused baseline, which runs the dense trellis kernels
-// per expert and projection between them (metal/msl_program.c plans it):
+// per expert and projection between them (backends/msl_program.c plans it):
 //   moe_gather             each expert's rows of x into one dense block
 //   moe_swiglu             h = silu(gate) * up from the dense kernels' FP16
 //                          outputs, rounded to half

@@ -16,7 +16,7 @@ receiver and SEL left out, in the vocabulary of VOCAB (plus structs by their
 Objective-C name). A selector a base class declares alike is listed there only;
 methods whose body sends no message are skipped; files without Apple's copyright
 are not Apple's and are skipped. It stops on any type it cannot map (listing
-them) and checks FACTS (what backends/objc_rt.c and backends/metal.c send)
+them) and checks FACTS (what backends/metal/objc_rt.c and backends/metal/metal.c send)
 before it writes. Standard library only.
 
     git clone https://github.com/metal-by-example/learn-metal-cpp-ios /tmp/lmc

@@ -18,10 +18,13 @@ check() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
 }
 
-# edges FLOOR: "CALLER CALLEE" per line (object names), calls within the floor
+# edges FLOOR: "CALLER CALLEE" per line (object names), calls within the
+# floor, its subfolders (backends/cuda, ...) included
 edges() {
-    ls "$B/$1"/*.o >/dev/null 2>&1 || return 0
-    nm -A -g "$B/$1"/*.o 2>/dev/null | awk '
+    objs=$(find "$B/$1" -name '*.o' 2>/dev/null | sort)
+    [ -n "$objs" ] || return 0
+    # shellcheck disable=SC2086 # object paths have no spaces
+    nm -A -g $objs 2>/dev/null | awk '
         { f = $1; sub(/:.*/, "", f); n = split(f, p, "/"); o = p[n]
           s = $NF; t = $(NF - 1)
           if (t == "U") und[o, s] = 1; else if (t ~ /^[TDBRCS]$/) def[s] = o }

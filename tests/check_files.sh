@@ -13,17 +13,17 @@
 # It first proves itself on a copy with a planted unlisted reader and a
 # planted fopen(..., "w").
 floors="kernels metal backends harness tuner plots"
+# the .c files of the floors under ROOT, subfolders (backends/cuda, ...)
+# included, relative to ROOT
+sources() { (cd "$1" && find $floors -name '*.c' | sort); }
 
 readers_unlisted() { # ROOT: "FILE: reads files but is not in readers.txt"
-    for dir in $floors; do
-        for f in "$1/$dir"/*.c; do
-            [ -f "$f" ] || continue
-            rel=$dir/${f##*/}
-            [ "$rel" = kernels/csvfile.c ] && continue # the reader the others call
-            grep -Eq 'mq_csv_read(_appended)?\(|fopen\([^)]*"rb?"\)' "$f" || continue
-            grep -q "^$rel|" "$1/tests/fuzz/readers.txt" ||
-                echo "$rel: reads files but is not in tests/fuzz/readers.txt (add it with its fuzz target)"
-        done
+    for rel in $(sources "$1"); do
+        f=$1/$rel
+        [ "$rel" = kernels/csvfile.c ] && continue # the reader the others call
+        grep -Eq 'mq_csv_read(_appended)?\(|fopen\([^)]*"rb?"\)' "$f" || continue
+        grep -q "^$rel|" "$1/tests/fuzz/readers.txt" ||
+            echo "$rel: reads files but is not in tests/fuzz/readers.txt (add it with its fuzz target)"
     done
 }
 
@@ -70,22 +70,19 @@ calls() {
 }
 
 writers_unsafe() { # ROOT: creating opens that are neither exclusive nor listed
-    for dir in $floors; do
-        for f in "$1/$dir"/*.c; do
-            [ -f "$f" ] || continue
-            rel=$dir/${f##*/}
-            calls "$f" | grep -E 'fopen\([^,]*, *("[wa]|"r[b]?\+|[^" ])|[^a-z_]open\(.*O_CREAT' |
-            while IFS= read -r hit; do
-                case $hit in *O_EXCL*) continue ;; esac
-                line=${hit#*:}
-                listed=0
-                while IFS='|' read -r lf pat why; do
-                    [ "$lf" = "$rel" ] || continue
-                    case $line in *"$pat"*) listed=1 ;; esac
-                done < "$1/tests/file_writers.txt"
-                [ $listed -eq 1 ] ||
-                    echo "$rel:${hit%%:*}: creates a file without O_EXCL (use mq_atomic_open, mq_append_open or mkstemp; or list it in tests/file_writers.txt with why it is safe): $(echo "$line" | sed 's/^ *//')"
-            done
+    for rel in $(sources "$1"); do
+        f=$1/$rel
+        calls "$f" | grep -E 'fopen\([^,]*, *("[wa]|"r[b]?\+|[^" ])|[^a-z_]open\(.*O_CREAT' |
+        while IFS= read -r hit; do
+            case $hit in *O_EXCL*) continue ;; esac
+            line=${hit#*:}
+            listed=0
+            while IFS='|' read -r lf pat why; do
+                [ "$lf" = "$rel" ] || continue
+                case $line in *"$pat"*) listed=1 ;; esac
+            done < "$1/tests/file_writers.txt"
+            [ $listed -eq 1 ] ||
+                echo "$rel:${hit%%:*}: creates a file without O_EXCL (use mq_atomic_open, mq_append_open or mkstemp; or list it in tests/file_writers.txt with why it is safe): $(echo "$line" | sed 's/^ *//')"
         done
     done
 }
@@ -100,7 +97,7 @@ t=$(mktemp -d)
 for dir in $floors tests tests/fuzz scripts; do mkdir -p "$t/$dir"; done
 cp Makefile "$t/"; cp scripts/fuzz.sh "$t/scripts/"; cp tests/fuzz/*.c "$t/tests/fuzz/"
 cp tests/fuzz/readers.txt "$t/tests/fuzz/"; cp tests/file_writers.txt "$t/tests/"
-for dir in $floors; do cp "$dir"/*.c "$t/$dir/"; done
+for rel in $(sources .); do mkdir -p "$t/${rel%/*}"; cp "$rel" "$t/$rel"; done
 if [ -n "$(check_tree "$t")" ]; then
     echo "FAIL: the tree's copy should be clean before anything is planted:" >&2
     check_tree "$t" >&2

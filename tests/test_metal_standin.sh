@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_metal_standin.sh - the Metal backend (backends/metal.c, unmodified)
+# test_metal_standin.sh - the Metal backend (backends/metal/metal.c, unmodified)
 # end to end on any machine: bench --backend metal through the stand-in
 # Objective-C/Metal runtime (tests/objc_standin/, $MQ_OBJC_RUNTIME), its GPU
 # work done by the MSL executor. Every message metal.c sends is held to

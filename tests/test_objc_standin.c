@@ -1,6 +1,6 @@
 /* test_objc_standin.c - the stand-in Objective-C/Metal runtime holds the
- * Metal backend to what a Mac would: every cast in backends/metal.c and
- * backends/objc_rt.c, read from the source, is a type Apple declares for its
+ * Metal backend to what a Mac would: every cast in backends/metal/metal.c and
+ * backends/metal/objc_rt.c, read from the source, is a type Apple declares for its
  * selector (a planted wrong cast and an undeclared selector fail the same
  * check); objc_rt.h's Metal constants are the generated table's; the backend
  * opens through the stand-in and describes its device; and each misuse a
@@ -120,7 +120,7 @@ static char *slurp(const char *path)
 
 static void test_sources(check_cast_fn check)
 {
-    const char *files[] = {"backends/metal.c", "backends/objc_rt.c"};
+    const char *files[] = {"backends/metal/metal.c", "backends/metal/objc_rt.c"};
     int total = 0;
     for (int i = 0; i < 2; i++) {
         char path[4200];

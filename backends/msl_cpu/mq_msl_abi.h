@@ -1,4 +1,4 @@
-/* mq_msl_abi.h - the interface between the MSL executor (backends/msl_exec.c,
+/* mq_msl_abi.h - the interface between the MSL executor (backends/msl_cpu/msl_exec.c,
  * C) and a kernel module it compiled (the .metal source built as C++
  * against backends/msl_cpu/metal_stdlib, a shared object). Both sides
  * include it; it is plain C.

@@ -3,10 +3,10 @@
  * the methods it implements, the checks that stop the process the way a Mac
  * would (or more strictly), the fault switches, and the report.
  *
- * The stand-in is a shared library that exports what backends/objc_rt.c
+ * The stand-in is a shared library that exports what backends/metal/objc_rt.c
  * takes from libobjc, Foundation, Metal, IOKit and CoreFoundation
  * (objc_msgSend, objc_getClass, MTLCreateSystemDefaultDevice, ...), so the
- * unmodified backends/metal.c runs on Linux, its GPU work done by the MSL
+ * unmodified backends/metal/metal.c runs on Linux, its GPU work done by the MSL
  * executor. $MQ_OBJC_RUNTIME names it. Configured by the environment:
  *   MQ_STANDIN_DEVICE      the device's name ("Apple M4 Max")
  *   MQ_STANDIN_ARCH        its architecture name ("applegpu_g16s")

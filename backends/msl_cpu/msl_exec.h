@@ -81,7 +81,7 @@ char *mq_msl_preprocessed(const char *file, const char *src, const char *defines
  * (shared by the threadgroup); nothing else changes. NULL on out of
  * memory; free() it. */
 char *mq_msl_translate(const char *src);
-/* The translation for CUDA (backends/cuda_module.c): threadgroup arrays
+/* The translation for CUDA (backends/cuda/cuda_module.c): threadgroup arrays
  * become `__shared__ __attribute__((aligned(16))) T name[n]...;` and half
  * literals (1.5h) metal::half(1.5f). */
 char *mq_msl_translate_cuda(const char *src);

@@ -4,7 +4,7 @@
  * method's exact C type), so it needs no Objective-C compiler and builds
  * everywhere; where Metal is absent it reports "unavailable: ..." and the
  * tools fall back to the CPU model. What to compile for a candidate comes
- * from metal/msl_program.c; this file compiles (with the tuned macros as
+ * from backends/msl_program.c; this file compiles (with the tuned macros as
  * preprocessorMacros), caches pipelines and weight buffers, binds,
  * dispatches (GEMM and reduction in one command buffer) and reads the GPU
  * timestamps. Compiled with fast math off and a fixed language version
@@ -52,7 +52,7 @@ typedef struct {
     const mq_weights *w; /* identity of the CPU-side copy ... */
     uint64_t print;      /* ... and of its contents (memory is reused across problems) */
     size_t bytes;        /* of its device buffers */
-    id buf[MQ_MSL_W_COUNT]; /* by mq_msl_weight_slot (metal/msl_program.h) */
+    id buf[MQ_MSL_W_COUNT]; /* by mq_msl_weight_slot (backends/msl_program.h) */
 } weight_entry;
 
 typedef struct {

@@ -9,7 +9,7 @@
 
 #include "cuda_module.h"
 #include "grow.h"
-#include "msl_exec.h"
+#include "msl_cpu/msl_exec.h"
 #include "msl_program.h"
 
 #ifndef MQ_SOURCE_DIR
@@ -50,7 +50,7 @@ char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_
     mq_strbuf t = {0};
     mq_sb_printf(&t, "%s\n", cu);
     free(cu);
-    mq_sb_printf(&t, "\n// ---- the entries (backends/cuda_module.c) ----\n"
+    mq_sb_printf(&t, "\n// ---- the entries (backends/cuda/cuda_module.c) ----\n"
             "#if defined(__clang__) && !defined(__CUDACC_RTC__)\n"
             "#pragma clang force_cuda_host_device end\n"
             "#endif\n"

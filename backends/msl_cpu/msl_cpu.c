@@ -70,7 +70,7 @@ static int upload(mq_msl_buffer *b, const void *src, size_t n, int fill, mq_erro
 }
 
 /* A run's buffers: A, C, the params, the workspace, then the weight
- * arrays by mq_msl_weight_slot (metal/msl_program.h). */
+ * arrays by mq_msl_weight_slot (backends/msl_program.h). */
 enum { B_A, B_C, B_P, B_WS, B_W, B_COUNT = B_W + MQ_MSL_W_COUNT };
 
 static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,

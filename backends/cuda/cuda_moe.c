@@ -4,7 +4,7 @@
  * weighted sum), each launched in order and timed together between two
  * events; the weight fields uploaded once per weight set. Apart from cuda.c
  * because it is a workload of its own with its own buffers and plans
- * (metal/msl_moe_plan.c, metal/msl_moe_unfused.c). */
+ * (backends/msl_moe_plan.c, backends/msl_moe_unfused.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
