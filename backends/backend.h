@@ -57,13 +57,18 @@ struct mq_backend {
                         * gpu-core-count); 0: unknown */
     int threads;       /* CPU-model workers; 0 for device backends */
     int verify_only;   /* its times are nobody's (the MSL executor): verify, never time */
+    int tg_mem_bytes;  /* the device's threadgroup memory where it tells (Metal's
+                        * maxThreadgroupMemoryLength); the target plans under it
+                        * where it is less than the chip row's. 0: the chip's */
     size_t cache_bytes; /* the device's last-level cache (cold weights rotate past twice
                          * it); 0: the host's */
     /* prepare a weight set ahead of its runs (upload it once); NULL: nothing to do */
     mq_status (*prepare)(mq_backend *b, const mq_weights *w, mq_error *err);
-    /* run one candidate: C = A x dequant(w) */
+    /* run one candidate: C = A x dequant(w), with the plan the caller made
+     * for it (mq_plan_candidate under the target's limits, once per
+     * candidate: mq_measure plans, the backend never plans again) */
     mq_status (*run)(mq_backend *b, const mq_problem *p, const mq_weights *w, const uint16_t *A,
-                     float *C, const mq_candidate *c, const mq_limits *lim, mq_error *err);
+                     float *C, const mq_candidate *c, const mq_plan *plan, mq_error *err);
     /* the device's own time of the last run in seconds (Metal: the command
      * buffer's GPU end - start); NULL or < 0: time by the wall clock */
     double (*device_time)(const mq_backend *b);

@@ -42,12 +42,12 @@ static double planted_fraction(const mq_candidate *c)
 #endif
 
 static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
-                         const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
+                         const uint16_t *A, float *C, const mq_candidate *c, const mq_plan *plan,
                          mq_error *err)
 {
 #ifdef MQ_PLANT
     double t0 = seconds_now(), f = planted_fraction(c);
-    mq_status st = mq_gemm((mq_ctx *)b->state, p, w, A, C, c, lim, err);
+    mq_status st = mq_gemm_planned((mq_ctx *)b->state, p, w, A, C, c, plan, err);
     if (f > 0 && st == MQ_OK) {
         double until = seconds_now() + f * (seconds_now() - t0);
         while (seconds_now() < until)
@@ -55,7 +55,7 @@ static mq_status cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w
     }
     return st;
 #else
-    return mq_gemm((mq_ctx *)b->state, p, w, A, C, c, lim, err);
+    return mq_gemm_planned((mq_ctx *)b->state, p, w, A, C, c, plan, err);
 #endif
 }
 

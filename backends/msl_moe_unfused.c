@@ -144,10 +144,13 @@ mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights 
             mq_problem dp = {p->format, n, N, K, p->group};
             mq_candidate dc = dense ? mq_table_lookup(dense, &dp, &lim, NULL) : unfused_dense(n);
             mq_msl_run_plan rp;
+            mq_plan plan;
             /* the decode kernel's K step halved until its partials fit */
-            while ((st = mq_msl_plan_run(&dp, &dc, &lim, &rp, err)) == MQ_E_ILLEGAL &&
+            while ((st = mq_plan_candidate(&dp, &dc, &lim, &plan, err)) == MQ_E_ILLEGAL &&
                    dc.variant == MQ_VAR_GEMV_TRELLIS && dc.p.tile_k > 32)
                 dc.p.tile_k /= 2;
+            if (!st)
+                st = mq_msl_run_plan_of(&dp, &dc, &plan, &rp, err);
             if (st)
                 break;
             if (rp.plan.k_slices > 1 || rp.plan.workspace_bytes) {

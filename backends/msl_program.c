@@ -33,8 +33,9 @@ const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate 
     return out;
 }
 
-int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
-                     const char **function, char *defines, size_t n, char *err, size_t errlen)
+int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
+                     const char **file, const char **function, char *defines, size_t n,
+                     char *err, size_t errlen)
 {
     mq_msl_program prog;
     const mq_msl_program *pi = mq_msl_program_of(p, c, &prog);
@@ -47,23 +48,13 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **fi
     *file = pi->file;
     *function = pi->function;
     /* the planner's threadgroup memory and threads, for the kernel's own
-     * check (MQ_CHECK_PLAN in mq_metal.h). The limits do not change them,
-     * only whether a chip can run the candidate, which the caller decided
-     * (an H100 block has 48 KB where an Apple threadgroup has 32 KB): the
-     * plan is made with room for every described chip */
-    mq_plan plan;
-    mq_error e;
-    const mq_limits roomy = {1 << 20, 4096, 32, 0};
-    if (mq_plan_candidate(p, c, &roomy, &plan, &e)) {
-        snprintf(err, errlen, "%s", e.msg);
-        return -1;
-    }
+     * check (MQ_CHECK_PLAN in mq_metal.h), from the caller's plan */
     snprintf(defines, n,
              "TILE_M=%d TILE_N=%d TILE_K=%d SG_M=%d SG_N=%d TRELLIS_BITS=%d MQ_TILE_PAD=%d "
              "MQ_PLAN_TG_BYTES=%d MQ_PLAN_THREADS=%d",
              c->p.tile_m, c->p.tile_n, c->p.tile_k, vi->sg_m, vi->sg_n,
              mq_format_is_trellis(p->format) ? mq_format_bits(p->format) : 4, vi->tile_pad,
-             plan.tg_mem_bytes, plan.threads_per_tg);
+             plan->tg_mem_bytes, plan->threads_per_tg);
     return 0;
 }
 
@@ -125,15 +116,13 @@ int mq_msl_weight_slot_of(mq_buffer_kind k)
     }
 }
 
-mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
-                          mq_msl_run_plan *out, mq_error *err)
+mq_status mq_msl_run_plan_of(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
+                             mq_msl_run_plan *out, mq_error *err)
 {
-    mq_status st = mq_plan_candidate(p, c, lim, &out->plan, err);
-    if (st)
-        return st;
+    out->plan = *plan;
     char msg[512];
-    if (mq_metal_program(p, c, &out->file, &out->function, out->defines, sizeof out->defines, msg,
-                         sizeof msg))
+    if (mq_metal_program(p, c, plan, &out->file, &out->function, out->defines,
+                         sizeof out->defines, msg, sizeof msg))
         return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
     mq_msl_program_of(p, c, &out->prog);
     return MQ_OK;

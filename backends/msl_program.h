@@ -63,20 +63,20 @@ typedef struct {
 const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c,
                                          mq_msl_program *out);
 
-/* What a backend compiles for a candidate: the source file in metal/, the
- * kernel function, and the preprocessor definitions ("TILE_M=64 TILE_N=64
- * ..." separated by spaces, ending with the planner's MQ_PLAN_TG_BYTES and
- * MQ_PLAN_THREADS, which each kernel checks its own against). -1 and a
- * message for a variant or format that has no kernel, or a candidate the
- * planner refuses. */
-int mq_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
-                     const char **function, char *defines, size_t n, char *err, size_t errlen);
+/* What a backend compiles for a candidate planned by the caller
+ * (mq_plan_candidate): the source file in metal/, the kernel function, and
+ * the preprocessor definitions ("TILE_M=64 TILE_N=64 ..." separated by
+ * spaces, ending with the plan's MQ_PLAN_TG_BYTES and MQ_PLAN_THREADS, which
+ * each kernel checks its own against). -1 and a message for a variant or
+ * format that has no kernel. */
+int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
+                     const char **file, const char **function, char *defines, size_t n,
+                     char *err, size_t errlen);
 
 /* What every backend running the Metal kernels' source needs for one
- * candidate: the plan under the chip's limits, the program (file, kernel
+ * candidate planned by the caller: the plan, the program (file, kernel
  * function, the tuned macros), and the buffers it binds after the common
- * ones. MQ_E_ILLEGAL and the reason when the planner refuses the candidate
- * or no kernel serves it. */
+ * ones. MQ_E_ILLEGAL and the reason when no kernel serves it. */
 typedef struct {
     mq_plan plan;
     const char *file, *function;
@@ -84,8 +84,8 @@ typedef struct {
     mq_msl_program prog;
 } mq_msl_run_plan;
 
-mq_status mq_msl_plan_run(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
-                          mq_msl_run_plan *out, mq_error *err);
+mq_status mq_msl_run_plan_of(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
+                             mq_msl_run_plan *out, mq_error *err);
 
 /* A fingerprint of a weight set's shape and contents (512 bytes sampled
  * evenly from each array): cheap enough for every run, and different for a

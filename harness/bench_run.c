@@ -316,7 +316,7 @@ int mq_bench_run(const mq_bench_job *j, const mq_target *t, mq_results_writer *w
             }
             set_up = 1;
         }
-        mq_measure(t->be, &bp, &r.c, &t->lim, &j->mo, &m);
+        mq_measure(t->be, &bp, &r.c, &t->chip.lim, &j->mo, &m);
         kernel_s += m.kernel_s;
         mq_result_from_measurement(&r, &m);
         char err[4400];

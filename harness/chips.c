@@ -267,6 +267,8 @@ static int chips_load(const char *path, mq_chip_db *db, int allow_host, char *er
                 break;
             }
     mq_csv_free(&t);
+    for (int i = 0; rc == 0 && i < db->n; i++)
+        mq_chip_set_limits(&db->chips[i]);
     if (rc)
         mq_chips_free(db);
     return rc;
@@ -358,6 +360,7 @@ int mq_chip_host(int threads, mq_chip *out)
         snprintf(out->source[srcs[i].f], sizeof out->source[0], "%s",
                  mq_probes_skip() && !out->v[srcs[i].f] ? "not measured (--no-probes)"
                                                          : srcs[i].src);
+    mq_chip_set_limits(out);
     return 0;
 }
 
@@ -523,9 +526,9 @@ int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const cha
     return pick_member(db, &f, dev, gpu_cores, out, err, errlen);
 }
 
-mq_limits mq_chip_limits(const mq_chip *c)
+void mq_chip_set_limits(mq_chip *c)
 {
-    return mq_limits_of_figures(c->v);
+    c->lim = mq_limits_of_figures(c->v);
 }
 
 int mq_chip_has_binned_parts(const mq_chip_db *db, const char *full)

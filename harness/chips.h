@@ -20,6 +20,11 @@ typedef struct {
     double v[MQ_CHIP_NFIELDS];
     char source[MQ_CHIP_NFIELDS][200];
     int is_host;
+    mq_limits lim;                       /* what a candidate must respect (threadgroup
+                                          * memory, threads, SIMD width, cores): derived
+                                          * from v once, when the chip is made
+                                          * (mq_chip_set_limits); a device that allows
+                                          * less narrows it (harness/target.c) */
 } mq_chip;
 
 typedef struct {
@@ -69,7 +74,10 @@ int mq_chip_snapshot_load(const char *path, mq_chip *out, char *err, size_t errl
 int mq_chip_from_device(const mq_chip_db *db, const char *device_name, const char *arch,
                         int gpu_cores, mq_chip *out, char *err, size_t errlen);
 
-mq_limits mq_chip_limits(const mq_chip *c);
+/* Derive c->lim from c->v: the chips file's reader and mq_chip_host do;
+ * call it after setting a chip's figures by hand. Everything else reads
+ * c->lim. */
+void mq_chip_set_limits(mq_chip *c);
 
 /* Is any chip of db like `full` (a binned part of it)? Where none is, a
  * device's unknown core count leaves no doubt about its row. */

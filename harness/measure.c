@@ -308,7 +308,7 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     if (st == MQ_OK)
         bp->prepared = b;
     if (st == MQ_OK)
-        st = b->run(b, &bp->p, &bp->copies[0], bp->A, bp->C, c, lim, &err);
+        st = b->run(b, &bp->p, &bp->copies[0], bp->A, bp->C, c, &plan, &err);
     m->kernel_s += mq_now() - t0;
     if (st) {
         snprintf(m->status, sizeof m->status, "error");
@@ -331,7 +331,7 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     }
     for (int i = 0; i < o->warmups; i++) {
         t0 = mq_now();
-        st = b->run(b, &bp->p, next_weights(bp), bp->A, bp->C, c, lim, &err);
+        st = b->run(b, &bp->p, next_weights(bp), bp->A, bp->C, c, &plan, &err);
         m->kernel_s += mq_now() - t0;
         if (st) {
             timed_run_failed(m, "warm-up", i + 1, &err);
@@ -343,7 +343,7 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     while (m->nsamples < max) {
         const mq_weights *w = next_weights(bp);
         t0 = mq_now();
-        st = b->run(b, &bp->p, w, bp->A, bp->C, c, lim, &err);
+        st = b->run(b, &bp->p, w, bp->A, bp->C, c, &plan, &err);
         double wall = mq_now() - t0;
         if (st) { /* a failed run has no time: the row is an error, not a sample */
             m->kernel_s += spent + wall;

@@ -79,6 +79,11 @@ typedef struct {
  * (samples borrowed from m), stamped with this build, host and date. */
 void mq_result_from_measurement(mq_result *r, const mq_measurement *m);
 
+/* Plan the candidate under lim (once: every run of it gets that plan), run
+ * it and verify its output against the reference, then (unless the backend
+ * only verifies or o->max_reps is 0) time it with warm-ups and rotated weight
+ * copies. The status says why a candidate has no time: illegal, error,
+ * wrong. */
 void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
                 const mq_limits *lim, const mq_measure_opts *o, mq_measurement *m);
 

@@ -126,7 +126,7 @@ mq_table *mq_moe_tune_dense(mq_backend *b, const mq_moe_problem *p, const mq_moe
                 int k = 0;
                 for (int r = 0; r < 7; r++) {
                     const mq_weights *w = &mw->w[j ? MQ_MOE_DOWN : MQ_MOE_GATE][r % (p->experts < 4 ? p->experts : 4)];
-                    if (b->run(b, &dp, w, A, C, &cs[ci], &lim, &e))
+                    if (b->run(b, &dp, w, A, C, &cs[ci], &plan, &e))
                         break;
                     double dt = b->device_time ? b->device_time(b) : -1;
                     if (dt < 0)

@@ -57,9 +57,8 @@ int mq_space_enumerate(const mq_problem *p, const mq_chip *chip, mq_space_kind k
                        mq_space *out)
 {
     memset(out, 0, sizeof *out);
-    mq_limits lim = mq_chip_limits(chip);
-    walk w = {out, 0, p, &lim};
-    if (mq_candidate_grid(p, lim.cores, kind == MQ_SPACE_SEED, visit, &w)) {
+    walk w = {out, 0, p, &chip->lim};
+    if (mq_candidate_grid(p, chip->lim.cores, kind == MQ_SPACE_SEED, visit, &w)) {
         mq_space_free(out);
         return -1;
     }

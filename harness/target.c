@@ -210,7 +210,13 @@ int mq_target_open(const mq_target_opts *o, mq_target *t, char *err, size_t errl
         mq_target_close(t);
         return -1;
     }
-    t->lim = mq_chip_limits(&t->chip);
+    /* the chip's limits, narrowed once to the device's threadgroup memory
+     * where it has less (every tool plans under t->chip.lim) */
+    if (t->be && t->be->tg_mem_bytes > 0 && t->be->tg_mem_bytes < t->chip.lim.tg_mem_bytes) {
+        note(t, "threadgroup memory: the device's %d bytes, not the %s row's %d",
+             t->be->tg_mem_bytes, t->chip.name, t->chip.lim.tg_mem_bytes);
+        t->chip.lim.tg_mem_bytes = t->be->tg_mem_bytes;
+    }
     /* the CPU model's device is this host: its last-level cache, which its
      * sized read probe rotates copies past as the harness rotates weights */
     if (t->be && !t->be->cache_bytes && !mq_backend_is_device(t->be) && mq_cache_bytes(3) > 0)

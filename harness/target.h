@@ -35,8 +35,7 @@ typedef struct {
 
 typedef struct {
     mq_backend *be;    /* NULL for MQ_TARGET_NO_BACKEND */
-    mq_chip chip;
-    mq_limits lim;     /* the chip's limits, derived once */
+    mq_chip chip;      /* its lim: the limits every candidate is planned under */
     int measured;      /* the backend's times are the chip's */
     int from_snapshot; /* the chip came from opts.snapshot */
     char notes[2048];  /* what was decided, one line each */

@@ -361,6 +361,38 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w, const u
     mq_status st = mq_plan_candidate(p, c, lim, &plan, err);
     if (st)
         return st;
+    return mq_gemm_planned(ctx, p, w, A, C, c, &plan, err);
+}
+
+/* Does the plan cover this problem with this candidate's tiles? A plan made
+ * for another problem would send threadgroups past the arrays. */
+static int plan_covers(const mq_problem *p, const mq_candidate *c, const mq_plan *pl)
+{
+    if (mq_variant_get(c->variant)->dequant == MQ_DEQ_GEMV)
+        return 1; /* the decode path walks the problem itself (run_gemv) */
+    long units = (long)pl->m_tiles * pl->n_tiles * pl->k_slices;
+    return c->p.tile_m > 0 && c->p.tile_n > 0 &&
+           pl->m_tiles == (p->M + c->p.tile_m - 1) / c->p.tile_m &&
+           pl->n_tiles == (p->N + c->p.tile_n - 1) / c->p.tile_n && pl->k_slices >= 1 &&
+           (long)(pl->k_slices - 1) * pl->k_slice_len + pl->k_last_len == p->K &&
+           pl->work_units == units && pl->threadgroups >= 1 && pl->threadgroups <= units &&
+           (long)pl->work_per_tg * pl->threadgroups >= units &&
+           (pl->k_slices == 1 ||
+            pl->workspace_bytes >= (size_t)pl->k_slices * p->M * p->N * sizeof(float));
+}
+
+mq_status mq_gemm_planned(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
+                          const uint16_t *A, float *C, const mq_candidate *c, const mq_plan *pl,
+                          mq_error *err)
+{
+    if (!ctx || !p || !w || !A || !C || !c || !pl)
+        return mq_fail(err, MQ_E_ARG,
+                       "mq_gemm_planned: null context, problem, weights, array, candidate or plan");
+    if (!mq_variant_get(c->variant) || !plan_covers(p, c, pl))
+        return mq_fail(err, MQ_E_ARG, "mq_gemm_planned: the plan is not this problem's (%dx%dx%d)",
+                       p->M, p->N, p->K);
+    const mq_plan plan = *pl;
+    mq_status st;
     if (w->format != p->format || w->K != p->K || w->N != p->N || w->group != p->group)
         return mq_fail(err, MQ_E_WEIGHTS,
                        "weights are %s K=%d N=%d group %d but the problem is %s K=%d N=%d "

@@ -316,6 +316,14 @@ mq_status mq_gemm(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
                   const uint16_t *A, float *C, const mq_candidate *c,
                   const mq_limits *lim, mq_error *err);
 
+/* mq_gemm for a candidate the caller planned already (mq_plan_candidate on
+ * this problem and candidate): a layer run many times, or a benchmark's
+ * repetitions, plan once. MQ_E_ARG when the plan's tiles and K slices do
+ * not cover this problem with this candidate's tiles. */
+mq_status mq_gemm_planned(mq_ctx *ctx, const mq_problem *p, const mq_weights *w,
+                          const uint16_t *A, float *C, const mq_candidate *c,
+                          const mq_plan *plan, mq_error *err);
+
 /* ---- mixture of experts: gemm_trellis_moe (seed 004, section 7) ------- */
 
 /* One MoE block: `tokens` rows of x [tokens][hidden] (FP16), each routed to

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("gpu_cuda: %s (%s) is chip %s\n", b->device, b->arch, chip.name);
-    mq_limits lim = mq_chip_limits(&chip);
+    mq_limits lim = chip.lim;
 
     /* the probes: figures a GPU can have, measured now */
     mq_device_probe pr;

@@ -415,10 +415,10 @@ static void test_results_store(void)
 /* The test-only wrong kernel: the CPU model, then one output nudged. */
 static mq_status wrong_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
                            const uint16_t *A, float *C, const mq_candidate *c,
-                           const mq_limits *lim, mq_error *err)
+                           const mq_plan *plan, mq_error *err)
 {
     mq_backend *cpu = b->state;
-    mq_status st = cpu->run(cpu, p, w, A, C, c, lim, err);
+    mq_status st = cpu->run(cpu, p, w, A, C, c, plan, err);
     C[0] += 0.01f;
     return st;
 }
@@ -429,10 +429,10 @@ static mq_status wrong_run(mq_backend *b, const mq_problem *p, const mq_weights 
 static int half_fault;
 static mq_status half_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
                           const uint16_t *A, float *C, const mq_candidate *c,
-                          const mq_limits *lim, mq_error *err)
+                          const mq_plan *plan, mq_error *err)
 {
     mq_backend *cpu = b->state;
-    mq_status st = cpu->run(cpu, p, w, A, C, c, lim, err);
+    mq_status st = cpu->run(cpu, p, w, A, C, c, plan, err);
     for (long i = 0; i < (long)p->M * p->N; i++)
         C[i] = mq_half_to_float(mq_float_to_half(C[i]));
     if (half_fault)

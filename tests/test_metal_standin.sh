@@ -122,6 +122,8 @@ check "16 KB of threadgroup memory: the 19 KB tile refused, named ($(sed -n '3p'
     sh -c "sed -n '3p' '$tmp/tg.csv' | grep -q '16384'"
 check "16 KB of threadgroup memory: the 8 KB decode still ok" \
     [ "$(count_status "$tmp/tg.csv" ok)" = 1 ]
+check "16 KB of threadgroup memory: planned under the device's, said once ($(grep -c 'threadgroup memory: the device' "$tmp/tgmem.out"))" \
+    [ "$(grep -c "threadgroup memory: the device's 16384 bytes, not the m4max row's 32768" "$tmp/tgmem.out")" = 1 ]
 
 # ---- a command buffer that fails after verification: an error row, never a time ----
 run cbfail cb-fail=3 -- $one --candidate 'marlin_gemm_fp4 64 64 32 0 1' --out "$tmp/cb.csv" $quick

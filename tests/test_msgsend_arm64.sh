@@ -14,7 +14,7 @@ if ! command -v "$cc" >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mq-arm64.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-if ! "$cc" -std=c11 -O1 -Wall -Wextra -Werror -fno-pie -no-pie -static -Ibackends \
+if ! "$cc" -std=c11 -O1 -Wall -Wextra -Werror -fno-pie -no-pie -static -Ibackends/metal \
     tests/msgsend_abi.c tests/objc_standin/msgsend.S -o "$tmp/msgsend_abi" 2>"$tmp/cc.log"; then
     cat "$tmp/cc.log"
     echo "test_msgsend_arm64: 0 passed, 1 failed"

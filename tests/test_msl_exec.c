@@ -418,7 +418,7 @@ static void test_real_kernels(void)
         CHECK(0, "m4max: %s", err);
         return;
     }
-    mq_limits lim = mq_chip_limits(&chip);
+    mq_limits lim = chip.lim;
     static mq_test_job js[512];
     int n = 0;
     static const int ms[] = {1, 3, 17};
@@ -464,7 +464,7 @@ static void test_real_kernels(void)
     for (int i = 0; i < n; i++) {
         const char *file, *fn;
         char d[256], key[600];
-        if (mq_metal_program(&js[i].p, &js[i].c, &file, &fn, d, sizeof d, err, sizeof err))
+        if (td_metal_program(&js[i].p, &js[i].c, &file, &fn, d, sizeof d, err, sizeof err))
             continue;
         snprintf(key, sizeof key, "%s|%s", file, d);
         int k = 0;
@@ -592,7 +592,7 @@ static void planted(const char *what, const char *file, const char *from, const 
     mq_error e;
     mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
     if (rc == 0 && b && !mq_chip_load_named(mq_chips_default_path(), "m4max", &chip, err, sizeof err)) {
-        mq_limits lim = mq_chip_limits(&chip);
+        mq_limits lim = chip.lim;
         mq_problem p = {fmt, M, 200, 384, 64};
         mq_bench_problem bp;
         memset(&bp, 0, sizeof bp);

@@ -25,6 +25,7 @@ static mq_chip roomy_chip(void)
     mq_chip c = td_toy_chip();
     c.v[MQ_CHIP_TG_MEM_BYTES] = 32768;
     c.v[MQ_CHIP_MAX_THREADS_PER_TG] = 1024;
+    mq_chip_set_limits(&c);
     return c;
 }
 

@@ -1,7 +1,8 @@
 /* test_schedule.c - the work decomposition as the kernels really execute it,
  * read from the context's trace: the stripe document's worked example
  * (M=48, N=64, 16x16 tiles, 5 threadgroups), k_parallel stripes, the 2D grid
- * and the split-K grid each covering every (tile, slice) exactly once. */
+ * and the split-K grid each covering every (tile, slice) exactly once; a
+ * GEMM run with the caller's plan (mq_gemm_planned). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,51 @@ static void test_grids(mq_ctx *ctx)
     check_cover(run_traced(ctx, &p, s), 3, 4, 3, "split-K grid 3x4x3");
 }
 
+/* mq_gemm_planned: the caller's plan gives mq_gemm's output bit for bit
+ * (split-K, striped and the 2D grid), and a plan made for another problem
+ * or candidate is refused before a threadgroup runs. */
+static void test_planned(mq_ctx *ctx)
+{
+    mq_problem p = {MQ_FMT_FP4, 48, 64, 256, 32}, other = {MQ_FMT_FP4, 96, 64, 256, 32};
+    mq_candidate cs[] = {{MQ_VAR_MLX_SPLITK, {16, 32, 32, 0, 3}},
+                         {MQ_VAR_MARLIN_FP4_STRIPED, {16, 16, 32, 5, 2}},
+                         {MQ_VAR_MARLIN_FP4, {16, 32, 32, 0, 1}}};
+    float *W = malloc(sizeof(float) * p.K * p.N);
+    uint16_t *A = malloc(sizeof(uint16_t) * other.M * p.K);
+    float *C0 = malloc(sizeof(float) * other.M * p.N), *C1 = malloc(sizeof(float) * other.M * p.N);
+    td_fill_weights(W, p.K, p.N, 3);
+    td_fill_activations(A, other.M, p.K, 4);
+    mq_weights w;
+    mq_error err;
+    CHECK(mq_quantize(p.format, W, p.K, p.N, p.group, NULL, &w, &err) == MQ_OK, "quantize");
+    const mq_limits lim = mq_limits_default();
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        mq_plan plan, wrong;
+        CHECK(mq_plan_candidate(&p, &cs[i], &lim, &plan, &err) == MQ_OK &&
+                  mq_plan_candidate(&other, &cs[i], &lim, &wrong, &err) == MQ_OK,
+              "plan %s: %s", mq_variant_get(cs[i].variant)->name, err.msg);
+        CHECK(mq_gemm(ctx, &p, &w, A, C0, &cs[i], &lim, &err) == MQ_OK &&
+                  mq_gemm_planned(ctx, &p, &w, A, C1, &cs[i], &plan, &err) == MQ_OK &&
+                  !memcmp(C0, C1, sizeof(float) * p.M * p.N),
+              "%s: expected mq_gemm_planned with the caller's plan to give mq_gemm's output "
+              "(%s)", mq_variant_get(cs[i].variant)->name, err.msg);
+        CHECK(mq_gemm_planned(ctx, &p, &w, A, C1, &cs[i], &wrong, &err) == MQ_E_ARG &&
+                  strstr(err.msg, "the plan is not this problem's"),
+              "%s: expected a plan for M=96 refused for M=48, got '%s'",
+              mq_variant_get(cs[i].variant)->name, err.msg);
+        wrong = plan;
+        wrong.threadgroups = wrong.work_units + 1;
+        CHECK(mq_gemm_planned(ctx, &p, &w, A, C1, &cs[i], &wrong, &err) == MQ_E_ARG,
+              "%s: expected a plan with more threadgroups than work units refused",
+              mq_variant_get(cs[i].variant)->name);
+    }
+    mq_weights_free(&w);
+    free(W);
+    free(A);
+    free(C0);
+    free(C1);
+}
+
 int main(void)
 {
     mq_ctx *ctx;
@@ -121,6 +167,7 @@ int main(void)
     test_worked_example(ctx);
     test_k_parallel_stripes(ctx);
     test_grids(ctx);
+    test_planned(ctx);
     mq_ctx_destroy(ctx);
     return check_done("schedule");
 }

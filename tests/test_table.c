@@ -296,7 +296,7 @@ static void test_model_lookup(void)
     }
     CHECK(bad == 0, "a table with a model still answers its own shapes exactly (%d wrong)", bad);
     int nrows = 0, ngrid = 0;
-    mq_limits lim = mq_chip_limits(&chip);
+    mq_limits lim = chip.lim;
     for (size_t i = 0; i < sizeof unseen / sizeof unseen[0]; i++) {
         int from_rows;
         mq_candidate want = brute_model_pick(e, n, &unseen[i], &chip, &m, &from_rows);

@@ -66,6 +66,7 @@ static void test_features(void)
     const int pad = mq_variant_get(MQ_VAR_MARLIN_FP4_STRIPED)->tile_pad;
     mq_chip toy_s = toy;
     toy_s.v[MQ_CHIP_TG_MEM_BYTES] = (64 * (32 + pad) + 32 * (64 + pad)) * 2;
+    mq_chip_set_limits(&toy_s);
     mq_candidate s = {MQ_VAR_MARLIN_FP4_STRIPED, {64, 64, 32, 2, 2}};
     CHECK(mq_features_compute(&p, &s, &toy_s, &f, &e) == MQ_OK, "striped features: %s", e.msg);
     near(f.resident_per_core, 1, "threadgroups of the whole budget: 1 resident");

@@ -53,6 +53,7 @@ mq_chip td_toy_chip(void)
     snprintf(c.name, sizeof c.name, "toy5");
     double v[MQ_CHIP_NFIELDS] = {5, 8192, 256, 32, 4, 100, 1, 1, 0, 0};
     memcpy(c.v, v, sizeof v);
+    mq_chip_set_limits(&c);
     return c;
 }
 
@@ -107,13 +108,26 @@ int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int 
     return n;
 }
 
+int td_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
+                     const char **function, char *defines, size_t n, char *err, size_t errlen)
+{
+    const mq_limits roomy = {1 << 20, 4096, 32, 0};
+    mq_plan plan;
+    mq_error e;
+    if (mq_plan_candidate(p, c, &roomy, &plan, &e)) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
+    return mq_metal_program(p, c, &plan, file, function, defines, n, err, errlen);
+}
+
 /* One candidate's program into ps unless it is there; the new count. */
 static int add_program(mq_test_program *ps, int n, int cap, const mq_problem *p,
                        const mq_candidate *c, int *missing)
 {
     const char *file, *fn;
     char defines[256], err[256];
-    if (mq_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
+    if (td_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
         fprintf(stderr, "no program for a legal candidate: %s\n", err);
         (*missing)++;
         return n;

@@ -52,6 +52,12 @@ typedef struct {
  * tiles of chip's full space (split_k 1), and split_k 2 and 3 of the seed
  * tiles (or the smallest) where the variant splits. Appended to js from n,
  * at most cap; the new count. */
+/* mq_metal_program for a candidate planned here with room for every chip
+ * (the tests that list programs have no target); -1 and the planner's or
+ * the program's message. */
+int td_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
+                     const char **function, char *defines, size_t n, char *err, size_t errlen);
+
 int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int n, int cap);
 
 /* A distinct MSL program: a kernel file and its tuned macros. */

@@ -12,9 +12,8 @@ static int cdiv(int a, int b) { return (a + b - 1) / b; }
 
 static int legal(const mq_problem *p, const mq_chip *chip, const mq_candidate *c)
 {
-    mq_limits lim = mq_chip_limits(chip);
     mq_plan plan;
-    return mq_plan_candidate(p, c, &lim, &plan, NULL) == MQ_OK;
+    return mq_plan_candidate(p, c, &chip->lim, &plan, NULL) == MQ_OK;
 }
 
 int mq_baseline_candidate(mq_baseline b, const mq_problem *p, const mq_chip *chip,

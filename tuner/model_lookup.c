@@ -40,7 +40,6 @@ int mq_model_lookup_cmd(const char *table_path, const char *model_path, const mq
            model_path ? ", cost model from " : "", model_path ? model_path : "", R->n, chip->name);
     printf("  %-7s %-5s %-6s %-6s %-46s %-8s %9s %9s %9s %8s %8s\n", "format", "M", "N", "K",
            "table pick", "level", "pick ms", "base ms", "best ms", "xbase", "vs best");
-    mq_limits lim = mq_chip_limits(chip);
     char *done = calloc((size_t)(R->n ? R->n : 1), 1);
     double lg_base = 0, lg_best = 0, worst = 0, lookup_s = 0;
     int cnt = 0, unmeasured = 0, nlook = 0, nbase = 0;
@@ -63,7 +62,7 @@ int mq_model_lookup_cmd(const char *table_path, const char *model_path, const mq
         }
         mq_lookup_level lv;
         double t0 = mq_now();
-        mq_candidate pc = mq_table_lookup(t, p, &lim, &lv);
+        mq_candidate pc = mq_table_lookup(t, p, &chip->lim, &lv);
         lookup_s += mq_now() - t0;
         nlook++;
         int k = mq_model_rows_find(R, p, &pc);

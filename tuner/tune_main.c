@@ -473,7 +473,7 @@ int main(int argc, char **argv)
     /* a measured chip's guided search starts from pred: the defaults (--model
      * and stored fits are for predicted chips) */
     T = (mq_tuner){
-        .o = &o.t, .chip = &t.chip, .lim = &t.lim, .be = t.be, .w = {.fd = -1}, .prior = &pred};
+        .o = &o.t, .chip = &t.chip, .lim = &t.chip.lim, .be = t.be, .w = {.fd = -1}, .prior = &pred};
     int measured = t.measured || o.from_results; /* rows measured here, or elsewhere */
     rc = 2; /* until the run gets going, a failure is the input's or the environment's */
     if (check_modes(&o, &t))

@@ -4,9 +4,8 @@
 mq_status mq_features_compute(const mq_problem *p, const mq_candidate *c, const mq_chip *chip,
                               mq_features *f, mq_error *err)
 {
-    mq_limits lim = mq_chip_limits(chip);
     mq_plan plan;
-    mq_status st = mq_plan_candidate(p, c, &lim, &plan, err);
+    mq_status st = mq_plan_candidate(p, c, &chip->lim, &plan, err);
     if (st == MQ_OK)
         mq_features_of(p, c, &plan, chip->v, f);
     return st;

@@ -34,14 +34,14 @@ static mq_status launch(cuda_state *s, CUmodule mod, const char *function, void 
 }
 
 static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
-                          const uint16_t *A, float *C, const mq_candidate *c, const mq_limits *lim,
-                          mq_error *err)
+                          const uint16_t *A, float *C, const mq_candidate *c,
+                          const mq_plan *planned, mq_error *err)
 {
     cuda_state *s = b->state;
     if (s->broken[0])
         return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
     mq_msl_run_plan rp;
-    mq_status st = mq_msl_plan_run(p, c, lim, &rp, err);
+    mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
     if (st)
         return st;
     const mq_plan plan = rp.plan;

@@ -15,6 +15,7 @@
  * (tests/objc_standin/); nothing of it has run on Apple hardware from this
  * repository yet (see README "Metal"). */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,10 @@ static pipeline_entry *pipeline_for(metal_state *s, const char *file, const char
 /* Can this pipeline run `threads` threads per threadgroup of the kernels'
  * SIMD width within the device's threadgroup memory? MQ_E_ILLEGAL and the
  * limit that says no (the device's, not the chips file's). */
+/* the SIMD width the MSL kernels are written for (simd_shuffle and the
+ * simdgroup matrices of metal/mq_metal.h assume 32 lanes) */
+#define KERNEL_SIMD_WIDTH 32
+
 static mq_status pipeline_fits(const metal_state *s, const pipeline_entry *pe, const char *what,
                                int threads, int simd_width, mq_error *err)
 {
@@ -345,17 +350,20 @@ static mq_status run_command_buffer(metal_state *s, const mq_problem *p, const m
 
 static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
                            const uint16_t *A, float *C, const mq_candidate *c,
-                           const mq_limits *lim, mq_error *err)
+                           const mq_plan *planned, mq_error *err)
 {
     metal_state *s = b->state;
     const objc_rt *rt = &s->rt;
     s->last_gpu_s = -1; /* a run that fails has no time: never the last one's */
-    /* the device's threadgroup memory where it is less than the chip row's */
-    mq_limits dl = *lim;
-    if (s->max_tg_mem && (NSUInteger)dl.tg_mem_bytes > s->max_tg_mem)
-        dl.tg_mem_bytes = (int)s->max_tg_mem;
+    /* the target planned under the device's threadgroup memory where it is
+     * less than the chip row's (b->tg_mem_bytes); a plan made elsewhere is
+     * checked against it still */
+    if (s->max_tg_mem && (NSUInteger)planned->tg_mem_bytes > s->max_tg_mem)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "metal: %d bytes of threadgroup memory planned, the device has %lu",
+                       planned->tg_mem_bytes, (unsigned long)s->max_tg_mem);
     mq_msl_run_plan rp;
-    mq_status st = mq_msl_plan_run(p, c, &dl, &rp, err);
+    mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
     if (st)
         return st;
     const mq_plan plan = rp.plan;
@@ -369,9 +377,9 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
     if (!pe || (plan.k_slices > 1 && !re))
         st = err->code ? err->code : MQ_E_ARG;
     if (st == MQ_OK)
-        st = pipeline_fits(s, pe, rp.function, plan.threads_per_tg, dl.simd_width, err);
+        st = pipeline_fits(s, pe, rp.function, plan.threads_per_tg, KERNEL_SIMD_WIDTH, err);
     if (st == MQ_OK && re) /* the reduction's 256 threads are a pipeline's too */
-        st = pipeline_fits(s, re, MQ_MSL_REDUCE_FUNCTION, REDUCE_THREADS, dl.simd_width, err);
+        st = pipeline_fits(s, re, MQ_MSL_REDUCE_FUNCTION, REDUCE_THREADS, KERNEL_SIMD_WIDTH, err);
     weight_entry *we = st == MQ_OK ? weights_for(s, w, err) : NULL;
     if (st == MQ_OK && !we)
         st = err->code ? err->code : MQ_E_NOMEM;
@@ -436,6 +444,7 @@ static void describe_device(metal_state *s, mq_backend *b)
              mq_objc_cstring(rt, mq_objc_send0(rt, s->device, "name")));
     b->gpu_cores = mq_objc_gpu_core_count(rt);
     s->max_tg_mem = MSG0(rt, NSUInteger)(s->device, rt->sel("maxThreadgroupMemoryLength"));
+    b->tg_mem_bytes = s->max_tg_mem > INT_MAX ? INT_MAX : (int)s->max_tg_mem;
     NSUInteger ws = mq_objc_responds(rt, s->device, "recommendedMaxWorkingSetSize")
                         ? MSG0(rt, NSUInteger)(s->device, rt->sel("recommendedMaxWorkingSetSize"))
                         : 0;

@@ -75,11 +75,11 @@ enum { B_A, B_C, B_P, B_WS, B_W, B_COUNT = B_W + MQ_MSL_W_COUNT };
 
 static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weights *w,
                              const uint16_t *A, float *C, const mq_candidate *c,
-                             const mq_limits *lim, mq_error *err)
+                             const mq_plan *planned, mq_error *err)
 {
     msl_cpu_state *s = b->state;
     mq_msl_run_plan rp;
-    mq_status st = mq_msl_plan_run(p, c, lim, &rp, err);
+    mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
     if (st)
         return st;
     const mq_plan plan = rp.plan;

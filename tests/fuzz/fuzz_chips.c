@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (mq_chips_load(path, &db, err, sizeof err) == 0) {
         for (int i = 0; i < db.n; i++) {
-            mq_limits l = mq_chip_limits(&db.chips[i]);
+            mq_limits l = db.chips[i].lim;
             if (l.cores < 1 || l.tg_mem_bytes < 1024 || l.max_threads_per_tg < 32)
                 abort(); /* a limit the loader should have refused */
             if (i < 16) /* real files have about 30 chips; the first few suffice */
