@@ -21,7 +21,10 @@ check() {
 # edges FLOOR: "CALLER CALLEE" per line (object names), calls within the
 # floor, its subfolders (backends/cuda, ...) included
 edges() {
-    objs=$(find "$B/$1" -name '*.o' 2>/dev/null | sort)
+    # objects whose source is still there (a build directory keeps the
+    # objects of files since moved or removed)
+    objs=$(find "$B/$1" -name '*.o' 2>/dev/null | sort | while IFS= read -r o; do
+        src=${o#"$B/"}; [ -f "${src%.o}.c" ] && echo "$o"; done)
     [ -n "$objs" ] || return 0
     # shellcheck disable=SC2086 # object paths have no spaces
     nm -A -g $objs 2>/dev/null | awk '
