@@ -30,7 +30,29 @@ const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate 
     if (p->format == MQ_FMT_U4) /* zero points follow the variant's own buffers */
         out->extra[n++] = MQ_BUF_ZEROS;
     out->extra[n] = MQ_BUF_END;
+    out->layout = vi->layout;
     return out;
+}
+
+int mq_msl_bind_slot(const mq_msl_program *prog, int slot)
+{
+    if (prog->layout != MQ_LAYOUT_LANE)
+        return slot;
+    return slot == MQ_MSL_W_CODES    ? MQ_MSL_W_LANE_CODES
+           : slot == MQ_MSL_W_SCALES ? MQ_MSL_W_LANE_SCALES
+           : slot == MQ_MSL_W_ZEROS  ? MQ_MSL_W_LANE_ZEROS
+                                     : slot;
+}
+
+mq_status mq_msl_weights_ready(const mq_msl_program *prog, const mq_weights *w, mq_error *err)
+{
+    if (prog->layout == MQ_LAYOUT_LANE &&
+        (!w->lane_codes || !w->lane_scales || (w->format == MQ_FMT_U4 && !w->lane_zeros)))
+        return mq_fail(err, MQ_E_WEIGHTS,
+                       "%s reads the lane layout: the weights were not prepared for it "
+                       "(mq_weights_prepare_lane)",
+                       prog->function);
+    return MQ_OK;
 }
 
 int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
@@ -97,6 +119,15 @@ void mq_msl_weight_arrays(const mq_weights *w, const void *ptr[MQ_MSL_W_COUNT],
             ptr[MQ_MSL_W_ZEROS] = w->zeros;
             bytes[MQ_MSL_W_ZEROS] = G * N;
         }
+    }
+    mq_lane_geom g;
+    if (w->lane_codes && mq_lane_geometry(w->format, w->K, w->N, w->group, &g, NULL) == MQ_OK) {
+        ptr[MQ_MSL_W_LANE_CODES] = w->lane_codes;
+        bytes[MQ_MSL_W_LANE_CODES] = g.code_words * sizeof(uint32_t);
+        ptr[MQ_MSL_W_LANE_SCALES] = w->lane_scales;
+        bytes[MQ_MSL_W_LANE_SCALES] = w->lane_scales ? g.scale_count * g.scale_size : 0;
+        ptr[MQ_MSL_W_LANE_ZEROS] = w->lane_zeros;
+        bytes[MQ_MSL_W_LANE_ZEROS] = w->lane_zeros ? g.scale_count : 0;
     }
 }
 

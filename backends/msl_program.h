@@ -37,6 +37,9 @@ typedef enum {
     MQ_MSL_W_GRID,
     MQ_MSL_W_SU,
     MQ_MSL_W_SV,
+    MQ_MSL_W_LANE_CODES,  /* the lane layout's arrays (kernels/layout_lane.c), present */
+    MQ_MSL_W_LANE_SCALES, /* when the weights were prepared for it: a lane-layout */
+    MQ_MSL_W_LANE_ZEROS,  /* program binds them where the others bind CODES, SCALES, ZEROS */
     MQ_MSL_W_COUNT
 } mq_msl_weight_slot;
 
@@ -56,7 +59,16 @@ typedef struct {
     const char *file;
     const char *function;
     mq_buffer_kind extra[6];
+    mq_layout layout; /* the weight arrays it reads */
 } mq_msl_program;
+
+/* The weight slot a program binds for a seed slot (CODES, SCALES, ZEROS, ...;
+ * -1 stays -1): the lane arrays' for a lane-layout program. */
+int mq_msl_bind_slot(const mq_msl_program *prog, int slot);
+
+/* MQ_OK, or MQ_E_WEIGHTS when w lacks the arrays the program reads (a
+ * lane-layout program on weights never prepared for it). */
+mq_status mq_msl_weights_ready(const mq_msl_program *prog, const mq_weights *w, mq_error *err);
 
 /* Fill out for a candidate; NULL when its variant and format have no
  * kernel. */

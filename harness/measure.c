@@ -158,6 +158,12 @@ static int setup_weights(mq_bench_problem *bp, const mq_problem *p, int warm, mq
     mq_weights w0;
     if (quantized_weights(p, &w0, err))
         return -1;
+    /* the lane layout beside the seeds' (done once, as a runtime prepares its
+     * weights; copies carry both), for the variants that read it */
+    if (mq_weights_prepare_lane(&w0, err)) {
+        mq_weights_free(&w0);
+        return -1;
+    }
     /* enough copies that the set exceeds twice the last-level cache: the
      * host's, or the device's where that is larger (a GPU's L2) */
     long llc = mq_cache_bytes(3);

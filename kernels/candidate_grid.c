@@ -8,8 +8,9 @@ static const int tg_per_core[] = {1, 2, 4, 8};
 #define COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 /* The tiles tried, per dequant strategy: the matrix kernels' 8x8 multiples,
- * and the decode path's rows in registers (1..16), columns per simdgroup
- * (16..128) and K per threadgroup step (its simdgroups' share). */
+ * the decode path's rows in registers (1..16), columns per simdgroup
+ * (16..128) and K per threadgroup step (its simdgroups' share), and the
+ * lane kernel's. */
 typedef struct {
     const int *m, *n, *k;
     int nm, nn, nk;
@@ -24,6 +25,13 @@ static const tile_lists mat_tiles = {mat_ms, mat_ns, mat_ks, COUNT(mat_ms), COUN
                                      COUNT(mat_ks)};
 static const tile_lists gemv_tiles = {gemv_ms, gemv_ns, gemv_ks, COUNT(gemv_ms),
                                       COUNT(gemv_ns), COUNT(gemv_ks)};
+/* the lane kernel: up to 64 rows of accumulators, 32 columns per
+ * simdgroup, whole 64-K super-blocks */
+static const int lane_ms[] = {8, 16, 32, 64};
+static const int lane_ns[] = {32, 64, 128};
+static const int lane_ks[] = {64, 128, 256, 512};
+static const tile_lists lane_tiles = {lane_ms, lane_ns, lane_ks, COUNT(lane_ms), COUNT(lane_ns),
+                                      COUNT(lane_ks)};
 
 static int cdiv(int a, int b) { return (a + b - 1) / b; }
 
@@ -61,7 +69,9 @@ int mq_candidate_grid(const mq_problem *p, int cores, int seed_only, mq_grid_vis
             continue;
         }
         int nsplit = vi->schedule == MQ_SCHED_GRID2D ? 1 : COUNT(splits);
-        const tile_lists *t = vi->dequant == MQ_DEQ_GEMV ? &gemv_tiles : &mat_tiles;
+        const tile_lists *t = vi->dequant == MQ_DEQ_GEMV   ? &gemv_tiles
+                              : vi->dequant == MQ_DEQ_LANE ? &lane_tiles
+                                                           : &mat_tiles;
         for (int a = 0; a < t->nm; a++)
             for (int b = 0; b < t->nn; b++)
                 for (int k = 0; k < t->nk; k++)

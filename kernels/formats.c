@@ -1,6 +1,9 @@
 /* formats.c - the weight formats as the seeds define them: the E2M1 table,
  * u4 magic-bias dequant, trellis index packing, and the mq_weights container
- * (allocation, validation at load time, byte counts). */
+ * (allocation, validation at load time, byte counts). The lane layout's
+ * arrays are made in layout_lane.c, which sits above this file: they are
+ * carried here (free, copy, copies) by their sizes alone, and
+ * mq_weights_check, which also checks them, is defined there. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +96,7 @@ void mq_trellis_set_index(uint8_t *tile, int bits, int idx_in_tile, unsigned val
         tile[byte + 1] = (uint8_t)((tile[byte + 1] & ~(m >> 8)) | (v >> 8));
 }
 
-static mq_status check_dims(mq_format f, int K, int N, int group, mq_error *err)
+mq_status mq_check_dims(mq_format f, int K, int N, int group, mq_error *err)
 {
     if ((unsigned)f >= MQ_FMT_COUNT)
         return mq_fail(err, MQ_E_ARG, "unknown format id %d", (int)f);
@@ -131,7 +134,7 @@ mq_status mq_weights_alloc(mq_weights *w, mq_format f, int K, int N, int group,
     if (!w)
         return mq_fail(err, MQ_E_ARG, "mq_weights_alloc: null weights");
     memset(w, 0, sizeof *w);
-    mq_status st = check_dims(f, K, N, group, err);
+    mq_status st = mq_check_dims(f, K, N, group, err);
     if (st)
         return st;
     w->format = f;
@@ -184,6 +187,9 @@ void mq_weights_free(mq_weights *w)
     mq_big_free(w->grid);
     mq_big_free(w->su);
     mq_big_free(w->sv);
+    mq_big_free(w->lane_codes);
+    mq_big_free(w->lane_scales);
+    mq_big_free(w->lane_zeros);
     memset(w, 0, sizeof *w);
 }
 
@@ -196,13 +202,21 @@ mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err)
         return st;
     if (mq_format_is_trellis(src->format))
         dst->n_levels = src->n_levels;
-    void **sf[8], **df[8];
-    size_t sb[8], db[8];
-    int nf = mq_weights_fields(src, sf, sb);
-    mq_weights_fields(dst, df, db);
-    for (int i = 0; i < nf; i++)
+    void **sf[MQ_WEIGHT_FIELDS], **df[MQ_WEIGHT_FIELDS];
+    size_t sb[MQ_WEIGHT_FIELDS], db[MQ_WEIGHT_FIELDS];
+    int nf = mq_weights_all_fields(src, sf, sb);
+    mq_weights_all_fields(dst, df, db);
+    for (int i = 0; i < nf; i++) {
+        if (sb[i] && !db[i] && i >= MQ_WEIGHT_SEED_FIELDS) { /* lane arrays: dst has none yet */
+            if (!(*df[i] = mq_big_alloc_raw(1, sb[i]))) {
+                mq_weights_free(dst);
+                return mq_fail(err, MQ_E_NOMEM, "out of memory for a copy of the lane arrays");
+            }
+            db[i] = sb[i];
+        }
         if (sb[i] && db[i])
             memcpy(*df[i], *sf[i], sb[i]);
+    }
     return mq_ok(err);
 }
 
@@ -215,11 +229,12 @@ static mq_status check_signs(const float *v, int n, const char *name, mq_error *
     return MQ_OK;
 }
 
-mq_status mq_weights_check(const mq_weights *w, mq_error *err)
+/* mq_weights_check's rules for the seed arrays (layout_lane.c adds the lane arrays') */
+mq_status mq_weights_check_seed(const mq_weights *w, mq_error *err)
 {
     if (!w)
         return mq_fail(err, MQ_E_ARG, "null weights");
-    mq_status st = check_dims(w->format, w->K, w->N, w->group, err);
+    mq_status st = mq_check_dims(w->format, w->K, w->N, w->group, err);
     if (st)
         return st;
     int K = w->K, N = w->N, G = mq_group_count(w->K, w->group);
@@ -290,7 +305,24 @@ int mq_weights_fields(const mq_weights *w, void ***field, size_t *bytes)
         field[i] = f[i];
         bytes[i] = *f[i] ? b[i] : 0;
     }
-    return 8;
+    return MQ_WEIGHT_SEED_FIELDS;
+}
+
+int mq_weights_all_fields(const mq_weights *w, void ***field, size_t *bytes)
+{
+    int n = mq_weights_fields(w, field, bytes);
+    mq_weights *m = (mq_weights *)w;
+    mq_lane_geom g;
+    int ok = mq_check_dims(w->format, w->K, w->N, w->group, NULL) == MQ_OK &&
+             mq_lane_geom_fill(&g, w->format, w->K, w->N, w->group);
+    void **f[3] = {(void **)&m->lane_codes, &m->lane_scales, (void **)&m->lane_zeros};
+    size_t b[3] = {ok ? g.code_words * 4 : 0, ok ? g.scale_count * g.scale_size : 0,
+                   ok && w->format == MQ_FMT_U4 ? g.scale_count : 0};
+    for (int i = 0; i < 3; i++) {
+        field[n + i] = f[i];
+        bytes[n + i] = *f[i] ? b[i] : 0;
+    }
+    return n + 3;
 }
 
 mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void **block,
@@ -298,9 +330,9 @@ mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void 
 {
     if (!src || !out || !block || n < 1)
         return mq_fail(err, MQ_E_ARG, "mq_weights_copies: null weights or n=%d", n);
-    void **field[8];
-    size_t bytes[8], one = 0;
-    int nf = mq_weights_fields(src, field, bytes);
+    void **field[MQ_WEIGHT_FIELDS];
+    size_t bytes[MQ_WEIGHT_FIELDS], one = 0;
+    int nf = mq_weights_all_fields(src, field, bytes);
     for (int i = 0; i < nf; i++)
         one += (bytes[i] + 63) & ~(size_t)63; /* each array 64-byte aligned */
     *block = mq_big_alloc_raw((size_t)n, one); /* every byte read is copied in below */
@@ -311,9 +343,9 @@ mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void 
     for (int c = 0; c < n; c++) {
         out[c] = *src;
         out[c].owned = 0;
-        void **dfield[8];
-        size_t dbytes[8];
-        mq_weights_fields(&out[c], dfield, dbytes);
+        void **dfield[MQ_WEIGHT_FIELDS];
+        size_t dbytes[MQ_WEIGHT_FIELDS];
+        mq_weights_all_fields(&out[c], dfield, dbytes);
         for (int i = 0; i < nf; i++) {
             if (!bytes[i])
                 continue;

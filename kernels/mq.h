@@ -94,7 +94,12 @@ typedef struct {
     int n_levels;       /* trellis: 1 .. 2^bits */
     float *su;          /* trellis: [K], each +1 or -1 */
     float *sv;          /* trellis: [N], each +1 or -1 */
-    int owned;          /* arrays allocated by mq_weights_alloc */
+    /* The lane-major layout (MQ_LAYOUT_LANE, below), made from the arrays
+     * above by mq_weights_prepare_lane; NULL when not prepared. */
+    uint32_t *lane_codes; /* every format: [N16][KB][words per super-block] */
+    void *lane_scales;    /* fp4, u4: FP16 bits; trellis: FP32 tscales x sv; [N16][Gp][8][2] */
+    uint8_t *lane_zeros;  /* u4: zero points, indexed as lane_scales */
+    int owned;          /* arrays allocated by mq_weights_alloc (and the lane arrays) */
 } mq_weights;
 
 /* Allocate zeroed arrays for a format and shape (trellis: n_levels = 2^bits). */
@@ -112,18 +117,96 @@ void mq_weights_cache_limit(size_t bytes);
 mq_status mq_weights_copies(const mq_weights *src, int n, mq_weights *out, void **block,
                             mq_error *err);
 void mq_weights_copies_free(void *block);
-/* The arrays of w in a fixed order (packed, scales, zeros, indices, tscales,
- * grid, su, sv): field[i] points at w's pointer, bytes[i] its size (0:
- * absent in this format). Returns the count, 8. For copying or storing a
- * weight set whole. */
+/* The seed arrays of w in a fixed order (packed, scales, zeros, indices,
+ * tscales, grid, su, sv): field[i] points at w's pointer, bytes[i] its size
+ * (0: absent in this format). Returns the count, MQ_WEIGHT_SEED_FIELDS (8).
+ * Everything a weight set is made of: what a file stores (the lane arrays
+ * are derived from these, mq_weights_prepare_lane). */
+#define MQ_WEIGHT_SEED_FIELDS 8
 int mq_weights_fields(const mq_weights *w, void ***field, size_t *bytes);
+/* The same followed by the lane arrays (lane_codes, lane_scales,
+ * lane_zeros; bytes 0 when not prepared): MQ_WEIGHT_FIELDS (11) in all.
+ * What mq_weights_copy, mq_weights_copies and mq_weights_free carry. */
+#define MQ_WEIGHT_FIELDS 11
+int mq_weights_all_fields(const mq_weights *w, void ***field, size_t *bytes);
 /* Deep copy into dst (owned by dst); used to rotate weights past the caches. */
 mq_status mq_weights_copy(mq_weights *dst, const mq_weights *src, mq_error *err);
 /* Validate weights as loaded: shape, group, zero points <= 15, trellis
- * indices < n_levels, sign vectors exactly +-1, finite scales. */
+ * indices < n_levels, sign vectors exactly +-1, finite scales. Lane arrays,
+ * when present, must be complete for the format and zero in every padding
+ * slot (codes, scales and zeros past N and past K); their other slots are
+ * not compared with the seed arrays (that is a repack: prepare again). */
 mq_status mq_weights_check(const mq_weights *w, mq_error *err);
 /* Bytes the kernels read for the weights (codes + scales + zeros/signs). */
 size_t mq_weights_bytes(const mq_weights *w);
+
+/* ---- the lane-major weight layout (kernels/layout_lane.c) -------------- */
+
+/* Which arrays of mq_weights a kernel reads: SEED, the seeds' packed /
+ * scales / zeros / indices / tscales (+ grid, su, sv); LANE, lane_codes /
+ * lane_scales / lane_zeros (+ grid, su for trellis). */
+typedef enum { MQ_LAYOUT_SEED = 0, MQ_LAYOUT_LANE } mq_layout;
+const char *mq_layout_name(mq_layout l); /* "seed", "lane" ("?" otherwise) */
+
+/* LANE: W^T (n rows, k columns) cut into super-blocks of 16 columns x KSB K
+ * (KSB 64 for fp4/u4, 128 for trellis), column blocks outermost, K inside.
+ * In a super-block, lane L of a simdgroup holds, for each 16 x 16 atom a and
+ * each of its four 8x8 fragments p = h + 2s (h: columns 8h.., s: K 8s..),
+ * the pair (n = 8h + frag_row(L), k = 16a + 8s + frag_col(L) + j), j = 0, 1,
+ * Apple's (and MLX's) simdgroup-matrix fragment layout: one 16-byte load
+ * (trellis: 16, 24, 32 bytes) gives a lane the codes of 16 fragments.
+ * fp4/u4: word a of the lane's uint4, nibble p + 4j (Marlin's interleave).
+ * trellis, pair q = 4a + p, the pair's two indices adjacent (one pair-LUT
+ * field): b=2 word L*4 + q/8, bits 4(q%8) + 2j; b=4 word (q/16)*128 + L*4 +
+ * (q/4)%4, bits 8(q%4) + 4j; b=3 idx & 3 as b=2, idx >> 2 in word 128 +
+ * L*2 + q/16, bit 2(q%16) + j. Scales (and u4 zeros): [N16][Gp][8][2], the
+ * pair (column n, n + 8) of each group and row n % 8 adjacent; trellis scales
+ * are tscales x sv (exact: sv is +-1). Padding: the code of every (k, n)
+ * with n >= N or k >= K is 0, the scale and zero of every column n >= N or
+ * group past ceil(K / group) is 0. fp4/u4 padded K rows are whole groups, so
+ * their weights are +0; in a trellis partial last group they are grid[0] x
+ * the group's scale, so a kernel must read A as zero from K on. */
+typedef struct {
+    mq_format format;
+    int K, N, group;
+    int bits;           /* code bits: 4 (fp4, u4), 2, 3, 4 (trellis) */
+    int ksb;            /* K of one super-block: 64 (fp4, u4), 128 (trellis) */
+    int n16, kb;        /* 16-column blocks, super-blocks along K */
+    int kp, gp;         /* padded K (kb x ksb) and its groups (kp / group) */
+    int sb_words;       /* 32-bit words per super-block: 128 (fp4, u4), 64 x bits */
+    size_t code_words;  /* lane_codes: n16 x kb x sb_words */
+    size_t scale_count; /* lane_scales (and lane_zeros) entries: n16 x gp x 16 */
+    size_t scale_size;  /* bytes of one scale: 2 (FP16), 4 (trellis FP32) */
+} mq_lane_geom;
+
+/* The lane layout's sizes for a format and shape (MQ_E_SHAPE as
+ * mq_weights_alloc refuses them). */
+mq_status mq_lane_geometry(mq_format f, int K, int N, int group, mq_lane_geom *g,
+                           mq_error *err);
+
+/* Where the code of weight (k, n) lives, k < kp, n < 16 n16 (padding too). */
+typedef struct {
+    size_t word;  /* lane_codes[word] holds the code (trellis3: its low 2 bits) */
+    int bit;      /* from this bit */
+    int width;    /* this many bits: 4 (fp4, u4, trellis4), 2 (trellis2, trellis3) */
+    size_t hi_word; /* trellis3: the word of the code's bit 2 */
+    int hi_bit;     /* trellis3: its bit; -1 for the other formats */
+    size_t scale;   /* lane_scales (and lane_zeros) index of (k / group, n) */
+} mq_lane_slot;
+void mq_lane_locate(const mq_lane_geom *g, int k, int n, mq_lane_slot *s);
+
+/* Fill w's lane arrays from its seed arrays (allocated when absent, which
+ * needs owned weights; refilled in place when present), padding zero.
+ * Done once, when weights are prepared: O(K N). */
+mq_status mq_weights_prepare_lane(mq_weights *w, mq_error *err);
+/* dst (allocated here, owned, no lane arrays) gets the seed arrays rebuilt
+ * bit for bit from src's lane arrays and grid, n_levels, su, sv (src's seed
+ * arrays are not read and may be NULL). Trellis tile bits past N come back
+ * zero, as mq_weights_alloc makes them. */
+mq_status mq_weights_from_lane(const mq_weights *src, mq_weights *dst, mq_error *err);
+/* Bytes a kernel reading this layout reads (padding included); SEED is
+ * mq_weights_bytes. LANE: codes + scales (+ zeros) (+ trellis grid and su). */
+size_t mq_weights_bytes_layout(const mq_weights *w, mq_layout layout);
 
 /* Quantize float weights W [K][N] (row-major) into a format.
  * fp4: scale = absmax/6 per group and column, nearest E2M1 code.
@@ -175,6 +258,7 @@ typedef enum {
     MQ_VAR_MLX_SPLITK,           /* grid x split_k slices, then a sum */
     MQ_VAR_GEMV_DECODE,          /* fp4/u4 decode: no MMA, 16-byte loads, K over lanes */
     MQ_VAR_GEMV_TRELLIS,         /* the same for the trellis formats */
+    MQ_VAR_LANE_GEMM,            /* fp4/u4 on the lane layout: codes straight into fragments */
     MQ_VAR_COUNT                 /* the built-in variants; mq_variant_count() counts all */
 } mq_variant;
 
@@ -183,7 +267,9 @@ typedef enum { MQ_SCHED_GRID2D, MQ_SCHED_STRIPED, MQ_SCHED_SPLITK } mq_schedule;
  * sub-tile for simdgroup matrices; GEMV: no matrices and no staging, each
  * lane decodes the 4 columns x 8 K of one 16-byte load in registers (the
  * decode path, M up to 16) */
-typedef enum { MQ_DEQ_STAGED, MQ_DEQ_FUSED, MQ_DEQ_GEMV } mq_dequant_mode;
+/* LANE: the weights read from the lane-major layout (kernels/layout_lane.c),
+ * each lane's codes decoded straight into its MMA fragments */
+typedef enum { MQ_DEQ_STAGED, MQ_DEQ_FUSED, MQ_DEQ_GEMV, MQ_DEQ_LANE } mq_dequant_mode;
 
 typedef struct {
     int tile_m, tile_n, tile_k;
@@ -230,6 +316,7 @@ typedef struct {
     const char *msl_function;  /* its kernel function; "%s" stands for the format's name */
     mq_buffer_kind msl_buffers[4]; /* extra buffers, MQ_BUF_END-terminated */
     const char *summary;
+    mq_layout layout;          /* the weight arrays its kernel reads (SEED unless said) */
 } mq_variant_info;
 
 /* Every variant: the seeds' (mq_variant's constants) and any registered. */

@@ -8,9 +8,41 @@
 
 mq_status mq_ok(mq_error *err);
 
+/* formats.c: a format, group and shape mq_weights_alloc accepts, or MQ_E_SHAPE
+ * (MQ_E_ARG for an unknown format) naming what is wrong. */
+mq_status mq_check_dims(mq_format f, int K, int N, int group, mq_error *err);
+/* formats.c: mq_weights_check's rules for the seed arrays; mq_weights_check
+ * (layout_lane.c) adds the lane arrays' (padding zero). */
+mq_status mq_weights_check_seed(const mq_weights *w, mq_error *err);
+
 static inline int mq_cdiv(int a, int b) { return (a + b - 1) / b; }
 static inline int mq_min(int a, int b) { return a < b ? a : b; }
 static inline int mq_max(int a, int b) { return a > b ? a : b; }
+
+/* The lane layout's geometry (mq_lane_geom, mq.h) of a shape mq_check_dims
+ * accepts; 0 when K or N is too large for it. Arithmetic only, here so that
+ * formats.c sizes the lane arrays without calling layout_lane.c (which calls
+ * formats.c: no circle of calls, tests/check_cycles.sh). */
+static inline int mq_lane_geom_fill(mq_lane_geom *g, mq_format f, int K, int N, int group)
+{
+    if (K > 0x3fffffff || N > 0x3fffffff)
+        return 0;
+    int tr = mq_format_is_trellis(f);
+    *g = (mq_lane_geom){.format = f, .K = K, .N = N, .group = group};
+    g->bits = mq_format_bits(f);
+    g->ksb = tr ? 128 : 64;
+    g->n16 = mq_cdiv(N, 16);
+    g->kb = mq_cdiv(K, g->ksb);
+    g->kp = g->kb * g->ksb;
+    /* exact: groups of 32 and 64 divide 64; fp4/u4 with group 128 have 128 | K,
+     * so kp = K; trellis super-blocks are 128 */
+    g->gp = g->kp / group;
+    g->sb_words = tr ? 64 * g->bits : 128;
+    g->code_words = (size_t)g->n16 * (size_t)g->kb * (size_t)g->sb_words;
+    g->scale_count = (size_t)g->n16 * (size_t)g->gp * 16;
+    g->scale_size = tr ? sizeof(float) : sizeof(uint16_t);
+    return 1;
+}
 
 /* ---- worker pool ---- */
 typedef struct mq_pool mq_pool;

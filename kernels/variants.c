@@ -113,6 +113,22 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .msl_buffers = {MQ_BUF_GRID, MQ_BUF_SU, MQ_BUF_SV},
         .summary = "trellis decode GEMV: codebook in threadgroup memory, su on the "
                    "activations, sv x scale per 8 K"},
+    /* The lane layout (kernels/layout_lane.c; metal/mq_lane.h): C^T = W^T A^T
+     * with the weights the left operand of every MMA, each lane's codes one
+     * 16-byte load per 16 columns x 64 K decoded straight into its fragments
+     * (IST-DASLab/marlin's offline reordering, on Apple's fragment layout).
+     * A simdgroup covers 32 columns and one 64-K super-block of a K tile;
+     * grid x split_k as mlx_qmm_splitk. sg_m/sg_n are unused (lane_plan). */
+    [MQ_VAR_LANE_GEMM] = {
+        .name = "lane_gemm", .enum_name = "MQ_VAR_LANE_GEMM",
+        .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_SPLITK,
+        .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 1,
+        .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
+        .defaults = {16, 64, 128, 0, 1},
+        .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_%s",
+        .msl_buffers = {MQ_BUF_WORKSPACE},
+        .summary = "lane layout: 16-byte code loads per lane into the MMA fragments, A "
+                   "staged, K over simdgroups and split_k slices"},
 };
 static int nvariants = MQ_VAR_COUNT;
 
@@ -138,7 +154,8 @@ mq_status mq_variant_register(const mq_variant_info *row, mq_variant *id, mq_err
                        MAX_VARIANTS);
     if (!row->formats || row->formats >= (1u << MQ_FMT_COUNT))
         return mq_fail(err, MQ_E_ARG, "variant '%s' serves no known format", row->name);
-    if ((unsigned)row->schedule > MQ_SCHED_SPLITK || (unsigned)row->dequant > MQ_DEQ_GEMV)
+    if ((unsigned)row->schedule > MQ_SCHED_SPLITK || (unsigned)row->dequant > MQ_DEQ_LANE ||
+        (unsigned)row->layout > MQ_LAYOUT_LANE)
         return mq_fail(err, MQ_E_ARG, "variant '%s': unknown schedule or dequant strategy",
                        row->name);
     if (row->sg_m < 8 || row->sg_n < 8 || row->sg_m % 8 || row->sg_n % 8 ||
@@ -239,6 +256,34 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
     return MQ_OK;
 }
 
+/* The lane kernel's rules (metal/mq_lane.h): a simdgroup takes 32 columns
+ * (two 16-column blocks of the layout) and one 64-K super-block of each K
+ * tile, keeping tile_m / 8 x 4 accumulator fragments; the A tile is staged
+ * (rows padded), and at the end the simdgroups past the first K share leave
+ * their sums in the same threadgroup memory. */
+static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_variant_info *vi,
+                           const mq_limits *lim, mq_plan *plan, mq_error *err)
+{
+    (void)p;
+    if (q->tile_m > 64)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_m=%d: the lane kernel keeps at most 64 rows of accumulators",
+                       q->tile_m);
+    if (q->tile_k % 64)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_k=%d must be whole super-blocks of 64 K (the lane layout)",
+                       q->tile_k);
+    if (lim->simd_width != 32)
+        return mq_fail(err, MQ_E_ILLEGAL, "the lane kernel needs 32-lane simdgroups, not %d",
+                       lim->simd_width);
+    int cols = q->tile_n / 32, ksg = q->tile_k / 64;
+    plan->simdgroups = cols * ksg;
+    int a = 2 * q->tile_m * (q->tile_k + vi->tile_pad);
+    int red = (ksg - 1) * cols * 4 * (q->tile_m / 8) * 64 * 4;
+    plan->tg_mem_bytes = mq_max(a, red);
+    return MQ_OK;
+}
+
 mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
                             mq_plan *plan, mq_error *err)
 {
@@ -279,6 +324,9 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
     memset(plan, 0, sizeof *plan);
     if (gemv) {
         if ((st = gemv_plan(p, q, lim, plan, err)))
+            return st;
+    } else if (vi->dequant == MQ_DEQ_LANE) {
+        if ((st = lane_plan(p, q, vi, lim, plan, err)))
             return st;
     } else {
         plan->simdgroups = mq_cdiv(q->tile_m, vi->sg_m) * mq_cdiv(q->tile_n, vi->sg_n);

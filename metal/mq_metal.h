@@ -68,6 +68,8 @@ using namespace metal;
 #define SG_COLS MQ_CDIV(TILE_N, SG_N)
 #ifdef MQ_GEMV // the decode path: each simdgroup takes 1024 / TILE_N of a K step
 #define SIMDGROUPS (TILE_N * TILE_K / 1024)
+#elif defined(MQ_LANE) // the lane kernel: 32 columns x one 64-K super-block each (mq_lane.h)
+#define SIMDGROUPS ((TILE_N / 32) * (TILE_K / 64))
 #else
 #define SIMDGROUPS (SG_ROWS * SG_COLS)
 #endif
@@ -471,6 +473,68 @@ inline void mq_mma_staged(thread simdgroup_float8x8 (&acc)[FRAG_M][FRAG_N],
                     simdgroup_multiply_accumulate(acc[mi][ni], a, b[ni], acc[mi][ni]);
         }
     }
+}
+
+// ---- weights straight into fragments (the lane-major layout) -------------
+// Kernels that dequantize weights into the left operand of the 8x8 MMAs
+// (C^T = W^T x A^T) write each lane's pair of a fragment themselves. A
+// lane's pair (row frag_row(l), columns frag_col(l) and the next: MLX steel
+// gemm's BaseMMAFrag::get_coord, mlx/backend/metal/kernels/steel/gemm/mma.h)
+// is "one row, two adjacent columns", as the tensor cores' A-operand pair is
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16": row groupID, columns
+// 2 threadID_in_group and the next), up to a fixed permutation of the lanes.
+// So a lane loads the codes of logical lane MQ_FRAG_LANE(lane) and fills its
+// fragments with MQ_FRAG_FILL: on Apple GPUs and the CPU executor the
+// identity and thread_elements(); in the cuda prelude (which defines
+// MQ_PRELUDE_FRAG_FILL) the permutation and the tensor-core pair, so the
+// fragments are A operands with no shuffle. Either way a later
+// thread_elements() sees Apple's layout. v is evaluated twice: pass a value.
+#ifdef MQ_PRELUDE_FRAG_FILL
+#define MQ_FRAG_LANE(l) metal::mq_frag_fill_lane(l)
+#define MQ_FRAG_FILL(m, v) metal::mq_frag_fill((m), (v))
+#else
+#define MQ_FRAG_LANE(l) (l)
+#define MQ_FRAG_FILL(m, v) ((m).thread_elements()[0] = (v).x, (m).thread_elements()[1] = (v).y)
+#endif
+
+// A 16x8x16 step as four 8x8x8 ones: [c_up; c_lo] += [a_up_k0 a_up_k1;
+// a_lo_k0 a_lo_k1] x [b_k0; b_k1], i.e. c_up += a_up_k0 b_k0 + a_up_k1 b_k1
+// and c_lo likewise (Apple: in this order). The cuda prelude runs it as one
+// mma.sync.m16n8k16, whose A registers a0..a3 are exactly (up, k0), (lo, k0),
+// (up, k1), (lo, k1), B's b0, b1 the two K halves and D's rows 0-7 / 8-15
+// c_up / c_lo (PTX ISA, mma.m16n8k16 fragment layouts); it sums 16 products
+// per step in the tensor core's order, Apple 8 at a time. Operands must be
+// simdgroup-uniform (every lane calls it).
+inline void mq_mma_16x8x16(thread simdgroup_float8x8 &c_up, thread simdgroup_float8x8 &c_lo,
+                           thread const simdgroup_half8x8 &a_up_k0,
+                           thread const simdgroup_half8x8 &a_lo_k0,
+                           thread const simdgroup_half8x8 &a_up_k1,
+                           thread const simdgroup_half8x8 &a_lo_k1,
+                           thread const simdgroup_half8x8 &b_k0, thread const simdgroup_half8x8 &b_k1)
+{
+#ifdef MQ_PRELUDE_FRAG_FILL
+    metal::mq_mma_m16n8k16(c_up, c_lo, a_up_k0, a_lo_k0, a_up_k1, a_lo_k1, b_k0, b_k1);
+#else
+    simdgroup_multiply_accumulate(c_up, a_up_k0, b_k0, c_up);
+    simdgroup_multiply_accumulate(c_up, a_up_k1, b_k1, c_up);
+    simdgroup_multiply_accumulate(c_lo, a_lo_k0, b_k0, c_lo);
+    simdgroup_multiply_accumulate(c_lo, a_lo_k1, b_k1, c_lo);
+#endif
+}
+
+// Two fragments sharing their right operand: c_up += a_up b, c_lo += a_lo b;
+// in the cuda prelude one mma.sync.m16n8k8 whose rows 8-15 are a_lo's (the
+// plain simdgroup_multiply_accumulate leaves them zero).
+inline void mq_mma_16x8x8(thread simdgroup_float8x8 &c_up, thread simdgroup_float8x8 &c_lo,
+                          thread const simdgroup_half8x8 &a_up, thread const simdgroup_half8x8 &a_lo,
+                          thread const simdgroup_half8x8 &b)
+{
+#ifdef MQ_PRELUDE_FRAG_FILL
+    metal::mq_mma_m16n8k8(c_up, c_lo, a_up, a_lo, b);
+#else
+    simdgroup_multiply_accumulate(c_up, a_up, b, c_up);
+    simdgroup_multiply_accumulate(c_lo, a_lo, b, c_lo);
+#endif
 }
 
 #endif // MQ_GEMV

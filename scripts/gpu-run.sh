@@ -72,6 +72,11 @@
 #   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
 #                                MOE_TOKENS, MOE_BUDGET, MOE_ARGS, MOE_NAME
 #                                -> results/devcpu/MOE_NAME.csv (default moe-decode)
+#   scripts/gpu-run.sh lane      the lane-layout kernel (issue 40): every legal lane_gemm
+#                                candidate (LANE_MAX, default 250) of LANE_SHAPES (default
+#                                M 16, 64, 512 of the decode shapes and N=K=4096) x
+#                                LANE_FORMATS (default fp4), cold weights, LANE_BUDGET s each
+#                                -> results/CHIP/LANE_DIR/lane.csv (default lane)
 #   scripts/gpu-run.sh cpu-host  the machine's CPU as chip host: tune (default suite),
 #                                tune --check heldout (fp4), model fit -> results/devcpu
 #   scripts/gpu-run.sh cpu-grid  the machine's CPU as chip host: tune --suite grid (fp4,
@@ -527,6 +532,34 @@ cpu-grid)
     done
     for f in chip model table; do cp -L "$D/$f.csv" "$D/$f.csv.real" && mv "$D/$f.csv.real" "$D/$f.csv"; done
     tar czf "$OUT/devcpu-grid.tar.gz" "$D"
+    ;;
+lane)
+    # the lane-layout kernel (issue 40): every legal lane_gemm candidate of
+    # each shape (at most LANE_MAX, the space's order) with cold weights,
+    # one bench per shape and format -> results/CHIP/LANE_DIR/lane.csv
+    D=results/$CHIP/${LANE_DIR:-lane}
+    mkdir -p "$D"
+    [ -n "${RESUME:-}" ] || rm -f "$D/lane.csv" "$D"/lane-*.log
+    for f in ${LANE_FORMATS:-fp4}; do
+        for sh in ${LANE_SHAPES:-16x4096x14336 64x4096x14336 512x4096x14336 16x14336x4096 512x14336x4096 16x4096x4096 512x4096x4096}; do
+            build/bench --chip "$CHIP" --shape "$sh" --formats "$f" --space full --explain \
+                > /tmp/explain.txt 2>&1
+            awk '$1 == "legal" && $2 ~ /^lane/ { gsub(/[a-z]+=/, ""); print $2, $3, $4, $5, $6, $7 }' \
+                /tmp/explain.txt | head -n "${LANE_MAX:-250}" > /tmp/specs.txt
+            say "== lane: $f $sh, $(wc -l < /tmp/specs.txt) candidates"
+            split -l 60 /tmp/specs.txt /tmp/specs-part.
+            for part in /tmp/specs-part.*; do
+                set --
+                while read -r spec; do set -- "$@" --candidate "$spec"; done < "$part"
+                timeout "$STAGE_S" build/bench --backend cuda --shape "$sh" --formats "$f" \
+                    --budget "${LANE_BUDGET:-0.05}" --quiet --no-probes ${RESUME:+--resume} \
+                    --out "$D/lane.csv" "$@" >> "$D/lane-$f-$sh.log" 2>&1
+                say "exit $?"
+            done
+            rm -f /tmp/specs-part.*
+            grep -E "^best|wrong|error" "$D/lane-$f-$sh.log" | head -6 | tee -a "$S"
+        done
+    done
     ;;
 cpu-check)
     D=${CHECK_DIR:-results/devcpu/grid-check}   # a fresh sweep each run

@@ -6,8 +6,10 @@
  * and layer-sized shapes, each verified against the float64 reference on
  * the GPU; one candidate per variant also timed (CUDA events, a positive
  * time, no failed repetition); the probes measure a bandwidth and a peak
- * that a GPU can have; a planted defect (a kernel writing one column
- * short) is caught as wrong. Exit 0 when all pass, 1 on a failure, 2 when
+ * that a GPU can have; the fragment helpers of mq_metal.h (mq_probe_mma16:
+ * weights filled into the tensor cores' A layout, mma.sync.m16n8k16) equal a
+ * host product bit for bit on both mappings; a planted defect (a kernel
+ * writing one column short) is caught as wrong. Exit 0 when all pass, 1 on a failure, 2 when
  * there is no GPU to test. */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "backend.h"
 #include "check.h"
 #include "chips.h"
+#include "cuda_state.h"
 #include "measure.h"
 #include "msl_program.h"
 #include "probes.h"
@@ -96,6 +99,92 @@ static void moe_checks(mq_backend *b, double read_gbs)
     (void)read_gbs; /* real models' steps are timed by moe-bench --backend cuda */
 }
 
+/* mq_probe_mma16 (metal/mq_probe_mma.metal, its buffers defined there) on
+ * the GPU, with the backend's mapping and with MQ_CUDA_MMA_FP32: lane-major
+ * codes dequantized into fragments (MQ_FRAG_LANE, MQ_FRAG_FILL), transposed
+ * loads, 16x8x16 and 16x8x8 steps, C^T stored; equal to the host product
+ * (small integers: every summation order is exact), every element written
+ * (the output starts NaN). The host product reads the codes through Apple's
+ * lane layout (MLX steel's get_coord), as tests/test_msl_exec.c does. */
+static void probe16_checks(mq_backend *b)
+{
+    cuda_state *s = b->state;
+    uint32_t codes[128];
+    uint16_t act[8 * 64];
+    float a[8][64], wt[16][64], ref[16][8], out[16][8];
+    uint32_t x = 12345u;
+    for (int i = 0; i < 128; i++) {
+        x = x * 1664525u + 1013904223u;
+        codes[i] = x;
+    }
+    for (int i = 0; i < 8 * 64; i++) { /* A[m][k] in -4..4 */
+        x = x * 1664525u + 1013904223u;
+        a[i / 64][i % 64] = (float)((int)(x >> 24) % 9 - 4);
+        act[i] = mq_float_to_half(a[i / 64][i % 64]);
+    }
+    for (unsigned L = 0; L < 32; L++) /* W^T[n][k]: lane L's word w, pair p, element j */
+        for (unsigned w = 0; w < 4; w++)
+            for (unsigned q = 0; q < 8; q++) {
+                unsigned p = q & 3, j = q >> 2;
+                unsigned r = ((L / 4) & 4) + (L / 2) % 4, c = ((L / 4) & 2) * 2 + (L % 2) * 2;
+                wt[8 * (p & 1) + r][16 * w + 8 * (p >> 1) + c + j] =
+                    (float)((int)((codes[L * 4 + w] >> (4 * q)) & 15u) - 8);
+            }
+    for (int n = 0; n < 16; n++)
+        for (int m = 0; m < 8; m++) {
+            double t = n < 8 ? 1 : -2;
+            for (int k = 0; k < 64; k++)
+                t += (double)wt[n][k] * a[m][k];
+            ref[n][m] = (float)t;
+        }
+    static const char *const maps[] = {"", "MQ_CUDA_MMA_FP32"};
+    for (int i = 0; i < 2; i++) {
+        mq_error e = {0};
+        int bad = -1;
+        CUdeviceptr buf = 0;
+        CUfunction fn;
+        CUmodule mod = NULL;
+        CUresult r = s->api.CtxSetCurrent(s->ctx);
+        if (!r && !(mod = mq_cuda_module_for(s, "mq_probe_mma.metal", maps[i], &e)))
+            r = -1;
+        if (!r)
+            r = s->api.ModuleGetFunction(&fn, mod, "mq_cuda_entry_mq_probe_mma16");
+        if (!r)
+            r = s->api.MemAlloc(&buf, sizeof codes + sizeof act + sizeof out);
+        if (!r)
+            r = s->api.MemcpyHtoD(buf, codes, sizeof codes);
+        if (!r)
+            r = s->api.MemcpyHtoD(buf + sizeof codes, act, sizeof act);
+        if (!r) /* NaN: an element no lane stores fails */
+            r = s->api.MemsetD8(buf + sizeof codes + sizeof act, 0xff, sizeof out);
+        cuda_buffer_args g = {{buf, buf + sizeof codes, buf + sizeof codes + sizeof act}};
+        void *args[] = {&g};
+        if (!r)
+            r = s->api.LaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+        if (!r)
+            r = s->api.CtxSynchronize();
+        if (!r)
+            r = s->api.MemcpyDtoH(out, buf + sizeof codes + sizeof act, sizeof out);
+        if (!r) {
+            bad = 0;
+            for (int n = 0; n < 16; n++)
+                for (int m = 0; m < 8; m++)
+                    bad += out[n][m] != ref[n][m]; /* NaN differs */
+        }
+        if (buf)
+            s->api.MemFree(buf);
+        const char *why = e.msg[0] ? e.msg : "";
+        if (r > 0 && s->api.GetErrorString(r, &why))
+            why = "a driver error";
+        CHECK(r == 0 && bad == 0,
+              "expected mq_probe_mma16 on the GPU (%s) to equal the host product C^T = W^T A^T "
+              "bit for bit: %s%d of 128 differ",
+              i ? "MQ_CUDA_MMA_FP32" : "the backend's mapping", r ? why : "", bad);
+        printf("gpu_cuda: mq_probe_mma16 (%s): %s\n", i ? "MQ_CUDA_MMA_FP32" : "default mapping",
+               r ? "error" : bad ? "WRONG" : "128 of 128 equal the host product");
+    }
+}
+
 int main(int argc, char **argv)
 {
     mq_error e;
@@ -151,6 +240,8 @@ int main(int argc, char **argv)
                100 * pr.fma_gflops / 1e3 / chip.v[MQ_CHIP_FP32_TFLOPS], pr.mma_gflops,
                fp32 ? "FP32 units" : "tensor cores", mq_now() - t0);
     }
+
+    probe16_checks(b);
 
     /* the representative set: ragged shapes, small layers and a real one */
     static mq_test_job js[2048];

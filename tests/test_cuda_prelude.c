@@ -4,7 +4,9 @@
  * turned into CUDA exactly as the backend hands it to NVRTC
  * (mq_cuda_source), passes clang's CUDA front end against
  * backends/cuda/metal_stdlib with no CUDA toolkit (-nocudainc -nocudalib,
- * device side only); one program per kernel file is compiled on to PTX; a
+ * device side only); one program per kernel file is compiled on to PTX; the
+ * MMA probes' PTX shows each mapping (mq_probe_mma16: weight fragments
+ * filled in the tensor cores' layout, mma.sync.m16n8k16, no shuffle); a
  * planted typo fails; half literals and threadgroup arrays are translated;
  * the backend reports itself unavailable without a driver and "auto" falls
  * back saying so; NVIDIA device names map to their chips. NVRTC itself and
@@ -226,17 +228,55 @@ static void test_translation_and_failure(void)
     }
 }
 
-/* The MMA probe's two mappings: FP16 simdgroup products on the tensor
- * cores by default (mma.sync in the PTX), on the FP32 units (no mma, FMAs)
- * when the backend defines MQ_CUDA_MMA_FP32 (MQ_CUDA_MMA=fp32). */
+/* The MMA probes' two mappings (clang -O3 PTX for sm_80, a proxy for
+ * NVRTC's). mq_probe_mma: FP16 simdgroup products on the tensor cores by
+ * default (mma.sync in the PTX), on the FP32 units (no mma, FMAs) when the
+ * backend defines MQ_CUDA_MMA_FP32 (MQ_CUDA_MMA=fp32). mq_probe_mma16 (the
+ * fragment helpers of mq_metal.h): on the tensor cores its 16 weight
+ * fragments filled by MQ_FRAG_FILL and its transposed B loads feed exactly
+ * 3 mma.sync.m16n8k16 and 2 m16n8k8 (its K16 steps) with no shuffle at all,
+ * before its store or after, and no local memory; with MQ_CUDA_MMA_FP32 no
+ * mma and FMAs. Counted per entry (the PTX holds both). */
+typedef struct {
+    int k8, k16, fma, shfl, shfl_before_store, local;
+} ptx_counts;
+
+static void count_entry(const char *ptx, const char *entry, ptx_counts *c)
+{
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(ptx, "r");
+    char line[512];
+    int in = 0, stored = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strstr(line, ".entry "))
+            in = strstr(line, entry) != NULL;
+        if (!in)
+            continue;
+        c->k8 += strstr(line, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != NULL;
+        c->k16 += strstr(line, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL;
+        c->fma += strstr(line, "fma.rn.f32") != NULL;
+        c->local += strstr(line, "ld.local") || strstr(line, "st.local");
+        stored |= strstr(line, "st.global") != NULL;
+        if (strstr(line, "shfl.sync")) {
+            c->shfl++;
+            c->shfl_before_store += !stored;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
 static void test_mma_mappings(void)
 {
     char err[1024], first[512];
     mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
     int nks = 0;
     char *cu = mq_cuda_source("mq_probe_mma.metal", NULL, "", ks, &nks, err, sizeof err);
-    CHECK(cu && nks == 1 && ks[0].used == 7u,
-          "expected mq_probe_mma as one CUDA entry binding buffers 0, 1 and 2: %s", cu ? "" : err);
+    CHECK(cu && nks == 2 && !strcmp(ks[0].name, "mq_probe_mma") && ks[0].used == 7u &&
+              !strcmp(ks[1].name, "mq_probe_mma16") && ks[1].used == 7u,
+          "expected mq_probe_mma and mq_probe_mma16 as two CUDA entries binding buffers 0, 1 and "
+          "2: %s",
+          cu ? "" : err);
     if (!cu)
         return;
     static const struct {
@@ -249,22 +289,32 @@ static void test_mma_mappings(void)
         if (fd < 0)
             continue;
         close(fd);
-        int rc = compile_one(cu, maps[i].defines, "-O1 -S", ptx, first, sizeof first);
-        FILE *f = fopen(ptx, "r");
-        char line[512];
-        int mma = 0, fma = 0;
-        while (f && fgets(line, sizeof line, f)) {
-            mma += strstr(line, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != NULL;
-            fma += strstr(line, "fma.rn.f32") != NULL;
-        }
-        if (f)
-            fclose(f);
+        int rc = compile_one(cu, maps[i].defines, "-O3 -S", ptx, first, sizeof first);
+        ptx_counts p, q;
+        count_entry(ptx, "mq_cuda_entry_mq_probe_mma(", &p);
+        count_entry(ptx, "mq_cuda_entry_mq_probe_mma16(", &q);
         unlink(ptx);
-        CHECK(rc == 0 && (maps[i].mma ? mma > 0 : mma == 0 && fma > 0),
+        CHECK(rc == 0 && (maps[i].mma ? p.k8 > 0 : p.k8 + p.k16 == 0 && p.fma > 0),
               "expected the MMA probe compiled %s to %s, got %d mma.sync and %d fma lines (%s)",
               maps[i].mma ? "by default" : "with MQ_CUDA_MMA_FP32",
               maps[i].mma ? "use the tensor cores (mma.sync m16n8k8)" : "run FMAs and no mma.sync",
-              mma, fma, rc ? first : "compiled");
+              p.k8 + p.k16, p.fma, rc ? first : "compiled");
+        if (maps[i].mma)
+            CHECK(rc == 0 && q.k16 == 3 && q.k8 == 2 && q.shfl == 0 && q.local == 0,
+                  "expected mq_probe_mma16 on the tensor cores as 3 mma.sync.m16n8k16 and 2 "
+                  "m16n8k8, no shfl.sync (fragments filled in the A layout, B loaded in its "
+                  "own) and no local memory, got %d, %d, %d shfl.sync (%d before the store), %d "
+                  "local-memory accesses (%s)",
+                  q.k16, q.k8, q.shfl, q.shfl_before_store, q.local, rc ? first : "compiled");
+        else
+            CHECK(rc == 0 && q.k8 + q.k16 == 0 && q.fma > 0,
+                  "expected mq_probe_mma16 with MQ_CUDA_MMA_FP32 to run FMAs and no mma.sync, got "
+                  "%d mma.sync and %d fma lines (%s)",
+                  q.k8 + q.k16, q.fma, rc ? first : "compiled");
+        if (rc == 0 && maps[i].mma)
+            printf("cuda prelude: mq_probe_mma16 PTX (clang -O3, sm_80): %d mma.sync.m16n8k16, %d "
+                   "m16n8k8, %d shfl.sync, %d local-memory accesses\n",
+                   q.k16, q.k8, q.shfl, q.local);
     }
     free(cu);
 }
@@ -316,6 +366,61 @@ static void test_fragment_loads(void)
               "expected %s (%s) on the tensor cores with at most 4 fragment loads per mma.sync "
               "and no local memory, got %d mma.sync, %d loads, %d local-memory accesses (%s)",
               progs[i][0], progs[i][1], mma, loads, local, rc ? first : "compiled");
+        free(cu);
+    }
+}
+
+/* The lane kernel (metal/mq_lane.h) on the tensor cores (clang -O3 PTX for
+ * sm_80, a proxy for NVRTC's): its fragments filled in the tensor cores'
+ * register order (MQ_FRAG_FILL) feed mma.m16n8k16 directly, so the K loop
+ * has no shuffle: the only shfl.sync are the epilogue's conversions of the
+ * accumulators to Apple's layout (one per accumulator element at most), and
+ * nothing spills to local memory. */
+static void test_lane_ptx(void)
+{
+    static const char *const defs[] = {
+        "TILE_M=32 TILE_N=64 TILE_K=128 SG_M=8 SG_N=32 MQ_TILE_PAD=8",
+        "TILE_M=16 TILE_N=32 TILE_K=64 SG_M=8 SG_N=32 MQ_TILE_PAD=8",
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+        char err[1024], first[512];
+        mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+        int nks = 0;
+        char *cu = mq_cuda_source("lane_gemm.metal", NULL, defs[i], ks, &nks, err, sizeof err);
+        CHECK(cu != NULL, "expected the CUDA source of lane_gemm.metal: %s", err);
+        if (!cu)
+            continue;
+        char ptx[] = "/tmp/mq-cuda-ptx-XXXXXX";
+        int fd = mkstemp(ptx);
+        if (fd < 0) {
+            free(cu);
+            continue;
+        }
+        close(fd);
+        int rc = compile_one(cu, defs[i], "-O3 -S", ptx, first, sizeof first);
+        FILE *f = fopen(ptx, "r");
+        char line[512];
+        int mma16 = 0, mma8 = 0, shfl = 0, local = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            mma16 += strstr(line, "mma.sync.aligned.m16n8k16") != NULL;
+            mma8 += strstr(line, "mma.sync.aligned.m16n8k8") != NULL;
+            shfl += strstr(line, "shfl.sync") != NULL;
+            local += strstr(line, "ld.local") || strstr(line, "st.local");
+        }
+        if (f)
+            fclose(f);
+        unlink(ptx);
+        /* two kernels (fp4, u4), each 2 x 2 x tile_m/8 accumulators, read
+         * where the first K share stores them and where the others leave
+         * theirs, each element's read a conversion to Apple's layout (2
+         * shuffles): 8 per accumulator; the K loop has none (a shuffle per
+         * MMA would be 16 per accumulator and K tile) */
+        int tm = i == 0 ? 32 : 16, shfl_max = 2 * 2 * 2 * (tm / 8) * 8;
+        CHECK(rc == 0 && mma16 > 0 && mma8 == 0 && local == 0 && shfl <= shfl_max,
+              "expected lane_gemm (%s) on mma.m16n8k16 only, no local memory and at most %d "
+              "shfl.sync (the epilogue's), got %d m16n8k16, %d m16n8k8, %d shfl.sync, %d "
+              "local-memory accesses (%s)",
+              defs[i], shfl_max, mma16, mma8, shfl, local, rc ? first : "compiled");
         free(cu);
     }
 }
@@ -372,6 +477,7 @@ int main(void)
     test_translation_and_failure();
     test_mma_mappings();
     test_fragment_loads();
+    test_lane_ptx();
     test_unavailable();
     test_every_program();
     return check_done("cuda_prelude");

@@ -210,15 +210,16 @@ static void test_space(void)
      * slices (split 1, 2), tk64 one (split 1): 5. striped: the same 5 with
      * one threadgroup per work unit; the core multiples (5.. or 40..) all
      * exceed the 1-2 work units. The decode path: tile_m 1 only, tile_n 16
-     * (tile_k a multiple of 64: 64) and 32 (32, 64): 3. 19 legal on m4max;
+     * (tile_k a multiple of 64: 64) and 32 (32, 64): 3. The lane kernel:
+     * tile_m 8, tile_n 32, tile_k 64, one slice: 1. 20 legal on m4max;
      * toy5 refuses marlin 8x32x64, double-buffered 2*(8*64 + 64*32)*2 =
-     * 10240 B > 8192: 18. */
+     * 10240 B > 8192: 19. */
     mq_problem tiny = {MQ_FMT_FP4, 1, 32, 64, 32};
     mq_space a, b;
     CHECK(mq_space_enumerate(&tiny, &m4, MQ_SPACE_FULL, &a) == 0 &&
               mq_space_enumerate(&tiny, &toy, MQ_SPACE_FULL, &b) == 0,
           "enumerate");
-    CHECK(a.legal == 19 && b.legal == 18, "19 legal on m4max and 18 on toy5, got %d, %d",
+    CHECK(a.legal == 20 && b.legal == 19, "20 legal on m4max and 19 on toy5, got %d, %d",
           a.legal, b.legal);
     /* rows padded by 8 halves (the default): 2*2*(8*72 + 64*40) = 12544 B */
     const int pad8 = mq_variant_get(MQ_VAR_MARLIN_FP4)->tile_pad;
@@ -229,8 +230,9 @@ static void test_space(void)
           "toy5's one extra refusal is marlin 8x32x64's %s", want8 + 19);
     /* every grid point is listed: marlin/fused 5*6*5 = 150 each, mlx 150*5,
      * striped 150*5 splits*(1 + 4 core multiples, minus those equal to the
-     * work units: none here, units <= 8 < 10), the decode path 5*4*7 */
-    int expect = 150 + 150 + 750 + 150 * 5 * 5 + 140;
+     * work units: none here, units <= 8 < 10), the decode path 5*4*7, the
+     * lane kernel 4*3*4 tiles x 5 splits */
+    int expect = 150 + 150 + 750 + 150 * 5 * 5 + 140 + 240;
     CHECK(a.n == expect && b.n == expect, "%d grid points listed, got %d and %d", expect, a.n,
           b.n);
     CHECK(count_reason(&a, MQ_VAR_MARLIN_FP4, "already covers M=1") == 120,
@@ -281,9 +283,9 @@ static void test_space(void)
     mq_space_free(&a);
     mq_space_free(&b);
     mq_space seed;
-    CHECK(mq_space_enumerate(&big, &m4, MQ_SPACE_SEED, &seed) == 0 && seed.n == 5 &&
-              seed.legal == 5,
-          "seed space for fp4: the 5 fp4 variants' own configurations, got %d (%d legal)",
+    int seeded = mq_space_enumerate(&big, &m4, MQ_SPACE_SEED, &seed);
+    CHECK(seeded == 0 && seed.n == 6 && seed.legal == 6,
+          "seed space for fp4: the 6 fp4 variants' own configurations, got %d (%d legal)",
           seed.n, seed.legal);
     mq_space_free(&seed);
 }

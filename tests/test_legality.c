@@ -122,6 +122,52 @@ static void test_budgets(void)
           "seed rule: trellis M <= 16 decodes, M = 17 prefills");
 }
 
+/* The lane kernel's rules (kernels/variants.c lane_plan), each refused with
+ * its reason, and its threadgroup memory and threads as metal/mq_lane.h
+ * declares them: the padded A tile, or the K shares of the simdgroups past
+ * the first, whichever is larger. */
+static void test_lane_rules(void)
+{
+    mq_problem fp4 = {MQ_FMT_FP4, 16, 4096, 4096, 128};
+    mq_limits lim = mq_limits_default();
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_LANE_GEMM, {128, 64, 64, 0, 1}}, NULL,
+                   "at most 64 rows of accumulators");
+    expect_refused(&(mq_problem){MQ_FMT_FP4, 16, 4096, 4096, 32},
+                   (mq_candidate){MQ_VAR_LANE_GEMM, {16, 64, 96, 0, 1}}, NULL,
+                   "whole super-blocks of 64 K");
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_LANE_GEMM, {16, 48, 64, 0, 1}}, NULL,
+                   "tile_n=48 must be a multiple of 32");
+    expect_refused(&(mq_problem){MQ_FMT_TRELLIS3, 16, 4096, 4096, 128},
+                   (mq_candidate){MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}}, NULL,
+                   "does not serve format trellis3");
+    mq_limits narrow = lim;
+    narrow.simd_width = 64;
+    expect_refused(&fp4, (mq_candidate){MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}}, &narrow,
+                   "needs 32-lane simdgroups");
+    const int pad = mq_variant_get(MQ_VAR_LANE_GEMM)->tile_pad;
+    static const int cases[][3] = {{16, 64, 128}, {64, 64, 128}, {16, 32, 512}, {8, 128, 256}};
+    for (int i = 0; i < 4; i++) {
+        int tm = cases[i][0], tn = cases[i][1], tk = cases[i][2];
+        int sgs = (tn / 32) * (tk / 64), a = 2 * tm * (tk + pad);
+        int red = (tk / 64 - 1) * (tn / 32) * 4 * (tm / 8) * 64 * 4;
+        mq_plan plan;
+        mq_error err;
+        mq_status st = mq_plan_candidate(&fp4, &(mq_candidate){MQ_VAR_LANE_GEMM, {tm, tn, tk, 0, 1}},
+                                         &lim, &plan, &err);
+        CHECK(st == MQ_OK && plan.simdgroups == sgs && plan.threads_per_tg == sgs * 32 &&
+                  plan.tg_mem_bytes == (a > red ? a : red),
+              "lane_gemm %dx%dx%d: expected %d simdgroups and %d B, got %d and %d (%s)", tm, tn,
+              tk, sgs, a > red ? a : red, plan.simdgroups, plan.tg_mem_bytes,
+              st ? err.msg : "ok");
+    }
+    mq_plan plan;
+    CHECK(mq_plan_candidate(&fp4,
+                            &(mq_candidate){MQ_VAR_LANE_GEMM,
+                                            mq_variant_get(MQ_VAR_LANE_GEMM)->defaults},
+                            &lim, &plan, NULL) == MQ_OK,
+          "lane_gemm's defaults are legal under Apple's limits");
+}
+
 static void test_bad_problems(void)
 {
     mq_error err;
@@ -187,6 +233,7 @@ int main(void)
     test_refusals();
     test_budgets();
     test_bad_problems();
+    test_lane_rules();
     test_unaligned_last_partition();
     return check_done("legality");
 }

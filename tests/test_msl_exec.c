@@ -11,7 +11,8 @@
  * harness against the float64 reference: the smallest, the seed and the
  * largest legal tiles, split_k 1, 2 and 3 where the variant splits, M of
  * 1, 3 and 17 with N = 200 (no tile divides it), trellis with a partial
- * last group (K = 400, group 128); and planted defects in
+ * last group (K = 400, group 128); the fragment helpers of mq_metal.h
+ * (mq_probe_mma16) against a host product, bit for bit; and planted defects in
  * the real kernels (nibble order, a dropped K element, a missing barrier,
  * a store past M, threadgroup memory over 32 KB) that must each fail. */
 #include <math.h>
@@ -377,6 +378,80 @@ static void test_faults(void)
 
 /* ---- the real kernels ---------------------------------------------------------- */
 
+/* mq_probe_mma16 (metal/mq_probe_mma.metal, its buffers defined there): one
+ * super-block of lane-major codes dequantized into fragments with
+ * MQ_FRAG_FILL, the activations as right operands through transposed loads,
+ * mq_mma_16x8x16 and mq_mma_16x8x8, C^T stored. The host product here reads
+ * the codes through Apple's lane layout (MLX steel's get_coord) directly;
+ * small integers make every summation order exact, so the check is
+ * equality. The executor runs the Apple path (MQ_FRAG_LANE the identity,
+ * four simdgroup products per 16x8x16 step). */
+static void test_probe_mma16(void)
+{
+    uint32_t codes[128];
+    uint16_t act[8 * 64];
+    float a[8][64], ref[16][8];
+    uint32_t x = 12345u;
+    for (int i = 0; i < 128; i++) {
+        x = x * 1664525u + 1013904223u;
+        codes[i] = x;
+    }
+    for (int i = 0; i < 8 * 64; i++) { /* A[m][k] in -4..4 */
+        x = x * 1664525u + 1013904223u;
+        a[i / 64][i % 64] = (float)((int)(x >> 24) % 9 - 4);
+        act[i] = mq_float_to_half(a[i / 64][i % 64]);
+    }
+    float wt[16][64]; /* W^T[n][k] from logical lane L's word a, pair p, element j */
+    for (unsigned L = 0; L < 32; L++)
+        for (unsigned w = 0; w < 4; w++)
+            for (unsigned q = 0; q < 8; q++) {
+                unsigned p = q & 3, j = q >> 2;
+                unsigned r = ((L / 4) & 4) + (L / 2) % 4, c = ((L / 4) & 2) * 2 + (L % 2) * 2;
+                wt[8 * (p & 1) + r][16 * w + 8 * (p >> 1) + c + j] =
+                    (float)((int)((codes[L * 4 + w] >> (4 * q)) & 15u) - 8);
+            }
+    for (int n = 0; n < 16; n++)
+        for (int m = 0; m < 8; m++) {
+            double t = n < 8 ? 1 : -2;
+            for (int k = 0; k < 64; k++)
+                t += (double)wt[n][k] * a[m][k];
+            ref[n][m] = (float)t;
+        }
+    char err[1024];
+    mq_msl_module *m = compile("mq_probe_mma.metal", NULL, "", err, sizeof err);
+    CHECK(m != NULL, "expected mq_probe_mma.metal to compile for the executor: %s", err);
+    if (!m)
+        return;
+    mq_msl_buffer bc, ba, bo;
+    int rc = mq_msl_buffer_alloc(&bc, sizeof codes, err, sizeof err) ||
+             mq_msl_buffer_alloc(&ba, sizeof act, err, sizeof err) ||
+             mq_msl_buffer_alloc(&bo, sizeof ref, err, sizeof err);
+    int bad = 0, distinct = 0;
+    if (rc == 0) {
+        memcpy(bc.data, codes, sizeof codes);
+        memcpy(ba.data, act, sizeof act);
+        memset(bo.data, 0xff, sizeof ref); /* NaN: an element no lane stores fails */
+        mq_msl_launch l = {{&bc, &ba, &bo}, {1, 1, 1}, {32, 1, 1}, 1, 0};
+        rc = mq_msl_run(m, "mq_probe_mma16", &l, err, sizeof err);
+        const float *out = bo.data;
+        for (int i = 0; rc == 0 && i < 128; i++) {
+            bad += out[i] != ref[i / 8][i % 8];
+            distinct += i == 0 || ref[i / 8][i % 8] != ref[(i - 1) / 8][(i - 1) % 8];
+        }
+    }
+    CHECK(rc == 0 && bad == 0 && distinct > 64,
+          "expected mq_probe_mma16 on the executor to equal the host product C^T = W^T A^T "
+          "(lane-major codes, MQ_FRAG_FILL, transposed loads, 16x8x16 steps): %s, %d of 128 "
+          "differ",
+          rc ? err : "ran", bad);
+    printf("msl_exec: mq_probe_mma16: 128 of C^T %s the host product\n",
+           rc == 0 && bad == 0 ? "equal" : "do NOT equal");
+    mq_msl_buffer_free(&bc);
+    mq_msl_buffer_free(&ba);
+    mq_msl_buffer_free(&bo);
+    mq_msl_module_free(m);
+}
+
 /* The helper no candidate names: marlin_zero_reduction clears a float
  * buffer, whole float4s and the tail, and nothing past it. */
 static void test_zero_reduction(void)
@@ -676,6 +751,7 @@ int main(void)
     test_threadgroup_memory();
     test_faults();
     test_zero_reduction();
+    test_probe_mma16();
     test_real_kernels();
     test_planted();
     char cmd[128];

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 
     CHECK(wait_exit(start_bench(ref, 0)) == 0, "an uninterrupted run (%s) exits 0", bench);
     int expected = rows_in(ref);
-    CHECK(expected == 32, "smoke x M {1,2} x fp4 (5 seed variants) and u4 (3): 32 rows, got %d",
+    CHECK(expected == 40, "smoke x M {1,2} x fp4 (6 seed variants) and u4 (4): 40 rows, got %d",
           expected);
 
     pid_t pid = start_bench(run, 0);

@@ -18,6 +18,7 @@ typedef struct {
 
 static const shape shapes[] = {
     {1, 72, 256, 32}, {3, 130, 384, 128}, {17, 100, 192, 64}, {70, 45, 320, 32}, {64, 64, 128, 64},
+    {5, 96, 1024, 64}, /* eight 64-K slices: the lane kernel's split_k=8 */
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -29,6 +30,7 @@ static const tiles q4_tiles[] = {{64, 64, 32}, {16, 32, 64}, {8, 128, 128}, {32,
                                  {8, 1024, 128}};
 static const tiles trellis_tiles[] = {{64, 64, 32}, {32, 128, 32}, {16, 16, 16}, {8, 32, 64}};
 static const tiles mlx_tiles[] = {{32, 32, 32}, {16, 64, 64}, {64, 32, 128}};
+static const tiles lane_tiles[] = {{16, 64, 128}, {8, 32, 64}, {64, 96, 256}, {32, 128, 64}};
 static const int splits[] = {1, 2, 3, 8};
 static const int striped_tgs[] = {0, 1, 5};
 
@@ -76,6 +78,9 @@ static void run_variant(mq_ctx *ctx, const fixture *fx, const mq_problem *p, mq_
     } else if (v == MQ_VAR_MLX_SPLITK) {
         ts = mlx_tiles;
         nt = (int)(sizeof mlx_tiles / sizeof mlx_tiles[0]);
+    } else if (vi->dequant == MQ_DEQ_LANE) {
+        ts = lane_tiles;
+        nt = (int)(sizeof lane_tiles / sizeof lane_tiles[0]);
     }
     for (int t = 0; t < nt; t++) {
         int nsplit = vi->schedule == MQ_SCHED_GRID2D ? 1 : 4;

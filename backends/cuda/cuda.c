@@ -42,6 +42,8 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
         return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
     mq_msl_run_plan rp;
     mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
+    if (!st)
+        st = mq_msl_weights_ready(&rp.prog, w, err);
     if (st)
         return st;
     const mq_plan plan = rp.plan;
@@ -71,9 +73,10 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     /* the binding of metal.c: A, weights, scales, C, params, then the
      * variant's own buffers from index 5 */
     cuda_buffer_args g = {
-        {s->a.p, we->buf[MQ_MSL_W_CODES], we->buf[MQ_MSL_W_SCALES], s->c.p, s->params.p}};
+        {s->a.p, we->buf[mq_msl_bind_slot(&rp.prog, MQ_MSL_W_CODES)],
+         we->buf[mq_msl_bind_slot(&rp.prog, MQ_MSL_W_SCALES)], s->c.p, s->params.p}};
     for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
-        int slot = mq_msl_weight_slot_of(rp.prog.extra[i]);
+        int slot = mq_msl_bind_slot(&rp.prog, mq_msl_weight_slot_of(rp.prog.extra[i]));
         g.p[5 + i] = slot < 0 ? s->ws.p : we->buf[slot];
     }
     cuda_buffer_args r = {{s->ws.p, s->c.p, s->params.p}};

@@ -308,13 +308,13 @@ static mq_status run_command_buffer(metal_state *s, const mq_problem *p, const m
     if (!enc)
         return mq_fail(err, MQ_E_SYSTEM, "metal: the queue gave no command buffer or encoder");
     set_buffer(rt, enc, s->a_buf, 0);
-    set_buffer(rt, enc, we->buf[MQ_MSL_W_CODES], 1);
-    set_buffer(rt, enc, we->buf[MQ_MSL_W_SCALES], 2);
+    set_buffer(rt, enc, we->buf[mq_msl_bind_slot(&rp->prog, MQ_MSL_W_CODES)], 1);
+    set_buffer(rt, enc, we->buf[mq_msl_bind_slot(&rp->prog, MQ_MSL_W_SCALES)], 2);
     set_buffer(rt, enc, s->c_buf, 3);
     MSG(rt, void, const void *, NSUInteger, NSUInteger)(enc, rt->sel("setBytes:length:atIndex:"),
                                                         &mp, sizeof mp, 4);
     for (int i = 0; rp->prog.extra[i] != MQ_BUF_END; i++) {
-        int slot = mq_msl_weight_slot_of(rp->prog.extra[i]);
+        int slot = mq_msl_bind_slot(&rp->prog, mq_msl_weight_slot_of(rp->prog.extra[i]));
         id x = slot < 0 ? s->ws_buf : we->buf[slot];
         set_buffer(rt, enc, x, (NSUInteger)(5 + i));
     }
@@ -364,6 +364,8 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
                        planned->tg_mem_bytes, (unsigned long)s->max_tg_mem);
     mq_msl_run_plan rp;
     mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
+    if (!st)
+        st = mq_msl_weights_ready(&rp.prog, w, err);
     if (st)
         return st;
     const mq_plan plan = rp.plan;

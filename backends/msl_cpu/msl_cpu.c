@@ -80,6 +80,8 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
     msl_cpu_state *s = b->state;
     mq_msl_run_plan rp;
     mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
+    if (!st)
+        st = mq_msl_weights_ready(&rp.prog, w, err);
     if (st)
         return st;
     const mq_plan plan = rp.plan;
@@ -109,14 +111,15 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
     if (!bad) {
         /* the binding of metal.c: A, weights, scales, C, params, then the
          * variant's own buffers from index 5 */
-        mq_msl_launch l = {{&buf[B_A], &buf[B_W + MQ_MSL_W_CODES], &buf[B_W + MQ_MSL_W_SCALES],
+        mq_msl_launch l = {{&buf[B_A], &buf[B_W + mq_msl_bind_slot(&rp.prog, MQ_MSL_W_CODES)],
+                            &buf[B_W + mq_msl_bind_slot(&rp.prog, MQ_MSL_W_SCALES)],
                             &buf[B_C], &buf[B_P]},
                            {(unsigned)plan.grid_x, (unsigned)plan.grid_y, (unsigned)plan.grid_z},
                            {(unsigned)plan.threads_per_tg, 1, 1},
                            s->workers,
                            0};
         for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
-            int slot = mq_msl_weight_slot_of(rp.prog.extra[i]);
+            int slot = mq_msl_bind_slot(&rp.prog, mq_msl_weight_slot_of(rp.prog.extra[i]));
             l.buffers[5 + i] = slot < 0 ? &buf[B_WS] : &buf[B_W + slot];
         }
         if (mq_msl_run(gemm, rp.function, &l, msg, sizeof msg)) {

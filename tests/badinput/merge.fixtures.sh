@@ -1,6 +1,6 @@
 # merge.fixtures.sh - the files merge.cases feeds merge, made under mg/ in
 # the scratch directory (sourced by test_badinput.sh with $B the build
-# directory and $root the source tree): the two shards of a 5-unit sweep and
+# directory and $root the source tree): the two shards of a 6-unit sweep (the 6 fp4 seed variants) and
 # the one shard of the same work in one piece, then manifests that no bench
 # or tune writes (each keeps the rest of a real one, so merge has only the
 # one fault to find).
@@ -43,13 +43,13 @@ copy one nul
 copy s2 chip2
 sed 's/chip host,/chip m4max,/; s/,host,cpu,/,m4max,cpu,/' mg/s2.manifest.csv > mg/chip2.manifest.csv
 copy s2 units2
-sed 's/: 5 units,/: 6 units,/' mg/s2.manifest.csv > mg/units2.manifest.csv
+sed 's/: 6 units,/: 7 units,/' mg/s2.manifest.csv > mg/units2.manifest.csv
 copy s1 twin1                           # shard 1 again, one unit's cost edited
 sed '5s/,[0-9]*$/,7/' mg/s1.manifest.csv > mg/twin1.manifest.csv
-# both shards say the sweep has 6 units: each agrees, but together they own 5
+# both shards say the sweep has 7 units: each agrees, but together they own 6
 for i in 1 2; do
     copy "s$i" "six$i"
-    sed 's/: 5 units,/: 6 units,/' "mg/s$i.manifest.csv" > "mg/six$i.manifest.csv"
+    sed 's/: 6 units,/: 7 units,/' "mg/s$i.manifest.csv" > "mg/six$i.manifest.csv"
 done
 # another build's rows; a results file that is no results file
 sed 's/^\("1","[^"]*","\)[^"]*"/\1deadbeef0000"/' mg/s2.csv > mg/build2.csv
