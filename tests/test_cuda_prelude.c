@@ -9,8 +9,10 @@
  * filled in the tensor cores' layout, mma.sync.m16n8k16, no shuffle); a
  * planted typo fails; half literals and threadgroup arrays are translated;
  * the backend reports itself unavailable without a driver and "auto" falls
- * back saying so; NVIDIA device names map to their chips. NVRTC itself and
- * the GPU run only in make test-gpu (tests/gpu_cuda.c). */
+ * back saying so; NVIDIA device names map to their chips. NVRTC itself
+ * compiles a covering subset of the same programs to sm_90 cubins in
+ * tests/test_nvrtc.c (where the toolkit is installed); the GPU runs only in
+ * make test-gpu (tests/gpu_cuda.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +190,7 @@ static void test_translation_and_failure(void)
     free(cu);
     /* the MoE block (no GEMM candidate names it): every width, each tile_n with
      * another row count and simdgroup count (test_metal compiles its whole
-     * space; NVRTC's own check of every program is make test-gpu's) */
+     * space; NVRTC compiles them in test_nvrtc and on the GPU) */
     static const int rows[] = {1, 16, 8, 2, 4};
     for (int bits = 2; bits <= 4; bits++) {
         mq_moe_problem mp = {(mq_format)(MQ_FMT_TRELLIS2 + bits - 2), 1, 2048, 768, 8, 2, 128};

@@ -37,11 +37,41 @@ static void *open_first(const char *env, const char *const *names, char *tried, 
         }                                                                                  \
     } while (0)
 
+/* api->nvrtc: 0, or -1 and why. */
+static int open_nvrtc(mq_cuda_api *api, char *why, size_t n)
+{
+    static const char *const nvrtc_names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                              "libnvrtc.so.11.2", NULL};
+    char tried[512];
+    api->nvrtc = open_first("MQ_NVRTC_LIB", nvrtc_names, tried, sizeof tried);
+    if (!api->nvrtc) {
+        snprintf(why, n, "unavailable: no NVRTC (dlopen %s; set MQ_NVRTC_LIB to libnvrtc's path)",
+                 tried);
+        return -1;
+    }
+    return 0;
+}
+
+/* NVRTC's entry points from api->nvrtc: 0, or -1 and why. */
+static int nvrtc_syms(mq_cuda_api *api, char *why, size_t n)
+{
+    SYM(nvrtc, Version, "nvrtcVersion");
+    SYM(nvrtc, CreateProgram, "nvrtcCreateProgram");
+    SYM(nvrtc, CompileProgram, "nvrtcCompileProgram");
+    SYM(nvrtc, GetProgramLogSize, "nvrtcGetProgramLogSize");
+    SYM(nvrtc, GetProgramLog, "nvrtcGetProgramLog");
+    SYM(nvrtc, GetCUBINSize, "nvrtcGetCUBINSize");
+    SYM(nvrtc, GetCUBIN, "nvrtcGetCUBIN");
+    SYM(nvrtc, DestroyProgram, "nvrtcDestroyProgram");
+    SYM(nvrtc, nvrtcErrorString, "nvrtcGetErrorString");
+    return 0;
+fail:
+    return -1;
+}
+
 int mq_cuda_api_load(mq_cuda_api *api, char *why, size_t n)
 {
     static const char *const cuda_names[] = {"libcuda.so.1", "libcuda.so", NULL};
-    static const char *const nvrtc_names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                                              "libnvrtc.so.11.2", NULL};
     char tried[512];
     memset(api, 0, sizeof *api);
     api->cuda = open_first("MQ_CUDA_LIB", cuda_names, tried, sizeof tried);
@@ -49,12 +79,8 @@ int mq_cuda_api_load(mq_cuda_api *api, char *why, size_t n)
         snprintf(why, n, "unavailable: no CUDA driver (dlopen %s)", tried);
         return -1;
     }
-    api->nvrtc = open_first("MQ_NVRTC_LIB", nvrtc_names, tried, sizeof tried);
-    if (!api->nvrtc) {
-        snprintf(why, n, "unavailable: no NVRTC (dlopen %s; set MQ_NVRTC_LIB to libnvrtc's path)",
-                 tried);
+    if (open_nvrtc(api, why, n))
         goto fail;
-    }
     SYM(cuda, Init, "cuInit");
     SYM(cuda, DriverGetVersion, "cuDriverGetVersion");
     SYM(cuda, DeviceGetCount, "cuDeviceGetCount");
@@ -83,19 +109,22 @@ int mq_cuda_api_load(mq_cuda_api *api, char *why, size_t n)
     if (!api->EventElapsedTime)
         SYM(cuda, EventElapsedTime, "cuEventElapsedTime");
     SYM(cuda, GetErrorString, "cuGetErrorString");
-    SYM(nvrtc, Version, "nvrtcVersion");
-    SYM(nvrtc, CreateProgram, "nvrtcCreateProgram");
-    SYM(nvrtc, CompileProgram, "nvrtcCompileProgram");
-    SYM(nvrtc, GetProgramLogSize, "nvrtcGetProgramLogSize");
-    SYM(nvrtc, GetProgramLog, "nvrtcGetProgramLog");
-    SYM(nvrtc, GetCUBINSize, "nvrtcGetCUBINSize");
-    SYM(nvrtc, GetCUBIN, "nvrtcGetCUBIN");
-    SYM(nvrtc, DestroyProgram, "nvrtcDestroyProgram");
-    SYM(nvrtc, nvrtcErrorString, "nvrtcGetErrorString");
+    if (nvrtc_syms(api, why, n))
+        goto fail;
     return 0;
 fail:
     mq_cuda_api_unload(api);
     return -1;
+}
+
+int mq_nvrtc_api_load(mq_cuda_api *api, char *why, size_t n)
+{
+    memset(api, 0, sizeof *api);
+    if (open_nvrtc(api, why, n) || nvrtc_syms(api, why, n)) {
+        mq_cuda_api_unload(api);
+        return -1;
+    }
+    return 0;
 }
 
 void mq_cuda_api_unload(mq_cuda_api *api)

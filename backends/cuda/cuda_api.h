@@ -85,6 +85,10 @@ typedef struct {
  * WHY" (no libcuda.so.1, no NVRTC, a missing symbol). $MQ_CUDA_LIB and
  * $MQ_NVRTC_LIB name other files. */
 int mq_cuda_api_load(mq_cuda_api *api, char *why, size_t n);
+/* NVRTC alone (no driver, no GPU needed: compiling only, e.g. CI's check
+ * of every program, tests/test_nvrtc.c): the nvrtc fields, api->cuda NULL;
+ * 0, or -1 and "unavailable: WHY". */
+int mq_nvrtc_api_load(mq_cuda_api *api, char *why, size_t n);
 void mq_cuda_api_unload(mq_cuda_api *api);
 
 /* "CUDA_ERROR_X: text" for a driver result. */

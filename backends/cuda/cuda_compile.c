@@ -4,7 +4,8 @@
  * else ~/.cache/mq-cuda) keyed by a hash of the source, the prelude, the
  * options and NVRTC's version, and loaded modules kept in memory per
  * (file, macros). Apart from cuda.c because the runs, the MoE block and the
- * probes all compile through it. */
+ * probes all compile through it. mq_nvrtc_compile is the same NVRTC call
+ * with no device, no cache: CI's check of every program (tests/test_nvrtc.c). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,14 +119,14 @@ static char *read_prelude(size_t *pn, char *msg, size_t mn)
     return z;
 }
 
-/* NVRTC: source (with metal_stdlib as its one header) to a cubin for this
- * device; the cached one when the same text was compiled the same way. */
-char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const char *defines,
-                      int with_prelude, size_t *cubin_n, char *msg, size_t mn)
+/* The options of every compile (the cache key holds them): the
+ * architecture, the fixed ones, the FP32 mapping's macro and the tuned
+ * macros as -D, at most 24; opts[i] points into optbuf. Their count. */
+static int compile_options(const char *arch_opt, int mma_fp32, int with_prelude,
+                           const char *defines, char **opts, char (*optbuf)[80])
 {
-    char *opts[24], optbuf[24][80];
     int no = 0;
-    snprintf(optbuf[no], sizeof optbuf[no], "%s", s->arch_opt);
+    snprintf(optbuf[no], sizeof optbuf[no], "%s", arch_opt);
     opts[no] = optbuf[no];
     no++;
     static const char *const fixed[] = {"-std=c++17", "-default-device", "-w"};
@@ -134,7 +135,7 @@ char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const
         opts[no] = optbuf[no];
         no++;
     }
-    if (with_prelude && s->mma_fp32) {
+    if (with_prelude && mma_fp32) {
         snprintf(optbuf[no], sizeof optbuf[no], "-DMQ_CUDA_MMA_FP32");
         opts[no] = optbuf[no];
         no++;
@@ -148,6 +149,82 @@ char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const
         no++;
         t += k;
     }
+    return no;
+}
+
+/* NVRTC itself: source (prelude, when not NULL, as its one header
+ * metal_stdlib) compiled with opts to a cubin; NULL and msg (the first
+ * error line of the log) on failure. *log, when log is not NULL, gets the
+ * whole program log, success or not (NULL when there is none; free it). */
+static char *nvrtc_run(const mq_cuda_api *api, const char *name, const char *source,
+                       const char *defines, const char *prelude, int no, char **opts,
+                       size_t *cubin_n, char **log_out, char *msg, size_t mn)
+{
+    if (log_out)
+        *log_out = NULL;
+    nvrtcProgram prog;
+    const char *hname = "metal_stdlib";
+    const char *hsrc = prelude;
+    nvrtcResult r = api->CreateProgram(&prog, source, name, prelude ? 1 : 0,
+                                       prelude ? &hsrc : NULL, prelude ? &hname : NULL);
+    if (r) {
+        snprintf(msg, mn, "nvrtcCreateProgram: %s", api->nvrtcErrorString(r));
+        return NULL;
+    }
+    r = api->CompileProgram(prog, no, (const char *const *)opts);
+    char *log = NULL;
+    if (r || log_out) {
+        size_t ln = 0;
+        api->GetProgramLogSize(prog, &ln);
+        log = malloc(ln + 1);
+        if (log && api->GetProgramLog(prog, log)) {
+            free(log);
+            log = NULL;
+        }
+        if (log)
+            log[ln] = 0;
+    }
+    if (r) {
+        const char *first = log ? log : "no log";
+        char *e = log ? strstr(log, "error") : NULL;
+        if (e) { /* the line holding the first error */
+            while (e > log && e[-1] != '\n')
+                e--;
+            first = e;
+        }
+        snprintf(msg, mn, "%s (%s) does not compile with NVRTC: %.*s", name, defines,
+                 (int)strcspn(first, "\n"), first);
+        if (log_out)
+            *log_out = log;
+        else
+            free(log);
+        api->DestroyProgram(&prog);
+        return NULL;
+    }
+    if (log_out)
+        *log_out = log;
+    size_t n = 0;
+    char *cubin = NULL;
+    if (!api->GetCUBINSize(prog, &n) && n && (cubin = malloc(n)) && api->GetCUBIN(prog, cubin)) {
+        free(cubin);
+        cubin = NULL;
+    }
+    api->DestroyProgram(&prog);
+    if (!cubin) {
+        snprintf(msg, mn, "%s: NVRTC gave no cubin", name);
+        return NULL;
+    }
+    *cubin_n = n;
+    return cubin;
+}
+
+/* NVRTC: source (with metal_stdlib as its one header) to a cubin for this
+ * device; the cached one when the same text was compiled the same way. */
+char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const char *defines,
+                      int with_prelude, size_t *cubin_n, char *msg, size_t mn)
+{
+    char *opts[24], optbuf[24][80];
+    int no = compile_options(s->arch_opt, s->mma_fp32, with_prelude, defines, opts, optbuf);
     size_t pn = 0;
     char *prelude = NULL;
     if (with_prelude && !(prelude = read_prelude(&pn, msg, mn)))
@@ -170,52 +247,33 @@ char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const
         free(prelude);
         return cubin;
     }
-    nvrtcProgram prog;
-    const char *hname = "metal_stdlib";
-    const char *hsrc = prelude;
-    nvrtcResult r = s->api.CreateProgram(&prog, source, name, prelude ? 1 : 0,
-                                         prelude ? &hsrc : NULL, prelude ? &hname : NULL);
-    if (r) {
-        free(prelude);
-        snprintf(msg, mn, "nvrtcCreateProgram: %s", s->api.nvrtcErrorString(r));
-        return NULL;
-    }
-    r = s->api.CompileProgram(prog, no, (const char *const *)opts);
-    free(prelude);
-    if (r) {
-        size_t ln = 0;
-        s->api.GetProgramLogSize(prog, &ln);
-        char *log = malloc(ln + 1);
-        const char *first = "no log";
-        if (log && !s->api.GetProgramLog(prog, log)) {
-            log[ln] = 0;
-            first = log;
-            char *e = strstr(log, "error");
-            if (e) { /* the line holding the first error */
-                while (e > log && e[-1] != '\n')
-                    e--;
-                first = e;
-            }
-        }
-        snprintf(msg, mn, "%s (%s) does not compile with NVRTC: %.*s", name, defines,
-                 (int)strcspn(first, "\n"), first);
-        free(log);
-        s->api.DestroyProgram(&prog);
-        return NULL;
-    }
     size_t n = 0;
-    cubin = NULL;
-    if (!s->api.GetCUBINSize(prog, &n) && n && (cubin = malloc(n)) && s->api.GetCUBIN(prog, cubin)) {
-        free(cubin);
-        cubin = NULL;
-    }
-    s->api.DestroyProgram(&prog);
-    if (!cubin) {
-        snprintf(msg, mn, "%s: NVRTC gave no cubin", name);
+    cubin = nvrtc_run(&s->api, name, source, defines, prelude, no, opts, &n, NULL, msg, mn);
+    free(prelude);
+    if (!cubin)
         return NULL;
-    }
     write_cache(cpath, cubin, n);
     *cubin_n = n;
+    return cubin;
+}
+
+char *mq_nvrtc_compile(const mq_cuda_api *api, const char *arch_opt, int mma_fp32,
+                       const char *name, const char *source, const char *defines,
+                       int with_prelude, const char *const *extra, size_t *cubin_n, char **log,
+                       char *msg, size_t mn)
+{
+    char *opts[32], optbuf[24][80];
+    int no = compile_options(arch_opt, mma_fp32, with_prelude, defines, opts, optbuf);
+    for (int i = 0; extra && extra[i] && no < 32; i++)
+        opts[no++] = (char *)extra[i];
+    size_t pn = 0;
+    char *prelude = NULL;
+    if (log)
+        *log = NULL;
+    if (with_prelude && !(prelude = read_prelude(&pn, msg, mn)))
+        return NULL;
+    char *cubin = nvrtc_run(api, name, source, defines, prelude, no, opts, cubin_n, log, msg, mn);
+    free(prelude);
     return cubin;
 }
 

@@ -101,6 +101,18 @@ uint64_t mq_cuda_fnv(uint64_t h, const void *p, size_t n);
 char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const char *defines,
                       int with_prelude, size_t *cubin_n, char *msg, size_t mn);
 
+/* The same NVRTC compile with no device, no context and no cache (NVRTC
+ * needs no GPU: CI's check of every program, tests/test_nvrtc.c): the
+ * backend's options for arch_opt ("--gpu-architecture=sm_90": a real
+ * architecture, so ptxas runs and a cubin comes back) and mma_fp32, then
+ * extra (NULL-terminated, NULL for none; e.g. "--ptxas-options=-v"). api
+ * needs only NVRTC (mq_nvrtc_api_load). NULL and msg on failure; *log, when
+ * log is not NULL, gets NVRTC's program log either way (free it). */
+char *mq_nvrtc_compile(const mq_cuda_api *api, const char *arch_opt, int mma_fp32,
+                       const char *name, const char *source, const char *defines,
+                       int with_prelude, const char *const *extra, size_t *cubin_n, char **log,
+                       char *msg, size_t mn);
+
 /* The module of (metal/FILE, defines): in memory, on disk, or compiled now;
  * NULL and err on failure. */
 CUmodule mq_cuda_module_for(cuda_state *s, const char *file, const char *defines, mq_error *err);
