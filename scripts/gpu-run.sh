@@ -72,6 +72,9 @@
 #   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
 #                                MOE_TOKENS, MOE_BUDGET, MOE_ARGS, MOE_NAME
 #                                -> results/devcpu/MOE_NAME.csv (default moe-decode)
+#   scripts/gpu-run.sh timing    the cuda backend's idle and queued timings (MQ_CUDA_TIMING)
+#                                of AB_SPECS in alternating rounds -> results/CHIP/AB_DIR
+#                                (default timing)/{idle,queued}.csv, var.txt
 #   scripts/gpu-run.sh lane      the lane-layout kernel (issue 40): every legal lane_gemm
 #                                candidate (LANE_MAX, default 250) of LANE_SHAPES (default
 #                                M 16, 64, 512 of the decode shapes and N=K=4096) x
@@ -132,6 +135,27 @@ build_before() {
     rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf .debs/before.tar.gz -C /tmp/before
     (cd /tmp/before && make -j"$(nproc)" build/bench > "$OUT/build-before.log" 2>&1) ||
         { say "before: the build failed (build-before.log)"; return 1; }
+}
+# ab_summary DIR FIRST NAME...: DIR/var.txt, per candidate each NAME's medians
+# (DIR/NAME.csv) and its speed-up over FIRST's, into the summary
+ab_summary() {
+    D=$1 first=$2; shift 2
+    for name in "$@"; do
+        tr -d '"' < "$D/$name.csv" | awk -F, -v cfg="$name" '$19 == "ok" {
+            print cfg, $8 " " $9 "x" $10 "x" $11 " " $13 " " $14 "x" $15 "x" $16 " tg=" $17 " sk=" $18, $21 }'
+    done | awk -v first="$first" '{ key = $2 " " $3 " " $4 " " $5 " " $6 " " $7; t[key, $1, ++n[key, $1]] = $8
+            keys[key] = 1; if (!($1 in seen)) { seen[$1] = 1; order[++nv] = $1 } }
+        function med(k, c,   i, m, v, j, x) { m = n[k, c]; for (i = 1; i <= m; i++) v[i] = t[k, c, i]
+            for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+        function list(k, c,   i, s) { s = ""; for (i = 1; i <= n[k, c]; i++) s = s sprintf(" %.4f", t[k, c, i] * 1e3); return s }
+        END { for (k in keys) { line = k
+                for (i = 1; i <= nv; i++) if (n[k, order[i]])
+                    line = line sprintf(" | %s ms%s (%.3fx)", order[i], list(k, order[i]),
+                                        n[k, first] ? med(k, first) / med(k, order[i]) : 0)
+                print line } }' | sort > "$D/var.txt"
+    say "== $(wc -l < "$D/var.txt") candidates, ${AB_ROUNDS:-3} rounds (var.txt; (x): speed-up over $first):"
+    tee -a "$S" < "$D/var.txt"
 }
 rc=0
 for stage in "$@"; do
@@ -419,24 +443,10 @@ variants)
         done
         r=$((r + 1))
     done
-    first=${VARIANTS%%=*}
-    for v in $VARIANTS; do
-        name=${v%%=*}
-        tr -d '"' < "$D/$name.csv" | awk -F, -v cfg="$name" '$19 == "ok" {
-            print cfg, $8 " " $9 "x" $10 "x" $11 " " $13 " " $14 "x" $15 "x" $16 " tg=" $17 " sk=" $18, $21 }'
-    done | awk -v first="$first" '{ key = $2 " " $3 " " $4 " " $5 " " $6 " " $7; t[key, $1, ++n[key, $1]] = $8
-            keys[key] = 1; if (!($1 in seen)) { seen[$1] = 1; order[++nv] = $1 } }
-        function med(k, c,   i, m, v, j, x) { m = n[k, c]; for (i = 1; i <= m; i++) v[i] = t[k, c, i]
-            for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
-        function list(k, c,   i, s) { s = ""; for (i = 1; i <= n[k, c]; i++) s = s sprintf(" %.4f", t[k, c, i] * 1e3); return s }
-        END { for (k in keys) { line = k
-                for (i = 1; i <= nv; i++) if (n[k, order[i]])
-                    line = line sprintf(" | %s ms%s (%.3fx)", order[i], list(k, order[i]),
-                                        n[k, first] ? med(k, first) / med(k, order[i]) : 0)
-                print line } }' | sort > "$D/var.txt"
-    say "== variants, $(wc -l < "$D/var.txt") candidates, ${AB_ROUNDS:-3} rounds (var.txt; (x): speed-up over $first):"
-    tee -a "$S" < "$D/var.txt"
+    names=
+    for v in $VARIANTS; do names="$names ${v%%=*}"; done
+    # shellcheck disable=SC2086 # the names are words
+    ab_summary "$D" "${VARIANTS%%=*}" $names
     ;;
 moe)
     # the MoE block (issue 16) on the GPU: moe-bench --backend cuda
@@ -532,6 +542,31 @@ cpu-grid)
     done
     for f in chip model table; do cp -L "$D/$f.csv" "$D/$f.csv.real" && mv "$D/$f.csv.real" "$D/$f.csv"; done
     tar czf "$OUT/devcpu-grid.tar.gz" "$D"
+    ;;
+timing)
+    # the cuda backend's two timings of the same candidates (AB_SPECS), in
+    # alternating rounds: idle (each run launched on an idle GPU) and queued
+    # (behind a spin kernel: the device time alone, MQ_CUDA_TIMING=queued)
+    # -> results/CHIP/AB_DIR (default timing)/{idle,queued}.csv, var.txt
+    D=results/$CHIP/${AB_DIR:-timing}
+    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/var.txt"
+    printf '%s\n' "$AB_SPECS" > /tmp/var-specs.txt
+    r=1
+    while [ "$r" -le "${AB_ROUNDS:-3}" ]; do
+        for mode in idle queued; do
+            awk '{print $1, $2}' /tmp/var-specs.txt | sort -u | while read -r sh f; do
+                set --
+                while read -r s2 f2 spec; do
+                    [ "$s2 $f2" = "$sh $f" ] && set -- "$@" --candidate "$spec"
+                done < /tmp/var-specs.txt
+                MQ_CUDA_TIMING=$mode timeout "$STAGE_S" build/bench --backend cuda --shape "$sh" \
+                    --formats "$f" --budget 0.05 --quiet --out "$D/$mode.csv" "$@" < /dev/null \
+                    >> "$D/$mode.log" 2>&1
+            done
+        done
+        r=$((r + 1))
+    done
+    ab_summary "$D" idle idle queued
     ;;
 lane)
     # the lane-layout kernel (issue 40): every legal lane_gemm candidate of

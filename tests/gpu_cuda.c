@@ -185,6 +185,49 @@ static void probe16_checks(mq_backend *b)
     }
 }
 
+/* MQ_CUDA_TIMING: a bad value refused by name; queued, a run behind the
+ * spin kernel is verified and timed like an idle one, and its device time
+ * (the kernel alone) is no longer than the idle run's by more than noise. */
+static void timing_checks(const mq_backend_opts *bo, const mq_chip *chip, const mq_limits *lim)
+{
+    mq_error e;
+    setenv("MQ_CUDA_TIMING", "sometimes", 1);
+    mq_backend *bad = mq_backend_cuda_open(bo, &e);
+    CHECK(!bad && strstr(e.msg, "MQ_CUDA_TIMING must be idle or queued, not 'sometimes'"),
+          "expected a bad MQ_CUDA_TIMING refused by name, got %s", bad ? "a backend" : e.msg);
+    mq_backend_close(bad);
+    double t[2] = {0, 0};
+    static const char *const modes[] = {"idle", "queued"};
+    mq_problem p = {MQ_FMT_FP4, 16, 4096, 4096, 128};
+    mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 4}};
+    for (int i = 0; i < 2; i++) {
+        setenv("MQ_CUDA_TIMING", modes[i], 1);
+        mq_backend *b = mq_backend_cuda_open(bo, &e);
+        CHECK(b != NULL, "expected the backend with MQ_CUDA_TIMING=%s: %s", modes[i], e.msg);
+        mq_bench_problem bp;
+        memset(&bp, 0, sizeof bp);
+        mq_measure_opts mo = mq_measure_defaults();
+        mo.max_reps = 30;
+        mq_measurement m;
+        if (b && mq_bench_problem_setup(&bp, &p, 0, NULL, 0, &e) == 0) {
+            mq_measure(b, &bp, &c, lim, &mo, &m);
+            CHECK(!strcmp(m.status, "ok") && m.st.median > 0,
+                  "expected lane_gemm verified and timed with MQ_CUDA_TIMING=%s, got %s %s",
+                  modes[i], m.status, m.error);
+            t[i] = m.st.median;
+        }
+        mq_bench_problem_free(&bp);
+        mq_backend_close(b);
+    }
+    unsetenv("MQ_CUDA_TIMING");
+    CHECK(t[1] > 0 && t[1] <= t[0] * 1.25,
+          "expected the queued time (the kernel alone) no longer than the idle one's, got %.1f "
+          "us queued, %.1f idle",
+          t[1] * 1e6, t[0] * 1e6);
+    printf("gpu_cuda: %s lane_gemm 16x64x64 sk4 on %s: idle %.1f us, queued %.1f us\n",
+           "16x4096x4096", chip->name, t[0] * 1e6, t[1] * 1e6);
+}
+
 int main(int argc, char **argv)
 {
     mq_error e;
@@ -351,5 +394,6 @@ int main(int argc, char **argv)
     }
     moe_checks(b, prc == 0 ? pr.read_gbs : 0);
     mq_backend_close(b);
+    timing_checks(&bo, &chip, &lim);
     return check_done("gpu_cuda");
 }

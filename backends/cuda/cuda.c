@@ -80,6 +80,8 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
         g.p[5 + i] = slot < 0 ? s->ws.p : we->buf[slot];
     }
     cuda_buffer_args r = {{s->ws.p, s->c.p, s->params.p}};
+    if (s->queued && (st = mq_cuda_spin(s, err)))
+        return st;
     CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
     st = launch(s, gemm, rp.function, &g, (unsigned)plan.grid_x, (unsigned)plan.grid_y,
                 (unsigned)plan.grid_z, (unsigned)plan.threads_per_tg, err);
@@ -217,6 +219,16 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
         return NULL;
     }
     s->mma_fp32 = (mm && !strcmp(mm, "fp32")) || s->cc_major < 8;
+    /* idle (default): each timed run launched on an idle GPU, the host's
+     * launch latency inside the events; queued: behind a spin kernel, as a
+     * runtime's back-to-back launches run (the device time alone) */
+    const char *tm = getenv("MQ_CUDA_TIMING");
+    if (tm && *tm && strcmp(tm, "idle") && strcmp(tm, "queued")) {
+        mq_fail(err, MQ_E_ARG, "MQ_CUDA_TIMING must be idle or queued, not '%.40s'", tm);
+        cuda_close(b);
+        return NULL;
+    }
+    s->queued = tm && !strcmp(tm, "queued");
     snprintf(b->arch, sizeof b->arch, "sm_%d%d", s->cc_major, s->cc_minor);
     snprintf(s->arch_opt, sizeof s->arch_opt, "--gpu-architecture=sm_%d%d", s->cc_major,
              s->cc_minor);

@@ -48,6 +48,12 @@ static const char probe_source[] =
     "        s += x[j];\n"
     "    if (s == 1234.5f)\n"
     "        out[0] = s;\n"
+    "}\n"
+    "extern \"C\" __global__ void mq_spin(long long cycles)\n"
+    "{\n"
+    "    long long t0 = clock64();\n"
+    "    while (clock64() - t0 < cycles)\n"
+    "        ;\n"
     "}\n";
 
 static mq_status time_launch(cuda_state *s, CUfunction fn, unsigned grid, unsigned threads,
@@ -80,6 +86,19 @@ static mq_status probe_functions(cuda_state *s, CUfunction *rd, CUfunction *fm, 
     }
     CU(s->api.ModuleGetFunction(rd, s->probe_mod, "mq_probe_read"), "mq_probe_read");
     CU(s->api.ModuleGetFunction(fm, s->probe_mod, "mq_probe_fma"), "mq_probe_fma");
+    return MQ_OK;
+}
+
+mq_status mq_cuda_spin(cuda_state *s, mq_error *err)
+{
+    CUfunction rd, fm, spin;
+    mq_status st = probe_functions(s, &rd, &fm, err);
+    if (st)
+        return st;
+    CU(s->api.ModuleGetFunction(&spin, s->probe_mod, "mq_spin"), "mq_spin");
+    long long cycles = 100000; /* ~50 us at 2 GHz: more than a launch's host latency */
+    void *args[] = {&cycles};
+    CU(s->api.LaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), "the spin kernel");
     return MQ_OK;
 }
 

@@ -56,6 +56,7 @@ typedef struct {
     char broken[512]; /* a sticky error lost the context: every later run reports it */
     CUmodule probe_mod;
     int mma_fp32; /* MQ_CUDA_MMA=fp32: simdgroup matrices on the FP32 units */
+    int queued;   /* MQ_CUDA_TIMING=queued: each timed run queued behind a spin kernel */
     /* the MoE block: its buffers (the weight fields uploaded once per weight set) */
     dbuf moe[MQ_MSL_MOE_NBUF];
     const mq_moe_weights *moe_w;
@@ -130,6 +131,10 @@ mq_status mq_cuda_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
 /* ---- cuda_probe.c: the backend's probe and probe_read_at ---- */
 
 mq_status mq_cuda_probe(mq_backend *b, mq_device_probe *out, mq_error *err);
+/* Launch a one-thread kernel that spins for about 50 us, so that what is
+ * launched next waits queued behind it (the host's launch latency hidden,
+ * as when a runtime launches kernels back to back). */
+mq_status mq_cuda_spin(cuda_state *s, mq_error *err);
 mq_status mq_cuda_probe_read_at(mq_backend *b, size_t bytes, double *gbs, double *empty_s,
                                 mq_error *err);
 
