@@ -13,7 +13,9 @@
 // Work split: a threadgroup covers TILE_M x TILE_N of C; its simdgroups
 // take 32 columns each (LANE_SG_COLS of them) and, inside a K tile, one
 // super-block of 64 K each (LANE_KSG of them), summed through threadgroup
-// memory at the end in a fixed order. grid (n_tiles, m_tiles, split_k):
+// memory at the end in a fixed order. The codes of the next two K tiles and
+// the next A tile are in flight while a tile is multiplied, and each
+// super-block's scales are read once. grid (n_tiles, m_tiles, split_k):
 // threadgroup z takes K slice z and writes the float workspace slice, summed
 // by marlin_splitk_reduce (or C when K is not split).
 #ifndef MQ_LANE_H
@@ -148,32 +150,48 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
         }
     }
     MqARegs ra;
-    uint4 cw[2], cn[2];
+    uint4 cw[2], cn[2], cn2[2];
     mq_fetch_a(ra, A, row0, kr.x, kr.y, p, tid);
     mq_lane_fetch(cw, codes, nb0, n16, kbs, kr.x / uint(LANE_KSB) + kg, L);
+    cn[0] = cn[1] = uint4(0u);
+    if (kr.x + uint(TILE_K) < kr.y) // two K tiles of codes in flight
+        mq_lane_fetch(cn, codes, nb0, n16, kbs, (kr.x + uint(TILE_K)) / uint(LANE_KSB) + kg, L);
     for (uint k0 = kr.x; k0 < kr.y; k0 += uint(TILE_K)) {
         mq_put_a(smem, ra, A, row0, k0, kr.y, p, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         const uint kn = k0 + uint(TILE_K), kb = k0 / uint(LANE_KSB) + kg;
-        if (kn < kr.y) { // the next tile's loads, in flight during this one's MMAs
+        if (kn < kr.y) // the next tile's A, in flight during this one's MMAs
             mq_fetch_a(ra, A, row0, kn, kr.y, p, tid);
-            mq_lane_fetch(cn, codes, nb0, n16, kbs, kn / uint(LANE_KSB) + kg, L);
+        cn2[0] = cn2[1] = uint4(0u);
+        if (kn + uint(TILE_K) < kr.y) // the codes two tiles ahead
+            mq_lane_fetch(cn2, codes, nb0, n16, kbs, (kn + uint(TILE_K)) / uint(LANE_KSB) + kg, L);
+        // the super-block's scales (and zero points) once: K 0-31 and 32-63
+        // (one group when the group is 64 or 128, two at 32)
+        half2 sc[2][2];
+        uint zc[2][2];
+        MQ_UNROLL
+        for (uint i = 0; i < 2u; i++) {
+            const bool in = nb0 + i < n16 && kb < kbs;
+            MQ_UNROLL
+            for (uint hlf = 0; hlf < 2u; hlf++) {
+                const uint g = (kb * uint(LANE_KSB) + hlf * 32u) >> gshift;
+                const size_t at = (size_t(nb0 + i) * gp + g) * 8u + lr;
+                sc[i][hlf] = as_type<half2>(0u);
+                zc[i][hlf] = 0u;
+                if (in) {
+                    sc[i][hlf] = ((device const half2 *)scales)[at];
+                    if (U4)
+                        zc[i][hlf] = uint(((device const ushort *)zeros)[at]);
+                }
+            }
         }
         MQ_UNROLL
         for (uint w = 0; w < 4u; w++) { // the super-block's four 16-K atoms
-            const uint g = (kb * uint(LANE_KSB) + w * 16u) >> gshift;
             simdgroup_half8x8 wf[2][2][2]; // [column block][column half][K half]
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++) {
-                const bool in = nb0 + i < n16 && kb < kbs;
-                const size_t at = (size_t(nb0 + i) * gp + g) * 8u + lr;
-                half2 s = half2(0.0h);
-                uint z = 0u;
-                if (in) {
-                    s = ((device const half2 *)scales)[at];
-                    if (U4)
-                        z = uint(((device const ushort *)zeros)[at]);
-                }
+                const half2 s = sc[i][w / 2u];
+                const uint z = zc[i][w / 2u];
                 const uint word = w == 0u ? cw[i].x : w == 1u ? cw[i].y : w == 2u ? cw[i].z : cw[i].w;
                 MQ_UNROLL
                 for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
@@ -197,6 +215,8 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
         threadgroup_barrier(mem_flags::mem_threadgroup); // A is rewritten next
         cw[0] = cn[0];
         cw[1] = cn[1];
+        cn[0] = cn2[0];
+        cn[1] = cn2[1];
     }
     // the K shares of the simdgroups kg >= 1 into the threadgroup memory A used
     threadgroup float *red = (threadgroup float *)smem;
