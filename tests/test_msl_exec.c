@@ -390,33 +390,8 @@ static void test_probe_mma16(void)
 {
     uint32_t codes[128];
     uint16_t act[8 * 64];
-    float a[8][64], ref[16][8];
-    uint32_t x = 12345u;
-    for (int i = 0; i < 128; i++) {
-        x = x * 1664525u + 1013904223u;
-        codes[i] = x;
-    }
-    for (int i = 0; i < 8 * 64; i++) { /* A[m][k] in -4..4 */
-        x = x * 1664525u + 1013904223u;
-        a[i / 64][i % 64] = (float)((int)(x >> 24) % 9 - 4);
-        act[i] = mq_float_to_half(a[i / 64][i % 64]);
-    }
-    float wt[16][64]; /* W^T[n][k] from logical lane L's word a, pair p, element j */
-    for (unsigned L = 0; L < 32; L++)
-        for (unsigned w = 0; w < 4; w++)
-            for (unsigned q = 0; q < 8; q++) {
-                unsigned p = q & 3, j = q >> 2;
-                unsigned r = ((L / 4) & 4) + (L / 2) % 4, c = ((L / 4) & 2) * 2 + (L % 2) * 2;
-                wt[8 * (p & 1) + r][16 * w + 8 * (p >> 1) + c + j] =
-                    (float)((int)((codes[L * 4 + w] >> (4 * q)) & 15u) - 8);
-            }
-    for (int n = 0; n < 16; n++)
-        for (int m = 0; m < 8; m++) {
-            double t = n < 8 ? 1 : -2;
-            for (int k = 0; k < 64; k++)
-                t += (double)wt[n][k] * a[m][k];
-            ref[n][m] = (float)t;
-        }
+    float ref[16][8];
+    td_probe16_inputs(codes, act, ref);
     char err[1024];
     mq_msl_module *m = compile("mq_probe_mma.metal", NULL, "", err, sizeof err);
     CHECK(m != NULL, "expected mq_probe_mma.metal to compile for the executor: %s", err);

@@ -58,6 +58,13 @@ typedef struct {
 int td_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
                      const char **function, char *defines, size_t n, char *err, size_t errlen);
 
+/* The inputs of metal/mq_probe_mma.metal's mq_probe_mma16: 128 lane-major
+ * code words (code q means q - 8), A [8][64] in -4..4 as FP16, and the
+ * exact C^T [16][8] read through Apple's lane layout (MLX steel's
+ * get_coord), accumulators from 1 and -2 (small integers: every order of
+ * summation gives it exactly). */
+void td_probe16_inputs(uint32_t codes[128], uint16_t act[8 * 64], float ref[16][8]);
+
 int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int n, int cap);
 
 /* A distinct MSL program: a kernel file and its tuned macros. */
