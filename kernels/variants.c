@@ -122,7 +122,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
     [MQ_VAR_LANE_GEMM] = {
         .name = "lane_gemm", .enum_name = "MQ_VAR_LANE_GEMM",
         .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_SPLITK,
-        .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 1,
+        .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 2,
         .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
         .defaults = {16, 64, 128, 0, 1},
         .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_%s",
@@ -259,7 +259,8 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
 /* The lane kernel's rules (metal/mq_lane.h): a simdgroup takes 32 columns
  * (two 16-column blocks of the layout) and one 64-K super-block of each K
  * tile, keeping tile_m / 8 x 4 accumulator fragments; the A tile is staged
- * (rows padded), and at the end the simdgroups past the first K share leave
+ * in a_stages buffers (rows padded: the next one fills while a tile is
+ * multiplied), and at the end the simdgroups past the first K share leave
  * their sums in the same threadgroup memory. */
 static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_variant_info *vi,
                            const mq_limits *lim, mq_plan *plan, mq_error *err)
@@ -278,7 +279,7 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
                        lim->simd_width);
     int cols = q->tile_n / 32, ksg = q->tile_k / 64;
     plan->simdgroups = cols * ksg;
-    int a = 2 * q->tile_m * (q->tile_k + vi->tile_pad);
+    int a = 2 * vi->a_stages * q->tile_m * (q->tile_k + vi->tile_pad);
     int red = (ksg - 1) * cols * 4 * (q->tile_m / 8) * 64 * 4;
     plan->tg_mem_bytes = mq_max(a, red);
     return MQ_OK;

@@ -13,9 +13,9 @@
 // Work split: a threadgroup covers TILE_M x TILE_N of C; its simdgroups
 // take 32 columns each (LANE_SG_COLS of them) and, inside a K tile, one
 // super-block of 64 K each (LANE_KSG of them), summed through threadgroup
-// memory at the end in a fixed order. The codes of the next two K tiles and
-// the next A tile are in flight while a tile is multiplied, and each
-// super-block's scales are read once. grid (n_tiles, m_tiles, split_k):
+// memory at the end in a fixed order. The codes and scales of the next two
+// K tiles and the next A tile (two A buffers) are in flight while a tile is
+// multiplied. grid (n_tiles, m_tiles, split_k):
 // threadgroup z takes K slice z and writes the float workspace slice, summed
 // by marlin_splitk_reduce (or C when K is not split).
 #ifndef MQ_LANE_H
@@ -30,7 +30,8 @@
 // the partial sums of the simdgroups kg >= 1: per simdgroup 2 x 2 x
 // LANE_FRAG_M fragments of 64 floats, in the threadgroup memory A used
 #define LANE_RED_FLOATS ((LANE_KSG - 1) * LANE_SG_COLS * 4 * LANE_FRAG_M * 64)
-#define LANE_SMEM_HALVES MQ_MAX(TILE_M * A_LD, LANE_RED_FLOATS * 2)
+#define LANE_A_HALVES (TILE_M * A_LD) // one of the two A buffers
+#define LANE_SMEM_HALVES MQ_MAX(2 * LANE_A_HALVES, LANE_RED_FLOATS * 2)
 
 static_assert(TILE_N % 32 == 0 && TILE_K % LANE_KSB == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
               "lane tiles: 32 columns per simdgroup, whole super-blocks of 64 K, up to 64 rows");
@@ -48,18 +49,99 @@ inline uint mq_lane_frag_col(uint l)
     return ((l / 4u) & 2u) * 2u + (l % 2u) * 2u;
 }
 
-// The lane's word of super-block (nb, kb) for column blocks nb0 and nb0 + 1:
-// zero past N or K (the layout's padding is zero too).
-inline void mq_lane_fetch(thread uint4 (&cw)[2], device const uint *codes, uint nb0, uint n16,
-                          uint kbs, uint kb, uint L)
+// Where a simdgroup reads in the lane layout: its first 16-column block
+// nb0, the blocks n16 and super-blocks kbs of the matrix, its logical lane
+// L (MQ_FRAG_LANE) and that lane's fragment row lr, the group's shift and
+// the groups gp along the padded K.
+struct MqLaneAt {
+    uint nb0, n16, kbs, L, lr, gshift, gp;
+};
+
+// What one K tile's multiply needs of the weights, loaded ahead of it: the
+// lane's word of super-block kb for column blocks nb0 and nb0 + 1, and their
+// scales (and zero points) for K 0-31 and 32-63 of it (one group when the
+// group is 64 or 128, two at 32).
+struct MqLaneStage {
+    uint4 cw[2];
+    half2 sc[2][2];
+    uint zc[2][2];
+};
+
+// Stage s for super-block kb: zero past N or K (the layout's padding is
+// zero too) and when live is false (no such tile in this slice).
+template <bool U4>
+inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
+                          device const half *scales, device const uchar *zeros,
+                          thread const MqLaneAt &w, uint kb, bool live)
 {
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
-        const uint nb = nb0 + i;
-        cw[i] = uint4(0u);
-        if (nb < n16 && kb < kbs) // (an if: strict MSL has no ?: across address spaces)
-            cw[i] = ((device const uint4 *)codes)[(size_t(nb) * kbs + kb) * 32u + L];
+        const uint nb = w.nb0 + i;
+        const bool in = live && nb < w.n16 && kb < w.kbs;
+        s.cw[i] = uint4(0u);
+        if (in) // (an if: strict MSL has no ?: across address spaces)
+            s.cw[i] = ((device const uint4 *)codes)[(size_t(nb) * w.kbs + kb) * 32u + w.L];
+        MQ_UNROLL
+        for (uint hlf = 0; hlf < 2u; hlf++) {
+            const uint g = (kb * uint(LANE_KSB) + hlf * 32u) >> w.gshift;
+            const size_t at = (size_t(nb) * w.gp + g) * 8u + w.lr;
+            s.sc[i][hlf] = as_type<half2>(0u);
+            s.zc[i][hlf] = 0u;
+            if (in) {
+                s.sc[i][hlf] = ((device const half2 *)scales)[at];
+                if (U4)
+                    s.zc[i][hlf] = uint(((device const ushort *)zeros)[at]);
+            }
+        }
     }
+}
+
+// The A tile of K tile k0 on its way into As (one of the two buffers):
+// begun before the multiply of the current tile, ended after it, then a
+// barrier. In the cuda prelude (MQ_PRELUDE_ASYNC_COPY) 16-byte copies that
+// hold no register (cp.async) and a wait; elsewhere the registers of
+// mq_fetch_a and a store (or, for a tile too large to hold there, the copy
+// at the end).
+inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, device const half *A,
+                            uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
+{
+#ifdef MQ_PRELUDE_ASYNC_COPY
+    (void)ra;
+    for (uint i = tid; i < uint(A_CHUNKS); i += uint(THREADS)) {
+        const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
+        const bool in = r < p.M && k < k_end;
+        metal::mq_copy16_async(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u,
+                               in ? A + r * p.K + k : A, in);
+    }
+#else
+    (void)As;
+    mq_fetch_a(ra, A, row0, k0, k_end, p, tid);
+#endif
+}
+
+inline void mq_a_tile_end(threadgroup half *As, thread const MqARegs &ra, device const half *A,
+                          uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
+{
+#ifdef MQ_PRELUDE_ASYNC_COPY
+    (void)As, (void)ra, (void)A, (void)row0, (void)k0, (void)k_end, (void)p, (void)tid;
+    metal::mq_copy_async_wait();
+#else
+    mq_put_a(As, ra, A, row0, k0, k_end, p, tid);
+#endif
+}
+
+// The activations of 16 K at `at` (rows of A, stride A_LD) as the right
+// operands of a 16x8x16 step: b_k0, b_k1 the transposes of the 8x8 blocks at
+// at and at + 8. The cuda prelude loads both with one ldmatrix.
+inline void mq_right_pair(thread simdgroup_half8x8 &b_k0, thread simdgroup_half8x8 &b_k1,
+                          threadgroup const half *at)
+{
+#ifdef MQ_PRELUDE_RIGHT_PAIR
+    metal::mq_load_right_pair(b_k0, b_k1, at, uint(A_LD));
+#else
+    simdgroup_load(b_k0, at, A_LD, ulong2(0, 0), true);
+    simdgroup_load(b_k1, at + 8, A_LD, ulong2(0, 0), true);
+#endif
 }
 
 // Pair p of the lane's word: weights (k, k + 1) of its column, exactly as
@@ -126,6 +208,41 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     }
 }
 
+// One K tile's multiply: the four 16-K atoms of super-block kg of the tile
+// (A at As), the weights of stage s decoded into fragments atom by atom.
+template <bool U4>
+inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                         thread const MqLaneStage &s, threadgroup const half *As, uint kg)
+{
+    MQ_UNROLL
+    for (uint w = 0; w < 4u; w++) { // the super-block's four 16-K atoms
+        simdgroup_half8x8 wf[2][2][2]; // [column block][column half][K half]
+        MQ_UNROLL
+        for (uint i = 0; i < 2u; i++) {
+            // (selects, not an index: a register, however the loop unrolls)
+            const half2 sc = w < 2u ? s.sc[i][0] : s.sc[i][1];
+            const uint z = w < 2u ? s.zc[i][0] : s.zc[i][1];
+            const uint4 cw = s.cw[i];
+            const uint word = w == 0u ? cw.x : w == 1u ? cw.y : w == 2u ? cw.z : cw.w;
+            MQ_UNROLL
+            for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
+                const half2 v = mq_lane_pair<U4>(word, q, (q & 1u) ? sc.y : sc.x,
+                                                 (q & 1u) ? z >> 8 : z & 0xffu);
+                MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
+            }
+        }
+        MQ_UNROLL
+        for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
+            simdgroup_half8x8 b0, b1;
+            mq_right_pair(b0, b1, As + mi * 8u * uint(A_LD) + kg * uint(LANE_KSB) + w * 16u);
+            MQ_UNROLL
+            for (uint i = 0; i < 2u; i++)
+                mq_mma_16x8x16(acc[i][0][mi], acc[i][1][mi], wf[i][0][0], wf[i][1][0],
+                               wf[i][0][1], wf[i][1][1], b0, b1);
+        }
+    }
+}
+
 template <bool U4>
 inline void mq_lane_gemm(device const half *A, device const uint *codes,
                          device const half *scales, device const uchar *zeros, device half *C,
@@ -135,10 +252,14 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
     const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
     const uint2 kr = mq_k_range(p, tg.z);
-    const uint L = MQ_FRAG_LANE(lane), lr = mq_lane_frag_row(L);
-    const uint n16 = MQ_CDIV(p.N, 16u), kbs = MQ_CDIV(p.K, uint(LANE_KSB));
-    const uint gshift = mq_group_shift(p.group), gp = (kbs * uint(LANE_KSB)) >> gshift;
-    const uint nb0 = col0 / 16u;
+    MqLaneAt w;
+    w.nb0 = col0 / 16u;
+    w.n16 = MQ_CDIV(p.N, 16u);
+    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
+    w.L = MQ_FRAG_LANE(lane);
+    w.lr = mq_lane_frag_row(w.L);
+    w.gshift = mq_group_shift(p.group);
+    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
     simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
@@ -149,75 +270,37 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
                 acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
         }
     }
+    // stages: this tile's weights (s0), the next two tiles' (s1, s2) in flight
+    MqLaneStage s0, s1, s2;
+    const uint kb0 = kr.x / uint(LANE_KSB) + kg;
+    mq_lane_fetch<U4>(s0, codes, scales, zeros, w, kb0, kr.x < kr.y);
+    mq_lane_fetch<U4>(s1, codes, scales, zeros, w, kb0 + uint(LANE_KSG), kr.x + uint(TILE_K) < kr.y);
     MqARegs ra;
-    uint4 cw[2], cn[2], cn2[2];
-    mq_fetch_a(ra, A, row0, kr.x, kr.y, p, tid);
-    mq_lane_fetch(cw, codes, nb0, n16, kbs, kr.x / uint(LANE_KSB) + kg, L);
-    cn[0] = cn[1] = uint4(0u);
-    if (kr.x + uint(TILE_K) < kr.y) // two K tiles of codes in flight
-        mq_lane_fetch(cn, codes, nb0, n16, kbs, (kr.x + uint(TILE_K)) / uint(LANE_KSB) + kg, L);
-    for (uint k0 = kr.x; k0 < kr.y; k0 += uint(TILE_K)) {
-        mq_put_a(smem, ra, A, row0, k0, kr.y, p, tid);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
+    mq_a_tile_begin(smem, ra, A, row0, kr.x, kr.y, p, tid);
+    mq_a_tile_end(smem, ra, A, row0, kr.x, kr.y, p, tid);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // at least one pass (zeros for an empty slice: its A and weights read as
+    // zero), so every accumulator leaves the loop a product, in the tensor
+    // cores' layout where the cuda prelude has one: the epilogue converts
+    // them without a test
+    uint buf = 0, k0 = kr.x;
+    do {
         const uint kn = k0 + uint(TILE_K), kb = k0 / uint(LANE_KSB) + kg;
+        threadgroup half *next = smem + (buf ^ 1u) * uint(LANE_A_HALVES);
         if (kn < kr.y) // the next tile's A, in flight during this one's MMAs
-            mq_fetch_a(ra, A, row0, kn, kr.y, p, tid);
-        cn2[0] = cn2[1] = uint4(0u);
-        if (kn + uint(TILE_K) < kr.y) // the codes two tiles ahead
-            mq_lane_fetch(cn2, codes, nb0, n16, kbs, (kn + uint(TILE_K)) / uint(LANE_KSB) + kg, L);
-        // the super-block's scales (and zero points) once: K 0-31 and 32-63
-        // (one group when the group is 64 or 128, two at 32)
-        half2 sc[2][2];
-        uint zc[2][2];
-        MQ_UNROLL
-        for (uint i = 0; i < 2u; i++) {
-            const bool in = nb0 + i < n16 && kb < kbs;
-            MQ_UNROLL
-            for (uint hlf = 0; hlf < 2u; hlf++) {
-                const uint g = (kb * uint(LANE_KSB) + hlf * 32u) >> gshift;
-                const size_t at = (size_t(nb0 + i) * gp + g) * 8u + lr;
-                sc[i][hlf] = as_type<half2>(0u);
-                zc[i][hlf] = 0u;
-                if (in) {
-                    sc[i][hlf] = ((device const half2 *)scales)[at];
-                    if (U4)
-                        zc[i][hlf] = uint(((device const ushort *)zeros)[at]);
-                }
-            }
-        }
-        MQ_UNROLL
-        for (uint w = 0; w < 4u; w++) { // the super-block's four 16-K atoms
-            simdgroup_half8x8 wf[2][2][2]; // [column block][column half][K half]
-            MQ_UNROLL
-            for (uint i = 0; i < 2u; i++) {
-                const half2 s = sc[i][w / 2u];
-                const uint z = zc[i][w / 2u];
-                const uint word = w == 0u ? cw[i].x : w == 1u ? cw[i].y : w == 2u ? cw[i].z : cw[i].w;
-                MQ_UNROLL
-                for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
-                    const half2 v = mq_lane_pair<U4>(word, q, (q & 1u) ? s.y : s.x,
-                                                     (q & 1u) ? z >> 8 : z & 0xffu);
-                    MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
-                }
-            }
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                threadgroup const half *at = smem + mi * 8u * uint(A_LD) + kg * uint(LANE_KSB) + w * 16u;
-                simdgroup_half8x8 b0, b1;
-                simdgroup_load(b0, at, A_LD, ulong2(0, 0), true);
-                simdgroup_load(b1, at + 8, A_LD, ulong2(0, 0), true);
-                MQ_UNROLL
-                for (uint i = 0; i < 2u; i++)
-                    mq_mma_16x8x16(acc[i][0][mi], acc[i][1][mi], wf[i][0][0], wf[i][1][0],
-                                   wf[i][0][1], wf[i][1][1], b0, b1);
-            }
-        }
-        threadgroup_barrier(mem_flags::mem_threadgroup); // A is rewritten next
-        cw[0] = cn[0];
-        cw[1] = cn[1];
-        cn[0] = cn2[0];
-        cn[1] = cn2[1];
-    }
+            mq_a_tile_begin(next, ra, A, row0, kn, kr.y, p, tid);
+        mq_lane_fetch<U4>(s2, codes, scales, zeros, w, kb + 2u * uint(LANE_KSG),
+                          kn + uint(TILE_K) < kr.y);
+        mq_lane_tile<U4>(acc, s0, smem + buf * uint(LANE_A_HALVES), kg);
+        if (kn < kr.y)
+            mq_a_tile_end(next, ra, A, row0, kn, kr.y, p, tid);
+        // the next A in place and this one read by every simdgroup
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        s0 = s1;
+        s1 = s2;
+        buf ^= 1u;
+        k0 += uint(TILE_K);
+    } while (k0 < kr.y);
     // the K shares of the simdgroups kg >= 1 into the threadgroup memory A used
     threadgroup float *red = (threadgroup float *)smem;
     if (kg > 0u) {
@@ -229,8 +312,10 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
                 MQ_UNROLL
                 for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
                     const uint at = base + ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
-                    red[at] = acc[i][h][mi].thread_elements()[0];
-                    red[at + 1u] = acc[i][h][mi].thread_elements()[1];
+                    // (a copy: acc itself keeps the layout it has on every path)
+                    simdgroup_float8x8 a = acc[i][h][mi];
+                    red[at] = a.thread_elements()[0];
+                    red[at + 1u] = a.thread_elements()[1];
                 }
             }
         }
