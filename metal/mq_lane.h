@@ -27,6 +27,9 @@
 #define LANE_SG_COLS (TILE_N / 32)
 #define LANE_KSG (TILE_K / LANE_KSB)
 #define LANE_FRAG_M (TILE_M / 8)
+#ifndef LANE_AHEAD // K tiles of weights in flight ahead of the one multiplied
+#define LANE_AHEAD 2
+#endif
 // the partial sums of the simdgroups kg >= 1: per simdgroup 2 x 2 x
 // LANE_FRAG_M fragments of 64 floats, in the threadgroup memory A used
 #define LANE_RED_FLOATS ((LANE_KSG - 1) * LANE_SG_COLS * 4 * LANE_FRAG_M * 64)
@@ -270,11 +273,13 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
                 acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
         }
     }
-    // stages: this tile's weights (s0), the next two tiles' (s1, s2) in flight
-    MqLaneStage s0, s1, s2;
+    // stages: this tile's weights (st[0]) and the next LANE_AHEAD tiles' in flight
+    MqLaneStage st[LANE_AHEAD + 1];
     const uint kb0 = kr.x / uint(LANE_KSB) + kg;
-    mq_lane_fetch<U4>(s0, codes, scales, zeros, w, kb0, kr.x < kr.y);
-    mq_lane_fetch<U4>(s1, codes, scales, zeros, w, kb0 + uint(LANE_KSG), kr.x + uint(TILE_K) < kr.y);
+    MQ_UNROLL
+    for (uint j = 0; j < uint(LANE_AHEAD); j++)
+        mq_lane_fetch<U4>(st[j], codes, scales, zeros, w, kb0 + j * uint(LANE_KSG),
+                          kr.x + j * uint(TILE_K) < kr.y);
     MqARegs ra;
     mq_a_tile_begin(smem, ra, A, row0, kr.x, kr.y, p, tid);
     mq_a_tile_end(smem, ra, A, row0, kr.x, kr.y, p, tid);
@@ -289,15 +294,16 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
         threadgroup half *next = smem + (buf ^ 1u) * uint(LANE_A_HALVES);
         if (kn < kr.y) // the next tile's A, in flight during this one's MMAs
             mq_a_tile_begin(next, ra, A, row0, kn, kr.y, p, tid);
-        mq_lane_fetch<U4>(s2, codes, scales, zeros, w, kb + 2u * uint(LANE_KSG),
-                          kn + uint(TILE_K) < kr.y);
-        mq_lane_tile<U4>(acc, s0, smem + buf * uint(LANE_A_HALVES), kg);
+        mq_lane_fetch<U4>(st[LANE_AHEAD], codes, scales, zeros, w, kb + uint(LANE_AHEAD * LANE_KSG),
+                          k0 + uint(LANE_AHEAD * TILE_K) < kr.y);
+        mq_lane_tile<U4>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg);
         if (kn < kr.y)
             mq_a_tile_end(next, ra, A, row0, kn, kr.y, p, tid);
         // the next A in place and this one read by every simdgroup
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        s0 = s1;
-        s1 = s2;
+        MQ_UNROLL
+        for (uint j = 0; j < uint(LANE_AHEAD); j++)
+            st[j] = st[j + 1];
         buf ^= 1u;
         k0 += uint(TILE_K);
     } while (k0 < kr.y);
