@@ -110,7 +110,11 @@ inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, device con
 {
 #ifdef MQ_PRELUDE_ASYNC_COPY
     (void)ra;
-    for (uint i = tid; i < uint(A_CHUNKS); i += uint(THREADS)) {
+    MQ_UNROLL
+    for (uint j = 0; j < uint(A_PER_THREAD); j++) { // (a count the compiler knows)
+        const uint i = tid + j * uint(THREADS);
+        if (A_CHUNKS % THREADS != 0 && i >= uint(A_CHUNKS))
+            break;
         const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
         const bool in = r < p.M && k < k_end;
         metal::mq_copy16_async(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u,
