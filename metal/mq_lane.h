@@ -28,7 +28,7 @@
 #define LANE_KSG (TILE_K / LANE_KSB)
 #define LANE_FRAG_M (TILE_M / 8)
 #ifndef LANE_AHEAD // K tiles of weights in flight ahead of the one multiplied
-#define LANE_AHEAD 2
+#define LANE_AHEAD 1
 #endif
 // the partial sums of the simdgroups kg >= 1: per simdgroup 2 x 2 x
 // LANE_FRAG_M fragments of 64 floats, in the threadgroup memory A used
