@@ -18,6 +18,7 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 skip_files='
 scripts/gpu-run.sh the NVIDIA GPU machines (Linux)
 scripts/gpu-mma.sh the NVIDIA GPU machines (Linux)
+scripts/gpu-tune-peers.sh the NVIDIA GPU machines (Linux)
 scripts/sass-stats.sh the NVIDIA GPU machines (Linux, CUDA toolkit)
 scripts/device-u4-check.sh the AVX-512 device machine (Linux)
 scripts/macos-cross.sh Linux, cross-building for macOS
