@@ -313,8 +313,13 @@ def measure_peer(torch, peer, setup, n, base, rows):
 def merge_mq(picks_path, csv_path, base, rows):
     """mq's rows from bench's results: per pick (format M N K variant tm tn tk
     tg sk level, from the table's lookup) the matching row; its median, p10
-    and p90 recomputed from its samples as the peers' are. bench gives no
-    queued time."""
+    and p90 recomputed from its samples as the peers' are. bench measured
+    either one launch on an idle GPU or, with MQ_CUDA_TIMING=queued, its
+    launches queued behind a spin kernel (the cuda backend's device time):
+    the median goes in that column, the other stays empty."""
+    queued = os.environ.get("MQ_CUDA_TIMING", "idle") == "queued"
+    how = ("queued behind a spin kernel (MQ_CUDA_TIMING=queued); one launch: not measured"
+           if queued else "one launch on an idle GPU; queued: not measured")
     with open(csv_path) as f:
         bench = list(csv.DictReader(line for line in f if not line.startswith("#")))
     for line in open(picks_path):
@@ -322,7 +327,7 @@ def merge_mq(picks_path, csv_path, base, rows):
         pick = f"{var} {tm} {tn} {tk} {tg} {sk}"
         row = dict(base, peer=f"mq-{fmt}", M=int(M), N=int(N), K=int(K), status="missing",
                    detail=f"{pick} (table lookup: {level}); bench --backend cuda, verified"
-                          " against float64 per element; queued: not measured by bench")
+                          f" against float64 per element; {how}")
         rows.append(row)
         for b in bench:
             if tuple(b[c] for c in KEY) == (fmt, M, N, K, var, tm, tn, tk, tg, sk):
@@ -332,18 +337,19 @@ def merge_mq(picks_path, csv_path, base, rows):
                     continue
                 us = [float(x) * 1e6 for x in b["samples_s"].split(";") if x]
                 med, p10, p90 = summary(us)
-                row.update(median_us_one_launch=f"{med:.2f}", p10_us=f"{p10:.2f}",
-                           p90_us=f"{p90:.2f}", samples=len(us))
+                row.update({"median_us_queued" if queued else "median_us_one_launch": f"{med:.2f}",
+                            "p10_us": f"{p10:.2f}", "p90_us": f"{p90:.2f}", "samples": len(us)})
 
 
 def ratios(rows):
-    """mq's one-launch median over Marlin's at the same shape (issue 40's targets)."""
+    """mq's median over Marlin's at the same shape and with the same timing
+    (issue 40's targets): one launch, or queued when mq was timed queued."""
     marlin = {(r["M"], r["N"], r["K"]): r for r in rows if r["peer"] == "marlin"}
     for r in rows:
         m = marlin.get((r["M"], r["N"], r["K"]))
         if r["peer"].startswith("mq-") and m and r.get("status") == m.get("status") == "ok":
-            r["mq_over_marlin"] = "%.2f" % (float(r["median_us_one_launch"]) /
-                                            float(m["median_us_one_launch"]))
+            key = "median_us_queued" if r.get("median_us_queued") else "median_us_one_launch"
+            r["mq_over_marlin"] = "%.2f" % (float(r[key]) / float(m[key]))
 
 
 def markdown(rows, head, notes):
@@ -354,14 +360,23 @@ def markdown(rows, head, notes):
         r = at.get((peer, M, N, K), {})
         return r.get(key) or ("n/a" if r.get("status") == "ok" else r.get("status", "-"))
     one, q, ratio = "median_us_one_launch", "median_us_queued", "mq_over_marlin"
-    tables = [("One launch on an idle GPU (median us):",
-               ["mq fp4", "Marlin", "mq fp4 / Marlin", "mq u4", "mq u4 / Marlin", "tinygemm",
-                "cuBLAS FP16"], [("mq-fp4", one), ("marlin", one), ("mq-fp4", ratio),
-                                 ("mq-u4", one), ("mq-u4", ratio), ("tinygemm", one),
-                                 ("cublas-fp16", one)]),
-              (f"Queued back to back, {QUEUED} launches between two events (median us per"
-               " launch; bench has no such figure for mq):", ["Marlin", "tinygemm", "cuBLAS FP16"],
-               [("marlin", q), ("tinygemm", q), ("cublas-fp16", q)])]
+    # mq's columns go with the timing bench used (merge_mq): one table has them
+    mq_queued = any(r.get(q) for r in rows if r["peer"].startswith("mq-"))
+    names = ["Marlin", "tinygemm", "cuBLAS FP16"]
+    with_mq = ["mq fp4", "Marlin", "mq fp4 / Marlin", "mq u4", "mq u4 / Marlin", "tinygemm",
+               "cuBLAS FP16"]
+
+    def cols(k, mq):
+        peers = [("marlin", k), ("tinygemm", k), ("cublas-fp16", k)]
+        return [("mq-fp4", k), peers[0], ("mq-fp4", ratio), ("mq-u4", k), ("mq-u4", ratio),
+                peers[1], peers[2]] if mq else peers
+    tables = [("One launch on an idle GPU (median us):", names if mq_queued else with_mq,
+               cols(one, not mq_queued)),
+              (f"Queued back to back ({QUEUED} launches between two events for the peers; "
+               "mq: bench with MQ_CUDA_TIMING=queued) (median us per launch):"
+               if mq_queued else f"Queued back to back, {QUEUED} launches between two events"
+               " (median us per launch; bench timed mq as one launch):",
+               with_mq if mq_queued else names, cols(q, mq_queued))]
     out = [head]
     for title, names, cols in tables:
         out += ["", title, "", "| N x K | M | " + " | ".join(names) + " |",
