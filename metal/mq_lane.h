@@ -52,71 +52,48 @@ inline uint mq_lane_frag_col(uint l)
     return ((l / 4u) & 2u) * 2u + (l % 2u) * 2u;
 }
 
-// Where a simdgroup's lane reads in the lane layout, set up once: its word
-// of super-block 0 and its scale pair (and zero-point pair) of group 0 for
-// the column blocks nb0 and nb0 + 1 (a block past N is never read), the
-// super-blocks kbs, the group's shift, and M and K (read once: the cuda
-// prelude's barriers would have the compiler read them again each tile).
+// Where a simdgroup reads in the lane layout: its first 16-column block
+// nb0, the blocks n16 and super-blocks kbs of the matrix, its logical lane
+// L (MQ_FRAG_LANE) and that lane's fragment row lr, the group's shift and
+// the groups gp along the padded K.
 struct MqLaneAt {
-    device const uint4 *code[2];
-    device const uint *scale[2];
-    device const ushort *zero[2];
-    bool col_in[2];
-    uint kbs, gshift, M, K;
+    uint nb0, n16, kbs, L, lr, gshift, gp;
 };
-
-template <bool U4>
-inline void mq_lane_at(thread MqLaneAt &w, device const uint *codes, device const half *scales,
-                       device const uchar *zeros, uint col0, uint lane, constant MqParams &p)
-{
-    const uint n16 = MQ_CDIV(p.N, 16u), L = MQ_FRAG_LANE(lane);
-    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
-    w.gshift = mq_group_shift(p.group);
-    w.M = p.M;
-    w.K = p.K;
-    const uint gp = (w.kbs * uint(LANE_KSB)) >> w.gshift; // groups along the padded K
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        const uint nb = col0 / 16u + i;
-        w.col_in[i] = nb < n16;
-        w.code[i] = (device const uint4 *)codes + size_t(nb) * w.kbs * 32u + L;
-        w.scale[i] = (device const uint *)scales + size_t(nb) * gp * 8u + mq_lane_frag_row(L);
-        w.zero[i] = (device const ushort *)zeros;
-        if (U4)
-            w.zero[i] += size_t(nb) * gp * 8u + mq_lane_frag_row(L);
-    }
-}
 
 // What one K tile's multiply needs of the weights, loaded ahead of it: the
 // lane's word of super-block kb for column blocks nb0 and nb0 + 1, and their
-// scale pairs as bits (and zero-point pairs) for K 0-31 and 32-63 of it
-// (one group when the group is 64 or 128, two at 32).
+// scales (and zero points) for K 0-31 and 32-63 of it (one group when the
+// group is 64 or 128, two at 32).
 struct MqLaneStage {
     uint4 cw[2];
-    uint sc[2][2];
+    half2 sc[2][2];
     uint zc[2][2];
 };
 
 // Stage s for super-block kb: zero past N or K (the layout's padding is
 // zero too) and when live is false (no such tile in this slice).
 template <bool U4>
-inline void mq_lane_fetch(thread MqLaneStage &s, thread const MqLaneAt &w, uint kb, bool live)
+inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
+                          device const half *scales, device const uchar *zeros,
+                          thread const MqLaneAt &w, uint kb, bool live)
 {
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
-        const bool in = live && w.col_in[i] && kb < w.kbs;
+        const uint nb = w.nb0 + i;
+        const bool in = live && nb < w.n16 && kb < w.kbs;
         s.cw[i] = uint4(0u);
         if (in) // (an if: strict MSL has no ?: across address spaces)
-            s.cw[i] = w.code[i][kb * 32u];
+            s.cw[i] = ((device const uint4 *)codes)[(size_t(nb) * w.kbs + kb) * 32u + w.L];
         MQ_UNROLL
         for (uint hlf = 0; hlf < 2u; hlf++) {
-            const uint at = ((kb * uint(LANE_KSB) + hlf * 32u) >> w.gshift) * 8u;
-            s.sc[i][hlf] = 0u;
+            const uint g = (kb * uint(LANE_KSB) + hlf * 32u) >> w.gshift;
+            const size_t at = (size_t(nb) * w.gp + g) * 8u + w.lr;
+            s.sc[i][hlf] = as_type<half2>(0u);
             s.zc[i][hlf] = 0u;
             if (in) {
-                s.sc[i][hlf] = w.scale[i][at];
+                s.sc[i][hlf] = ((device const half2 *)scales)[at];
                 if (U4)
-                    s.zc[i][hlf] = uint(w.zero[i][at]);
+                    s.zc[i][hlf] = uint(((device const ushort *)zeros)[at]);
             }
         }
     }
@@ -129,23 +106,22 @@ inline void mq_lane_fetch(thread MqLaneStage &s, thread const MqLaneAt &w, uint 
 // mq_fetch_a and a store (or, for a tile too large to hold there, the copy
 // at the end).
 inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, device const half *A,
-                            uint row0, uint k0, uint k_end, constant MqParams &p,
-                            thread const MqLaneAt &w, uint tid)
+                            uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
 {
 #ifdef MQ_PRELUDE_ASYNC_COPY
-    (void)ra, (void)p;
+    (void)ra;
     MQ_UNROLL
     for (uint j = 0; j < uint(A_PER_THREAD); j++) { // (a count the compiler knows)
         const uint i = tid + j * uint(THREADS);
         if (A_CHUNKS % THREADS != 0 && i >= uint(A_CHUNKS))
             break;
         const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
-        const bool in = r < w.M && k < k_end;
+        const bool in = r < p.M && k < k_end;
         metal::mq_copy16_async(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u,
-                               in ? A + r * w.K + k : A, in);
+                               in ? A + r * p.K + k : A, in);
     }
 #else
-    (void)As, (void)w;
+    (void)As;
     mq_fetch_a(ra, A, row0, k0, k_end, p, tid);
 #endif
 }
@@ -183,12 +159,11 @@ inline void mq_right_pair(thread simdgroup_half8x8 &b_k0, thread simdgroup_half8
 // the scale (one rounding); u4 as (1024 + q) - (1024 + z) (exact small
 // integers, Marlin's bias trick) times the scale (one rounding). Elsewhere
 // (Metal, the executor) in float, as mq_fp4_rows and mq_u4_rows do.
-// The scale comes as s2, the bits of the pair (scale, scale).
 template <bool U4>
-inline half2 mq_lane_pair(uint word, uint p, uint s2, uint zero)
+inline half2 mq_lane_pair(uint word, uint p, half scale, uint zero)
 {
 #ifdef MQ_PRELUDE_HALF2_OPS
-    const uint t = word >> (4u * p);
+    const uint t = word >> (4u * p), s2 = uint(as_type<ushort>(scale)) * 0x10001u;
     if (U4) {
         const uint q = (t & 0x000F000Fu) | 0x64006400u, zb = (0x6400u | zero) * 0x10001u;
         return as_type<half2>(metal::mq_hmul2(metal::mq_hsub2(q, zb), s2));
@@ -196,10 +171,9 @@ inline half2 mq_lane_pair(uint word, uint p, uint s2, uint zero)
     const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
     return as_type<half2>(metal::mq_hmul2(metal::mq_hmul2(hb, 0x74007400u), s2));
 #else
-    const float scale = float(as_type<half2>(s2).x);
     if (U4)
-        return mq_u4_rows(word, p, as_type<float>(zero | 0x4B000000u), scale);
-    return mq_fp4_rows(word, p, scale * 16384.0f);
+        return mq_u4_rows(word, p, as_type<float>(zero | 0x4B000000u), float(scale));
+    return mq_fp4_rows(word, p, float(scale) * 16384.0f);
 #endif
 }
 
@@ -253,15 +227,13 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
         MQ_UNROLL
         for (uint i = 0; i < 2u; i++) {
             // (selects, not an index: a register, however the loop unrolls)
-            const uint sp = w < 2u ? s.sc[i][0] : s.sc[i][1];
+            const half2 sc = w < 2u ? s.sc[i][0] : s.sc[i][1];
             const uint z = w < 2u ? s.zc[i][0] : s.zc[i][1];
-            // each column half's scale as a pair (both halves the same)
-            const uint sx = (sp & 0xffffu) | (sp << 16), sy = (sp & 0xffff0000u) | (sp >> 16);
             const uint4 cw = s.cw[i];
             const uint word = w == 0u ? cw.x : w == 1u ? cw.y : w == 2u ? cw.z : cw.w;
             MQ_UNROLL
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
-                const half2 v = mq_lane_pair<U4>(word, q, (q & 1u) ? sy : sx,
+                const half2 v = mq_lane_pair<U4>(word, q, (q & 1u) ? sc.y : sc.x,
                                                  (q & 1u) ? z >> 8 : z & 0xffu);
                 MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
             }
@@ -288,7 +260,13 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
     const uint2 kr = mq_k_range(p, tg.z);
     MqLaneAt w;
-    mq_lane_at<U4>(w, codes, scales, zeros, col0, lane, p);
+    w.nb0 = col0 / 16u;
+    w.n16 = MQ_CDIV(p.N, 16u);
+    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
+    w.L = MQ_FRAG_LANE(lane);
+    w.lr = mq_lane_frag_row(w.L);
+    w.gshift = mq_group_shift(p.group);
+    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
     simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
@@ -304,10 +282,10 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
     const uint kb0 = kr.x / uint(LANE_KSB) + kg;
     MQ_UNROLL
     for (uint j = 0; j < uint(LANE_AHEAD); j++)
-        mq_lane_fetch<U4>(st[j], w, kb0 + j * uint(LANE_KSG),
+        mq_lane_fetch<U4>(st[j], codes, scales, zeros, w, kb0 + j * uint(LANE_KSG),
                           kr.x + j * uint(TILE_K) < kr.y);
     MqARegs ra;
-    mq_a_tile_begin(smem, ra, A, row0, kr.x, kr.y, p, w, tid);
+    mq_a_tile_begin(smem, ra, A, row0, kr.x, kr.y, p, tid);
     mq_a_tile_end(smem, ra, A, row0, kr.x, kr.y, p, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     // at least one pass (zeros for an empty slice: its A and weights read as
@@ -319,8 +297,8 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
         const uint kn = k0 + uint(TILE_K), kb = k0 / uint(LANE_KSB) + kg;
         threadgroup half *next = smem + (buf ^ 1u) * uint(LANE_A_HALVES);
         if (kn < kr.y) // the next tile's A, in flight during this one's MMAs
-            mq_a_tile_begin(next, ra, A, row0, kn, kr.y, p, w, tid);
-        mq_lane_fetch<U4>(st[LANE_AHEAD], w, kb + uint(LANE_AHEAD * LANE_KSG),
+            mq_a_tile_begin(next, ra, A, row0, kn, kr.y, p, tid);
+        mq_lane_fetch<U4>(st[LANE_AHEAD], codes, scales, zeros, w, kb + uint(LANE_AHEAD * LANE_KSG),
                           k0 + uint(LANE_AHEAD * TILE_K) < kr.y);
         mq_lane_tile<U4>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg);
         if (kn < kr.y)
