@@ -55,10 +55,10 @@ static void dense_step(mq_msl_moe_step *s, const mq_msl_run_plan *rp, int j, siz
     s->file = rp->file;
     s->function = rp->function;
     snprintf(s->defines, sizeof s->defines, "%s", rp->defines);
-    s->grid[0] = (unsigned)rp->plan.grid_x;
-    s->grid[1] = (unsigned)rp->plan.grid_y;
-    s->grid[2] = (unsigned)rp->plan.grid_z;
-    s->threads = (unsigned)rp->plan.threads_per_tg;
+    s->grid[0] = (unsigned)rp->plan->grid_x;
+    s->grid[1] = (unsigned)rp->plan->grid_y;
+    s->grid[2] = (unsigned)rp->plan->grid_z;
+    s->threads = (unsigned)rp->plan->threads_per_tg;
     s->dense = 1;
     /* A, codes, scales, C, params */
     s->bind[0] = j == MQ_MOE_DOWN ? MQ_MSL_MOE_H : MQ_MSL_MOE_XG;
@@ -150,16 +150,16 @@ mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights 
                    dc.variant == MQ_VAR_GEMV_TRELLIS && dc.p.tile_k > 32)
                 dc.p.tile_k /= 2;
             if (!st)
-                st = mq_msl_run_plan_of(&dp, &dc, &plan, &rp, err);
+                st = mq_msl_run_plan_of(&dp, &dc, &plan, NULL, &rp, err);
             if (st)
                 break;
-            if (rp.plan.k_slices > 1 || rp.plan.workspace_bytes) {
+            if (rp.plan->k_slices > 1 || rp.plan->workspace_bytes) {
                 st = mq_fail(err, MQ_E_ILLEGAL, "the unfused baseline's dense kernel splits K");
                 break;
             }
             dense_step(&out->steps[out->nsteps++], &rp, j, e, (size_t)offs[e], K, N, R * I * 2, nd,
                        fbase[j], fstride[j]);
-            mq_msl_params_of(&dp, &rp.plan, &mw->w[j][e],
+            mq_msl_params_of(&dp, rp.plan, &mw->w[j][e],
                              (mq_msl_params *)((char *)out->dparams +
                                                (size_t)nd * MQ_MSL_MOE_DPARAMS_STRIDE));
             nd++;

@@ -44,7 +44,8 @@ int mq_msl_bind_slot(const mq_msl_program *prog, int slot)
                                      : slot;
 }
 
-mq_status mq_msl_weights_ready(const mq_msl_program *prog, const mq_weights *w, mq_error *err)
+/* MQ_OK, or MQ_E_WEIGHTS when w lacks the arrays the program reads. */
+static mq_status weights_ready(const mq_msl_program *prog, const mq_weights *w, mq_error *err)
 {
     if (prog->layout == MQ_LAYOUT_LANE &&
         (!w->lane_codes || !w->lane_scales || (w->format == MQ_FMT_U4 && !w->lane_zeros)))
@@ -148,14 +149,29 @@ int mq_msl_weight_slot_of(mq_buffer_kind k)
 }
 
 mq_status mq_msl_run_plan_of(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
-                             mq_msl_run_plan *out, mq_error *err)
+                             const mq_weights *w, mq_msl_run_plan *out, mq_error *err)
 {
-    out->plan = *plan;
+    out->plan = plan;
     char msg[512];
     if (mq_metal_program(p, c, plan, &out->file, &out->function, out->defines,
                          sizeof out->defines, msg, sizeof msg))
         return mq_fail(err, MQ_E_ILLEGAL, "%s", msg);
     mq_msl_program_of(p, c, &out->prog);
+    if (w) {
+        mq_status st = weights_ready(&out->prog, w, err);
+        if (st)
+            return st;
+    }
+    /* A, codes, scales, C, the parameters, then the variant's own buffers */
+    int n = 5;
+    out->bind[0] = out->bind[3] = out->bind[4] = MQ_MSL_BIND_OWN;
+    out->bind[1] = mq_msl_bind_slot(&out->prog, MQ_MSL_W_CODES);
+    out->bind[2] = mq_msl_bind_slot(&out->prog, MQ_MSL_W_SCALES);
+    for (int i = 0; out->prog.extra[i] != MQ_BUF_END && n < MQ_MSL_BINDINGS; i++) {
+        int slot = mq_msl_bind_slot(&out->prog, mq_msl_weight_slot_of(out->prog.extra[i]));
+        out->bind[n++] = slot < 0 ? MQ_MSL_BIND_WORKSPACE : slot;
+    }
+    out->nbind = n;
     return MQ_OK;
 }
 

@@ -66,10 +66,6 @@ typedef struct {
  * -1 stays -1): the lane arrays' for a lane-layout program. */
 int mq_msl_bind_slot(const mq_msl_program *prog, int slot);
 
-/* MQ_OK, or MQ_E_WEIGHTS when w lacks the arrays the program reads (a
- * lane-layout program on weights never prepared for it). */
-mq_status mq_msl_weights_ready(const mq_msl_program *prog, const mq_weights *w, mq_error *err);
-
 /* Fill out for a candidate; NULL when its variant and format have no
  * kernel. */
 const mq_msl_program *mq_msl_program_of(const mq_problem *p, const mq_candidate *c,
@@ -85,19 +81,30 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *
                      const char **file, const char **function, char *defines, size_t n,
                      char *err, size_t errlen);
 
+/* What a [[buffer(i)]] of a program binds (mq_msl_run_plan.bind): a weight
+ * slot (>= 0, MQ_MSL_W_*: the lane arrays' for a lane-layout program), the
+ * split-K workspace, or the backend's own buffer (A at 0, C at 3, the
+ * parameters at 4). */
+enum { MQ_MSL_BIND_OWN = -2, MQ_MSL_BIND_WORKSPACE = -1, MQ_MSL_BINDINGS = 11 };
+
 /* What every backend running the Metal kernels' source needs for one
- * candidate planned by the caller: the plan, the program (file, kernel
- * function, the tuned macros), and the buffers it binds after the common
- * ones. MQ_E_ILLEGAL and the reason when no kernel serves it. */
+ * candidate planned by the caller: the plan (the caller's, not a copy: it
+ * must outlive this), the program (file, kernel function, the tuned
+ * macros), and what each of its buffer indices binds. */
 typedef struct {
-    mq_plan plan;
+    const mq_plan *plan;
     const char *file, *function;
     char defines[256];
     mq_msl_program prog;
+    int bind[MQ_MSL_BINDINGS], nbind;
 } mq_msl_run_plan;
 
+/* out for (p, c, plan); with w, also that w holds the arrays the program
+ * reads. MQ_E_ILLEGAL and the reason when no kernel
+ * serves the candidate, MQ_E_WEIGHTS when w lacks an array (a lane-layout
+ * program on weights never prepared for it). */
 mq_status mq_msl_run_plan_of(const mq_problem *p, const mq_candidate *c, const mq_plan *plan,
-                             mq_msl_run_plan *out, mq_error *err);
+                             const mq_weights *w, mq_msl_run_plan *out, mq_error *err);
 
 /* A fingerprint of a weight set's shape and contents (512 bytes sampled
  * evenly from each array): cheap enough for every run, and different for a

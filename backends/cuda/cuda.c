@@ -41,50 +41,45 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     if (s->broken[0])
         return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
     mq_msl_run_plan rp;
-    mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
-    if (!st)
-        st = mq_msl_weights_ready(&rp.prog, w, err);
+    mq_status st = mq_msl_run_plan_of(p, c, planned, w, &rp, err);
     if (st)
         return st;
-    const mq_plan plan = rp.plan;
+    const mq_plan *plan = rp.plan;
     CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
     CUmodule gemm = mq_cuda_module_for(s, rp.file, rp.defines, err);
     CUmodule red =
-        gemm && plan.k_slices > 1 ? mq_cuda_module_for(s, MQ_MSL_REDUCE_FILE, "", err) : NULL;
-    if (!gemm || (plan.k_slices > 1 && !red))
+        gemm && plan->k_slices > 1 ? mq_cuda_module_for(s, MQ_MSL_REDUCE_FILE, "", err) : NULL;
+    if (!gemm || (plan->k_slices > 1 && !red))
         return err->code;
     weight_entry *we = mq_cuda_weights_for(s, w, err);
     if (!we)
         return err->code;
     size_t MN = (size_t)p->M * p->N, a_bytes = (size_t)p->M * p->K * 2;
     mq_msl_params mp;
-    mq_msl_params_of(p, &plan, w, &mp);
+    mq_msl_params_of(p, plan, w, &mp);
     if ((st = mq_cuda_ensure(s, &s->a, a_bytes, err)) ||
         (st = mq_cuda_ensure(s, &s->c, MN * 2, err)) ||
-        (st = mq_cuda_ensure(s, &s->ws, plan.workspace_bytes, err)) ||
+        (st = mq_cuda_ensure(s, &s->ws, plan->workspace_bytes, err)) ||
         (st = mq_cuda_ensure(s, &s->params, sizeof mp, err)))
         return st;
     CU(s->api.MemcpyHtoD(s->a.p, A, a_bytes), "copying A");
     CU(s->api.MemcpyHtoD(s->params.p, &mp, sizeof mp), "copying the parameters");
     /* outputs start as NaN: an element no thread writes cannot pass */
     CU(s->api.MemsetD8(s->c.p, 0xff, MN * 2), "poisoning C");
-    if (plan.workspace_bytes)
-        CU(s->api.MemsetD8(s->ws.p, 0xff, plan.workspace_bytes), "poisoning the workspace");
+    if (plan->workspace_bytes)
+        CU(s->api.MemsetD8(s->ws.p, 0xff, plan->workspace_bytes), "poisoning the workspace");
     /* the binding of metal.c: A, weights, scales, C, params, then the
-     * variant's own buffers from index 5 */
-    cuda_buffer_args g = {
-        {s->a.p, we->buf[mq_msl_bind_slot(&rp.prog, MQ_MSL_W_CODES)],
-         we->buf[mq_msl_bind_slot(&rp.prog, MQ_MSL_W_SCALES)], s->c.p, s->params.p}};
-    for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
-        int slot = mq_msl_bind_slot(&rp.prog, mq_msl_weight_slot_of(rp.prog.extra[i]));
-        g.p[5 + i] = slot < 0 ? s->ws.p : we->buf[slot];
-    }
+     * variant's own buffers from index 5 (rp.bind) */
+    cuda_buffer_args g = {{s->a.p, 0, 0, s->c.p, s->params.p}};
+    for (int i = 0; i < rp.nbind; i++)
+        if (rp.bind[i] != MQ_MSL_BIND_OWN)
+            g.p[i] = rp.bind[i] == MQ_MSL_BIND_WORKSPACE ? s->ws.p : we->buf[rp.bind[i]];
     cuda_buffer_args r = {{s->ws.p, s->c.p, s->params.p}};
     if (s->queued && (st = mq_cuda_spin(s, err)))
         return st;
     CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
-    st = launch(s, gemm, rp.function, &g, (unsigned)plan.grid_x, (unsigned)plan.grid_y,
-                (unsigned)plan.grid_z, (unsigned)plan.threads_per_tg, err);
+    st = launch(s, gemm, rp.function, &g, (unsigned)plan->grid_x, (unsigned)plan->grid_y,
+                (unsigned)plan->grid_z, (unsigned)plan->threads_per_tg, err);
     if (!st && red) /* the reduction, after the GEMM on the same stream */
         st = launch(s, red, MQ_MSL_REDUCE_FUNCTION, &r, (unsigned)((MN + 255) / 256), 1, 1, 256,
                     err);

@@ -299,7 +299,7 @@ static mq_status run_command_buffer(metal_state *s, const mq_problem *p, const m
                                     mq_error *err)
 {
     const objc_rt *rt = &s->rt;
-    const mq_plan *plan = &rp->plan;
+    const mq_plan *plan = rp->plan;
     size_t MN = (size_t)p->M * p->N;
     mq_msl_params mp;
     mq_msl_params_of(p, plan, w, &mp);
@@ -308,16 +308,13 @@ static mq_status run_command_buffer(metal_state *s, const mq_problem *p, const m
     if (!enc)
         return mq_fail(err, MQ_E_SYSTEM, "metal: the queue gave no command buffer or encoder");
     set_buffer(rt, enc, s->a_buf, 0);
-    set_buffer(rt, enc, we->buf[mq_msl_bind_slot(&rp->prog, MQ_MSL_W_CODES)], 1);
-    set_buffer(rt, enc, we->buf[mq_msl_bind_slot(&rp->prog, MQ_MSL_W_SCALES)], 2);
     set_buffer(rt, enc, s->c_buf, 3);
     MSG(rt, void, const void *, NSUInteger, NSUInteger)(enc, rt->sel("setBytes:length:atIndex:"),
                                                         &mp, sizeof mp, 4);
-    for (int i = 0; rp->prog.extra[i] != MQ_BUF_END; i++) {
-        int slot = mq_msl_bind_slot(&rp->prog, mq_msl_weight_slot_of(rp->prog.extra[i]));
-        id x = slot < 0 ? s->ws_buf : we->buf[slot];
-        set_buffer(rt, enc, x, (NSUInteger)(5 + i));
-    }
+    for (int i = 0; i < rp->nbind; i++) /* the weights and the variant's own buffers */
+        if (rp->bind[i] != MQ_MSL_BIND_OWN)
+            set_buffer(rt, enc, rp->bind[i] == MQ_MSL_BIND_WORKSPACE ? s->ws_buf : we->buf[rp->bind[i]],
+                       (NSUInteger)i);
     encode(rt, enc, pe->pipeline,
            (MTLSize){(NSUInteger)plan->grid_x, (NSUInteger)plan->grid_y, (NSUInteger)plan->grid_z},
            (MTLSize){(NSUInteger)plan->threads_per_tg, 1, 1});
@@ -363,23 +360,21 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
                        "metal: %d bytes of threadgroup memory planned, the device has %lu",
                        planned->tg_mem_bytes, (unsigned long)s->max_tg_mem);
     mq_msl_run_plan rp;
-    mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
-    if (!st)
-        st = mq_msl_weights_ready(&rp.prog, w, err);
+    mq_status st = mq_msl_run_plan_of(p, c, planned, w, &rp, err);
     if (st)
         return st;
-    const mq_plan plan = rp.plan;
+    const mq_plan *plan = rp.plan;
     void *pool = rt->pool_push();
     reserve_pipelines(s, 2); /* the GEMM and the reduction */
     pipeline_entry *pe = pipeline_for(s, rp.file, rp.function, rp.defines, err);
-    pipeline_entry *re = pe && plan.k_slices > 1 ? pipeline_for(s, MQ_MSL_REDUCE_FILE,
+    pipeline_entry *re = pe && plan->k_slices > 1 ? pipeline_for(s, MQ_MSL_REDUCE_FILE,
                                                                 MQ_MSL_REDUCE_FUNCTION, "", err)
                                                  : NULL;
     size_t MN = (size_t)p->M * p->N;
-    if (!pe || (plan.k_slices > 1 && !re))
+    if (!pe || (plan->k_slices > 1 && !re))
         st = err->code ? err->code : MQ_E_ARG;
     if (st == MQ_OK)
-        st = pipeline_fits(s, pe, rp.function, plan.threads_per_tg, KERNEL_SIMD_WIDTH, err);
+        st = pipeline_fits(s, pe, rp.function, plan->threads_per_tg, KERNEL_SIMD_WIDTH, err);
     if (st == MQ_OK && re) /* the reduction's 256 threads are a pipeline's too */
         st = pipeline_fits(s, re, MQ_MSL_REDUCE_FUNCTION, REDUCE_THREADS, KERNEL_SIMD_WIDTH, err);
     weight_entry *we = st == MQ_OK ? weights_for(s, w, err) : NULL;
@@ -387,7 +382,7 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
         st = err->code ? err->code : MQ_E_NOMEM;
     else if (st == MQ_OK && (ensure_buffer(s, &s->a_buf, &s->a_bytes, (size_t)p->M * p->K * 2) ||
                              ensure_buffer(s, &s->c_buf, &s->c_bytes, MN * 2) ||
-                             ensure_buffer(s, &s->ws_buf, &s->ws_bytes, plan.workspace_bytes)))
+                             ensure_buffer(s, &s->ws_buf, &s->ws_bytes, plan->workspace_bytes)))
         st = mq_fail(err, MQ_E_NOMEM, "metal: cannot allocate the A, C or workspace buffers");
     if (st == MQ_OK) {
         memcpy(MSG0(rt, void *)(s->a_buf, rt->sel("contents")), A, (size_t)p->M * p->K * 2);

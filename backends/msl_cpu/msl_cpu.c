@@ -79,30 +79,28 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
 {
     msl_cpu_state *s = b->state;
     mq_msl_run_plan rp;
-    mq_status st = mq_msl_run_plan_of(p, c, planned, &rp, err);
-    if (!st)
-        st = mq_msl_weights_ready(&rp.prog, w, err);
+    mq_status st = mq_msl_run_plan_of(p, c, planned, w, &rp, err);
     if (st)
         return st;
-    const mq_plan plan = rp.plan;
+    const mq_plan *plan = rp.plan;
     char msg[1024];
     mq_msl_module *gemm = module_for(s, rp.file, rp.defines, err);
-    mq_msl_module *red = gemm && plan.k_slices > 1
+    mq_msl_module *red = gemm && plan->k_slices > 1
                              ? module_for(s, MQ_MSL_REDUCE_FILE, "", err)
                              : NULL;
-    if (!gemm || (plan.k_slices > 1 && !red))
+    if (!gemm || (plan->k_slices > 1 && !red))
         return err->code;
 
     size_t MN = (size_t)p->M * (size_t)p->N;
     mq_msl_buffer buf[B_COUNT];
     memset(buf, 0, sizeof buf);
     mq_msl_params mp;
-    mq_msl_params_of(p, &plan, w, &mp);
+    mq_msl_params_of(p, plan, w, &mp);
     int bad = upload(&buf[B_A], A, (size_t)p->M * (size_t)p->K * 2, 0, err) ||
               upload(&buf[B_P], &mp, sizeof mp, 0, err) ||
               /* outputs start as NaN: an element no thread writes cannot pass */
               upload(&buf[B_C], NULL, MN * 2, 0xff, err) ||
-              upload(&buf[B_WS], NULL, plan.workspace_bytes ? plan.workspace_bytes : 16, 0xff, err);
+              upload(&buf[B_WS], NULL, plan->workspace_bytes ? plan->workspace_bytes : 16, 0xff, err);
     const void *ptr[MQ_MSL_W_COUNT];
     size_t bytes[MQ_MSL_W_COUNT];
     mq_msl_weight_arrays(w, ptr, bytes);
@@ -111,17 +109,14 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
     if (!bad) {
         /* the binding of metal.c: A, weights, scales, C, params, then the
          * variant's own buffers from index 5 */
-        mq_msl_launch l = {{&buf[B_A], &buf[B_W + mq_msl_bind_slot(&rp.prog, MQ_MSL_W_CODES)],
-                            &buf[B_W + mq_msl_bind_slot(&rp.prog, MQ_MSL_W_SCALES)],
-                            &buf[B_C], &buf[B_P]},
-                           {(unsigned)plan.grid_x, (unsigned)plan.grid_y, (unsigned)plan.grid_z},
-                           {(unsigned)plan.threads_per_tg, 1, 1},
+        mq_msl_launch l = {{&buf[B_A], NULL, NULL, &buf[B_C], &buf[B_P]},
+                           {(unsigned)plan->grid_x, (unsigned)plan->grid_y, (unsigned)plan->grid_z},
+                           {(unsigned)plan->threads_per_tg, 1, 1},
                            s->workers,
                            0};
-        for (int i = 0; rp.prog.extra[i] != MQ_BUF_END; i++) {
-            int slot = mq_msl_bind_slot(&rp.prog, mq_msl_weight_slot_of(rp.prog.extra[i]));
-            l.buffers[5 + i] = slot < 0 ? &buf[B_WS] : &buf[B_W + slot];
-        }
+        for (int i = 0; i < rp.nbind; i++) /* the weights and the variant's own buffers */
+            if (rp.bind[i] != MQ_MSL_BIND_OWN)
+                l.buffers[i] = rp.bind[i] == MQ_MSL_BIND_WORKSPACE ? &buf[B_WS] : &buf[B_W + rp.bind[i]];
         if (mq_msl_run(gemm, rp.function, &l, msg, sizeof msg)) {
             bad = 1;
             mq_fail(err, MQ_E_ARG, "msl-cpu: %s", msg);
