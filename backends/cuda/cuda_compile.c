@@ -98,24 +98,38 @@ static void write_cache(const char *path, const char *data, size_t n)
 
 /* ---- compiling ------------------------------------------------------------------ */
 
-/* The prelude's text (backends/cuda/metal_stdlib), 0-terminated, its length
- * in *pn; NULL and msg when it cannot be read. */
+/* The prelude's two files (backends/cuda/metal_stdlib and the
+ * metal_stdlib_mma it includes; a prelude directory without the second, an
+ * earlier one, gets it empty) as one block: the first text, a 0, the
+ * second, a 0; *pn covers both texts and the 0 between (the cache key hashes
+ * them). NULL and msg when the first cannot be read. */
 static char *read_prelude(size_t *pn, char *msg, size_t mn)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/metal_stdlib", mq_cuda_include_dir());
-    char *prelude = read_file(path, pn);
-    if (!prelude) {
+    size_t n1 = 0, n2 = 0;
+    char *first = read_file(path, &n1);
+    if (!first) {
         snprintf(msg, mn, "%.900s: %s", path, strerror(errno));
         return NULL;
     }
-    char *z = realloc(prelude, *pn + 1);
+    snprintf(path, sizeof path, "%s/metal_stdlib_mma", mq_cuda_include_dir());
+    char *second = read_file(path, &n2);
+    char *z = malloc(n1 + n2 + 2);
     if (!z) {
-        free(prelude);
+        free(first);
+        free(second);
         snprintf(msg, mn, "out of memory");
         return NULL;
     }
-    z[*pn] = 0;
+    memcpy(z, first, n1);
+    z[n1] = 0;
+    if (second)
+        memcpy(z + n1 + 1, second, n2);
+    z[n1 + 1 + n2] = 0;
+    free(first);
+    free(second);
+    *pn = n1 + 1 + n2;
     return z;
 }
 
@@ -152,8 +166,9 @@ static int compile_options(const char *arch_opt, int mma_fp32, int with_prelude,
     return no;
 }
 
-/* NVRTC itself: source (prelude, when not NULL, as its one header
- * metal_stdlib) compiled with opts to a cubin; NULL and msg (the first
+/* NVRTC itself: source (prelude, when not NULL, as its two headers
+ * metal_stdlib and metal_stdlib_mma: read_prelude's block) compiled with
+ * opts to a cubin; NULL and msg (the first
  * error line of the log) on failure. *log, when log is not NULL, gets the
  * whole program log, success or not (NULL when there is none; free it). */
 static char *nvrtc_run(const mq_cuda_api *api, const char *name, const char *source,
@@ -163,10 +178,10 @@ static char *nvrtc_run(const mq_cuda_api *api, const char *name, const char *sou
     if (log_out)
         *log_out = NULL;
     nvrtcProgram prog;
-    const char *hname = "metal_stdlib";
-    const char *hsrc = prelude;
-    nvrtcResult r = api->CreateProgram(&prog, source, name, prelude ? 1 : 0,
-                                       prelude ? &hsrc : NULL, prelude ? &hname : NULL);
+    const char *hname[2] = {"metal_stdlib", "metal_stdlib_mma"};
+    const char *hsrc[2] = {prelude, prelude ? prelude + strlen(prelude) + 1 : NULL};
+    nvrtcResult r = api->CreateProgram(&prog, source, name, prelude ? 2 : 0,
+                                       prelude ? hsrc : NULL, prelude ? hname : NULL);
     if (r) {
         snprintf(msg, mn, "nvrtcCreateProgram: %s", api->nvrtcErrorString(r));
         return NULL;
@@ -218,7 +233,7 @@ static char *nvrtc_run(const mq_cuda_api *api, const char *name, const char *sou
     return cubin;
 }
 
-/* NVRTC: source (with metal_stdlib as its one header) to a cubin for this
+/* NVRTC: source (with the prelude's two headers) to a cubin for this
  * device; the cached one when the same text was compiled the same way. */
 char *mq_cuda_compile(cuda_state *s, const char *name, const char *source, const char *defines,
                       int with_prelude, size_t *cubin_n, char *msg, size_t mn)
