@@ -147,8 +147,11 @@ $(FAULT_LIB): tests/fault_inject.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fPIC -shared -Wall -Wextra $(if $(WERROR),-Werror) $< -ldl -o $@
 
+# the tests run one at a time, and a make -jN's jobserver is taken out of the
+# MAKEFLAGS they see (test_nightly.sh's builds run as under a plain make test)
 test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
-	@scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
+	@$(if $(filter -j%,$(MAKEFLAGS)),MAKEFLAGS='$(filter-out -j% --jobserver%,$(MAKEFLAGS))') \
+	  scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
 	  "tests/test_metal_standin.sh $(BUILD)" $(MSGSEND_ABI) tests/test_msgsend_arm64.sh \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
 	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
@@ -164,12 +167,17 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 test-gpu: $(BUILD)/tests/gpu_cuda $(TOOLS)
 	$(BUILD)/tests/gpu_cuda
 
+# make sanitize and make portable run the suite again in another build;
+# MQ_TEST_REPEAT names it to the tests, so what checks a compiler (NVRTC,
+# clang) and not this build runs in full in make test only: test_nvrtc is
+# skipped, and test_metal's and test_cuda_prelude's clang sweeps compile a
+# covering subset (each saying so in a "skipped on make ...:" line)
 sanitize:
-	$(MAKE) BUILD=build-san OPT=-O1 \
+	MQ_TEST_REPEAT="make sanitize" $(MAKE) BUILD=build-san OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
 portable:
-	$(MAKE) BUILD=build-portable ARCH="$(PORTABLE_ARCH)" test
+	MQ_TEST_REPEAT="make portable" $(MAKE) BUILD=build-portable ARCH="$(PORTABLE_ARCH)" test
 
 # libFuzzer targets, one per parser (tests/fuzz/), under ASan + UBSan with
 # clang; `make fuzz-run` runs each FUZZ_SECONDS seconds from seed corpora of

@@ -3,7 +3,7 @@
 
 #include "check.h"
 
-int check_passed, check_failed;
+int check_passed, check_failed, check_skipped;
 
 void check_report(int ok, const char *file, int line, const char *fmt, ...)
 {
@@ -20,8 +20,23 @@ void check_report(int ok, const char *file, int line, const char *fmt, ...)
     va_end(ap);
 }
 
+void check_skip(const char *where, const char *fmt, ...)
+{
+    check_skipped++;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("skipped on %s: ", where);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+}
+
 int check_done(const char *suite)
 {
-    printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);
+    if (check_skipped)
+        printf("%s: %d passed, %d failed, %d skipped\n", suite, check_passed, check_failed,
+               check_skipped);
+    else
+        printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);
     return check_failed ? 1 : 0;
 }

@@ -16,13 +16,16 @@
  * visibly installed (nvcc on PATH or /usr/local/cuda): then a missing NVRTC
  * is a failure. $MQ_NVRTC_REQUIRE=1 makes it a failure anywhere, =0 a skip
  * anywhere. NVRTC off the library path is looked for in /usr/local/cuda
- * ($MQ_NVRTC_LIB names another file).
+ * ($MQ_NVRTC_LIB names another file). make sanitize and make portable
+ * ($MQ_TEST_REPEAT) skip it, saying so: what it tests is NVRTC and ptxas,
+ * the same whatever our build, and make test runs it.
  *
  * Which programs. NVRTC with ptxas takes 0.3-4 s a program (0.75 s of CPU
  * on average), so all 1157 distinct legal programs of h100/h200
  * (mq_test_programs: every format, group, M, five layer shapes, the full
  * candidate space) take ~10 minutes on 2 cores (measured: 605 s). make test
- * compiles a representative subset (81 programs, ~40 s on 2 cores): per
+ * compiles a representative subset (mq_test_subset in testdata.c; 81
+ * programs, ~40 s on 2 cores): per
  * kernel file, the programs with the smallest and the largest value of each
  * macro that varies (TILE_M, TILE_N, TILE_K, SG_M, SG_N, MQ_PLAN_THREADS,
  * MQ_PLAN_TG_BYTES), of the tile's volume (TILE_M x TILE_N x TILE_K), its
@@ -241,95 +244,6 @@ static void run_jobs(const mq_cuda_api *api, const char *arch_opt, const job *js
     }
 }
 
-/* The value of macro KEY in defines ("A=1 B=2"), -1 when absent. */
-static long macro(const char *defines, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = defines; (p = strstr(p, key)); p += kl)
-        if ((p == defines || p[-1] == ' ') && p[kl] == '=')
-            return strtol(p + kl + 1, NULL, 10);
-    return -1;
-}
-
-/* The measures of a program: the macros that vary, then the tile's volume,
- * its output area (TILE_M x TILE_N: the accumulators) and the volume per
- * thread (TILE_M x TILE_N x TILE_K / MQ_PLAN_THREADS), the last two where
- * the registers peak. */
-static const char *const keys[] = {"TILE_M", "TILE_N",          "TILE_K",          "SG_M",
-                                   "SG_N",   "MQ_PLAN_THREADS", "MQ_PLAN_TG_BYTES"};
-enum {
-    NKEYS = sizeof keys / sizeof keys[0],
-    M_THREADS = 5,
-    M_VOLUME = NKEYS,
-    M_AREA,
-    M_PER_THREAD,
-    NMEASURES
-};
-
-static long measure(const char *defines, int v)
-{
-    if (v < NKEYS)
-        return macro(defines, keys[v]);
-    long area = macro(defines, "TILE_M") * macro(defines, "TILE_N");
-    long threads = macro(defines, "MQ_PLAN_THREADS");
-    if (v == M_AREA)
-        return area;
-    if (v == M_PER_THREAD)
-        return area * macro(defines, "TILE_K") / (threads > 0 ? threads : 1);
-    return area * macro(defines, "TILE_K");
-}
-
-/* Among the programs of g's group (its file, and its trellis width when
- * by_width), keep the first with the smallest and the first with the
- * largest value of each measure in vs. */
-static void mark_extremes(const mq_test_program *ps, int np, int g, int by_width, const int *vs,
-                          int nv, char *keep)
-{
-    long bits = macro(ps[g].defines, "TRELLIS_BITS");
-    for (int k = 0; k < nv; k++) {
-        int lo = g, hi = g;
-        long vlo = measure(ps[g].defines, vs[k]), vhi = vlo;
-        for (int i = g + 1; i < np; i++) {
-            if (strcmp(ps[i].file, ps[g].file) ||
-                (by_width && macro(ps[i].defines, "TRELLIS_BITS") != bits))
-                continue;
-            long x = measure(ps[i].defines, vs[k]);
-            if (x < vlo)
-                lo = i, vlo = x;
-            if (x > vhi)
-                hi = i, vhi = x;
-        }
-        keep[lo] = keep[hi] = 1;
-    }
-}
-
-/* The representative subset (see the top of the file): keep[i] set for
- * the kept programs of ps. The count kept. */
-static int pick_subset(const mq_test_program *ps, int np, char *keep)
-{
-    int all[NMEASURES], per_width[] = {M_VOLUME, M_THREADS, M_AREA};
-    for (int v = 0; v < NMEASURES; v++)
-        all[v] = v;
-    memset(keep, 0, (size_t)np);
-    for (int g = 0; g < np; g++) {
-        int first_of_file = 1, first_of_width = 1;
-        for (int i = 0; i < g && first_of_width; i++)
-            if (!strcmp(ps[i].file, ps[g].file)) {
-                first_of_file = 0;
-                first_of_width = macro(ps[i].defines, "TRELLIS_BITS") !=
-                                 macro(ps[g].defines, "TRELLIS_BITS");
-            }
-        if (first_of_file)
-            mark_extremes(ps, np, g, 0, all, NMEASURES, keep);
-        if (first_of_width)
-            mark_extremes(ps, np, g, 1, per_width, 3, keep);
-    }
-    int n = 0;
-    for (int i = 0; i < np; i++)
-        n += keep[i];
-    return n;
-}
-
 static int add_job(job *js, int n, const char *file, const char *defines, int mma_fp32)
 {
     if (n >= MAX_PROGRAMS)
@@ -524,6 +438,11 @@ static int load_nvrtc(mq_cuda_api *api, char *why, size_t n)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (mq_test_repeat()) { /* make sanitize, make portable: NVRTC is under test, not our build */
+        check_skip(mq_test_repeat(), "the cuda backend's programs through NVRTC (what it tests is "
+                                     "NVRTC and ptxas, not this build; make test runs it)");
+        return check_done("test_nvrtc");
+    }
     mq_cuda_api api;
     char why[1024];
     if (load_nvrtc(&api, why, sizeof why)) {
@@ -579,7 +498,7 @@ int main(void)
     if (all)
         memset(keep, 1, (size_t)np);
     else
-        kept = pick_subset(ps, np, keep);
+        kept = mq_test_subset(ps, np, keep);
     if (only && *only) /* one kernel file's programs only */
         for (int i = 0; i < np; i++)
             if (keep[i] && strcmp(ps[i].file, only)) {

@@ -121,8 +121,24 @@ int td_metal_program(const mq_problem *p, const mq_candidate *c, const char **fi
     return mq_metal_program(p, c, &plan, file, function, defines, n, err, errlen);
 }
 
+/* The programs seen so far, by hash: slot = index into ps + 1, 0 empty;
+ * PROGRAM_SLOTS a power of two over twice any cap (a linear scan with
+ * strcmp, hundreds of thousands of candidates against a thousand programs,
+ * took most of a minute under ASan) */
+#define PROGRAM_SLOTS 16384
+static unsigned program_hash(const char *file, const char *defines)
+{
+    unsigned h = 2166136261u; /* FNV-1a over file, a 0 byte, defines */
+    for (const char *s = file; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    h *= 16777619u;
+    for (const char *s = defines; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
 /* One candidate's program into ps unless it is there; the new count. */
-static int add_program(mq_test_program *ps, int n, int cap, const mq_problem *p,
+static int add_program(mq_test_program *ps, int n, int cap, int *slots, const mq_problem *p,
                        const mq_candidate *c, int *missing)
 {
     const char *file, *fn;
@@ -132,13 +148,17 @@ static int add_program(mq_test_program *ps, int n, int cap, const mq_problem *p,
         (*missing)++;
         return n;
     }
-    for (int i = 0; i < n; i++)
-        if (!strcmp(ps[i].file, file) && !strcmp(ps[i].defines, defines))
+    unsigned h = program_hash(file, defines) & (PROGRAM_SLOTS - 1);
+    for (; slots[h]; h = (h + 1) & (PROGRAM_SLOTS - 1)) {
+        const mq_test_program *q = &ps[slots[h] - 1];
+        if (!strcmp(q->file, file) && !strcmp(q->defines, defines))
             return n;
-    if (n == cap)
+    }
+    if (n == cap || n >= PROGRAM_SLOTS / 2)
         return n;
     snprintf(ps[n].file, sizeof ps[n].file, "%s", file);
     snprintf(ps[n].defines, sizeof ps[n].defines, "%s", defines);
+    slots[h] = n + 1;
     return n + 1;
 }
 
@@ -154,7 +174,11 @@ int mq_test_programs(const char *arch_prefix, mq_test_program *ps, int cap,
     }
     static const int ms[] = {1, 3, 16, 64, 512}, groups[] = {32, 64, 128};
     static const int nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {200, 384}, {768, 2048}};
-    int np = 0;
+    int np = 0, *slots = calloc(PROGRAM_SLOTS, sizeof *slots);
+    if (!slots) {
+        mq_chips_free(&db);
+        return -1;
+    }
     for (int ci = 0; ci < db.n; ci++) {
         if (strncmp(db.chips[ci].arch, arch_prefix, strlen(arch_prefix)))
             continue;
@@ -169,13 +193,14 @@ int mq_test_programs(const char *arch_prefix, mq_test_program *ps, int cap,
                             continue;
                         for (int i = 0; i < sp.n; i++)
                             if (sp.e[i].legal) {
-                                np = add_program(ps, np, cap, &p, &sp.e[i].c, missing);
+                                np = add_program(ps, np, cap, slots, &p, &sp.e[i].c, missing);
                                 if (counts && (int)sp.e[i].c.variant < MQ_VAR_COUNT)
                                     counts[sp.e[i].c.variant][f]++;
                             }
                         mq_space_free(&sp);
                     }
     }
+    free(slots);
     mq_chips_free(&db);
     return np;
 }
@@ -265,4 +290,97 @@ void td_probe16_inputs(uint32_t codes[128], uint16_t act[8 * 64], float ref[16][
                 t += (double)wt[n][k] * a[m][k];
             ref[n][m] = (float)t;
         }
+}
+
+/* The value of macro KEY in defines ("A=1 B=2"), -1 when absent. */
+static long macro(const char *defines, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = defines; (p = strstr(p, key)); p += kl)
+        if ((p == defines || p[-1] == ' ') && p[kl] == '=')
+            return strtol(p + kl + 1, NULL, 10);
+    return -1;
+}
+
+/* The measures of a program: the macros that vary, then the tile's volume,
+ * its output area (TILE_M x TILE_N: the accumulators) and the volume per
+ * thread (TILE_M x TILE_N x TILE_K / MQ_PLAN_THREADS), the last two where
+ * the registers peak. */
+static const char *const keys[] = {"TILE_M", "TILE_N",          "TILE_K",          "SG_M",
+                                   "SG_N",   "MQ_PLAN_THREADS", "MQ_PLAN_TG_BYTES"};
+enum {
+    NKEYS = sizeof keys / sizeof keys[0],
+    M_THREADS = 5,
+    M_VOLUME = NKEYS,
+    M_AREA,
+    M_PER_THREAD,
+    NMEASURES
+};
+
+static long measure(const char *defines, int v)
+{
+    if (v < NKEYS)
+        return macro(defines, keys[v]);
+    long area = macro(defines, "TILE_M") * macro(defines, "TILE_N");
+    long threads = macro(defines, "MQ_PLAN_THREADS");
+    if (v == M_AREA)
+        return area;
+    if (v == M_PER_THREAD)
+        return area * macro(defines, "TILE_K") / (threads > 0 ? threads : 1);
+    return area * macro(defines, "TILE_K");
+}
+
+/* Among the programs of g's group (its file, and its trellis width when
+ * by_width), keep the first with the smallest and the first with the
+ * largest value of each measure in vs. */
+static void mark_extremes(const mq_test_program *ps, int np, int g, int by_width, const int *vs,
+                          int nv, char *keep)
+{
+    long bits = macro(ps[g].defines, "TRELLIS_BITS");
+    for (int k = 0; k < nv; k++) {
+        int lo = g, hi = g;
+        long vlo = measure(ps[g].defines, vs[k]), vhi = vlo;
+        for (int i = g + 1; i < np; i++) {
+            if (strcmp(ps[i].file, ps[g].file) ||
+                (by_width && macro(ps[i].defines, "TRELLIS_BITS") != bits))
+                continue;
+            long x = measure(ps[i].defines, vs[k]);
+            if (x < vlo)
+                lo = i, vlo = x;
+            if (x > vhi)
+                hi = i, vhi = x;
+        }
+        keep[lo] = keep[hi] = 1;
+    }
+}
+
+int mq_test_subset(const mq_test_program *ps, int np, char *keep)
+{
+    int all[NMEASURES], per_width[] = {M_VOLUME, M_THREADS, M_AREA};
+    for (int v = 0; v < NMEASURES; v++)
+        all[v] = v;
+    memset(keep, 0, (size_t)np);
+    for (int g = 0; g < np; g++) {
+        int first_of_file = 1, first_of_width = 1;
+        for (int i = 0; i < g && first_of_width; i++)
+            if (!strcmp(ps[i].file, ps[g].file)) {
+                first_of_file = 0;
+                first_of_width = macro(ps[i].defines, "TRELLIS_BITS") !=
+                                 macro(ps[g].defines, "TRELLIS_BITS");
+            }
+        if (first_of_file)
+            mark_extremes(ps, np, g, 0, all, NMEASURES, keep);
+        if (first_of_width)
+            mark_extremes(ps, np, g, 1, per_width, 3, keep);
+    }
+    int n = 0;
+    for (int i = 0; i < np; i++)
+        n += keep[i];
+    return n;
+}
+
+const char *mq_test_repeat(void)
+{
+    const char *r = getenv("MQ_TEST_REPEAT");
+    return r && *r ? r : NULL;
 }

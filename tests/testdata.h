@@ -93,4 +93,19 @@ void mq_test_define_flags(FILE *f, const char *defines);
  * that says error. The count of failures (a failed xargs counts one). */
 int mq_test_run_programs(const char *dir, const mq_test_program *ps, int np, const char *what);
 
+/* A covering subset of ps: per kernel file the first program with the
+ * smallest and the first with the largest value of each macro that varies
+ * (TILE_M, TILE_N, TILE_K, SG_M, SG_N, MQ_PLAN_THREADS, MQ_PLAN_TG_BYTES),
+ * of the tile's volume, its output area and the volume per thread; per file
+ * and trellis width the smallest and largest volume, thread count and area.
+ * keep[i] set for the kept programs; the count kept. */
+int mq_test_subset(const mq_test_program *ps, int np, char *keep);
+
+/* $MQ_TEST_REPEAT: the target that runs the suite again in another build
+ * ("make sanitize", "make portable"; the Makefile sets it), NULL in make
+ * test. What a compiler (clang, NVRTC) is the subject of, and our build
+ * is not, runs in full in make test only: under a repeat test_nvrtc is
+ * skipped and the clang sweeps compile mq_test_subset's programs. */
+const char *mq_test_repeat(void);
+
 #endif
