@@ -423,12 +423,54 @@ static void test_fragment_loads(void)
     }
 }
 
+/* In a PTX file: the shfl.sync and mma.sync lines inside loops (between a
+ * label and a later branch back to it), to *shfl and *mma; -1 when the file
+ * cannot be read. */
+static int ptx_loop_counts(const char *path, int *shfl, int *mma)
+{
+    enum { MAXL = 200000 };
+    FILE *f = fopen(path, "r");
+    char **lines = calloc(MAXL, sizeof *lines);
+    unsigned char *in = calloc(MAXL, 1);
+    int n = 0;
+    char line[512];
+    while (f && lines && in && n < MAXL && fgets(line, sizeof line, f))
+        lines[n++] = strdup(line);
+    if (f)
+        fclose(f);
+    *shfl = *mma = 0;
+    for (int j = 0; lines && in && j < n; j++) {
+        const char *b = lines[j] ? strstr(lines[j], "bra") : NULL;
+        char target[128];
+        if (!b || sscanf(b, "bra%*[.a-z] %127[^;]", target) != 1)
+            if (!b || sscanf(b, "bra %127[^;]", target) != 1)
+                continue;
+        size_t tl = strlen(target);
+        for (int i = 0; i < j; i++) /* a label before the branch: a loop i..j */
+            if (lines[i] && !strncmp(lines[i], target, tl) && lines[i][tl] == ':') {
+                memset(in + i, 1, (size_t)(j - i + 1));
+                break;
+            }
+    }
+    for (int i = 0; lines && in && i < n; i++) {
+        if (in[i] && lines[i]) {
+            *shfl += strstr(lines[i], "shfl.sync") != NULL;
+            *mma += strstr(lines[i], "mma.sync") != NULL;
+        }
+        free(lines[i]);
+    }
+    int ok = f && lines && in;
+    free(lines);
+    free(in);
+    return ok ? 0 : -1;
+}
+
 /* The lane kernel (metal/mq_lane.h) on the tensor cores (clang -O3 PTX for
  * sm_80, a proxy for NVRTC's): its fragments filled in the tensor cores'
  * register order (MQ_FRAG_FILL) feed mma.m16n8k16 directly, so the K loop
- * has no shuffle: the only shfl.sync are the epilogue's conversions of the
- * accumulators to Apple's layout (one per accumulator element at most), and
- * nothing spills to local memory. */
+ * (found as the code between a label and a branch back to it, holding the
+ * MMAs) has no shuffle: the only shfl.sync are the epilogue's conversions of
+ * the accumulators to Apple's layout, and nothing spills to local memory. */
 static void test_lane_ptx(void)
 {
     static const char *const defs[] = {
@@ -462,7 +504,13 @@ static void test_lane_ptx(void)
         }
         if (f)
             fclose(f);
+        int loop_shfl = 0, loop_mma = 0;
+        int lrc = ptx_loop_counts(ptx, &loop_shfl, &loop_mma);
         unlink(ptx);
+        CHECK(rc == 0 && lrc == 0 && loop_mma > 0 && loop_shfl == 0,
+              "expected lane_gemm's K loop (%s) with its MMAs and no shfl.sync, got %d mma.sync "
+              "and %d shfl.sync inside loops (%s)",
+              defs[i], loop_mma, loop_shfl, rc ? first : lrc ? "PTX unreadable" : "compiled");
         /* two kernels (fp4, u4), each 2 x 2 x tile_m/8 accumulators, read
          * where the first K share stores them and where the others leave
          * theirs, each element's read a conversion to Apple's layout (2
