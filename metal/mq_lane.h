@@ -140,7 +140,7 @@ inline void mq_a_tile_end(threadgroup half *As, thread const MqARegs &ra, device
 
 // The activations of 16 K at `at` (rows of A, stride A_LD) as the right
 // operands of a 16x8x16 step: b_k0, b_k1 the transposes of the 8x8 blocks at
-// at and at + 8. The cuda prelude loads both with one ldmatrix.
+// at and at + 8. The cuda prelude loads them as two 32-bit loads per lane.
 inline void mq_right_pair(thread simdgroup_half8x8 &b_k0, thread simdgroup_half8x8 &b_k1,
                           threadgroup const half *at)
 {

@@ -9,7 +9,14 @@
 #   scripts/gpu-tune-peers.sh [--samples N]
 set -u
 samples=30
-[ "${1:-}" = --samples ] && { samples=${2:?--samples needs a number}; }
+while [ $# -gt 0 ]; do
+    case $1 in
+    --samples) [ $# -ge 2 ] || { echo "gpu-tune-peers: --samples needs a number" >&2; exit 2; }
+               samples=$2; shift 2 ;;
+    *) echo "gpu-tune-peers: unknown argument '$1' (usage: scripts/gpu-tune-peers.sh [--samples N])" >&2
+       exit 2 ;;
+    esac
+done
 case $samples in ''|*[!0-9]*) echo "gpu-tune-peers: --samples '$samples' is not a whole number" >&2; exit 2 ;; esac
 : "${OUT:?gpu-tune-peers: OUT (the results directory) is not set}"
 export MQ_CUDA_TIMING=${MQ_CUDA_TIMING:-queued}
