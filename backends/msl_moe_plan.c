@@ -53,7 +53,7 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                        "the CPU model's",
                        mq_variant_get(c->inner.variant)->name);
     /* the decode path's planner counts the simdgroups of a tile (kernels/variants.c) */
-    const mq_limits roomy = {1 << 20, 4096, 32, 0};
+    const mq_limits roomy = {1 << 20, 4096, 32, 0, 0};
     mq_problem gu = {p->format, q->tile_m, p->inter, p->hidden, p->group};
     mq_plan gp, dp;
     if ((st = mq_plan_candidate(&gu, &c->inner, &roomy, &gp, err)))

@@ -74,10 +74,10 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *
      * check (MQ_CHECK_PLAN in mq_metal.h), from the caller's plan */
     snprintf(defines, n,
              "TILE_M=%d TILE_N=%d TILE_K=%d SG_M=%d SG_N=%d TRELLIS_BITS=%d MQ_TILE_PAD=%d "
-             "MQ_PLAN_TG_BYTES=%d MQ_PLAN_THREADS=%d",
+             "MQ_PLAN_TG_BYTES=%d MQ_PLAN_THREADS=%d MQ_PLAN_STAGES=%d",
              c->p.tile_m, c->p.tile_n, c->p.tile_k, vi->sg_m, vi->sg_n,
              mq_format_is_trellis(p->format) ? mq_format_bits(p->format) : 4, vi->tile_pad,
-             plan->tg_mem_bytes, plan->threads_per_tg);
+             plan->tg_mem_bytes, plan->threads_per_tg, plan->stages);
     return 0;
 }
 

@@ -25,12 +25,14 @@ const char *const mq_chip_field_names[MQ_CHIP_NFIELDS] = {
     [MQ_CHIP_TG_MEM_PER_CORE_BYTES] = "tg_mem_per_core_bytes",
     [MQ_CHIP_MAX_THREADS_PER_CORE] = "max_threads_per_core",
     [MQ_CHIP_TENSOR_FP16_TFLOPS] = "tensor_fp16_tflops",
+    [MQ_CHIP_ASYNC_COPY_STAGES] = "async_copy_stages",
 };
 
 mq_limits mq_limits_of_figures(const double fig[MQ_CHIP_NFIELDS])
 {
     mq_limits l = {(int)fig[MQ_CHIP_TG_MEM_BYTES], (int)fig[MQ_CHIP_MAX_THREADS_PER_TG],
-                   (int)fig[MQ_CHIP_SIMD_WIDTH], (int)fig[MQ_CHIP_GPU_CORES]};
+                   (int)fig[MQ_CHIP_SIMD_WIDTH], (int)fig[MQ_CHIP_GPU_CORES],
+                   (int)fig[MQ_CHIP_ASYNC_COPY_STAGES]};
     return l;
 }
 

@@ -339,9 +339,12 @@ typedef struct {
     int max_threads_per_tg;
     int simd_width;
     int cores;                /* GPU cores (0: unknown); only the lookup uses it */
+    int async_copy_stages;    /* K tiles a kernel may keep in flight through asynchronous
+                               * device-to-threadgroup copies (cp.async on NVIDIA sm_80+);
+                               * 0: the chip has no such copy (Apple GPUs) */
 } mq_limits;
 
-mq_limits mq_limits_default(void); /* Apple GPUs: 32 KiB, 1024, 32 */
+mq_limits mq_limits_default(void); /* Apple GPUs: 32 KiB, 1024, 32, no async copy */
 
 /* What a legal candidate turns into: the work decomposition. */
 typedef struct {
@@ -355,6 +358,8 @@ typedef struct {
     int work_units;        /* striped: m_tiles*n_tiles*k_slices */
     int work_per_tg;       /* striped: ceil(work_units / threadgroups) */
     int simdgroups, threads_per_tg, tg_mem_bytes;
+    int stages;            /* lane kernel: K tiles of A and weights in threadgroup memory,
+                            * filled by asynchronous copies (0: weights in registers) */
     int dispatches;        /* 1, or 2 with a reduction pass */
     size_t workspace_bytes;/* partial sums (FP32) */
 } mq_plan;

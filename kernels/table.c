@@ -151,11 +151,13 @@ mq_moe_candidate mq_table_lookup_moe(const mq_table *t, const mq_moe_problem *p,
     return mq_moe_default_candidate(p, threads);
 }
 
-/* The chip figures the model reads (caches and the tensor peak it does not). */
+/* The chip figures the model reads (caches, the tensor peak and the copy
+ * stages it does not). */
 static int figure_needed(int f)
 {
     return f != MQ_CHIP_L2_BYTES && f != MQ_CHIP_SLC_BYTES && f != MQ_CHIP_TENSOR_FP16_TFLOPS &&
-           f != MQ_CHIP_TG_MEM_PER_CORE_BYTES && f != MQ_CHIP_MAX_THREADS_PER_CORE;
+           f != MQ_CHIP_TG_MEM_PER_CORE_BYTES && f != MQ_CHIP_MAX_THREADS_PER_CORE &&
+           f != MQ_CHIP_ASYNC_COPY_STAGES;
 }
 
 /* mq_table_set_model into a zeroed model m (large: the caller's heap). */

@@ -191,7 +191,7 @@ int mq_variant_serves(mq_variant v, mq_format f)
 
 mq_limits mq_limits_default(void)
 {
-    mq_limits l = {32768, 1024, 32, 0};
+    mq_limits l = {32768, 1024, 32, 0, 0};
     return l;
 }
 
@@ -261,7 +261,12 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
  * tile, keeping tile_m / 8 x 4 accumulator fragments; the A tile is staged
  * in a_stages buffers (rows padded: the next one fills while a tile is
  * multiplied), and at the end the simdgroups past the first K share leave
- * their sums in the same threadgroup memory. */
+ * their sums in the same threadgroup memory. Where the chip copies device
+ * memory into threadgroup memory asynchronously (async_copy_stages), each of
+ * `stages` buffers holds a K tile's A and its weights (codes 512 B per
+ * 16-column block and super-block, its scales 2 x 32 B and zero points
+ * 2 x 16 B), as many as fit up to the chip's count and at least two;
+ * otherwise the weights travel in registers. */
 static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_variant_info *vi,
                            const mq_limits *lim, mq_plan *plan, mq_error *err)
 {
@@ -279,9 +284,15 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
                        lim->simd_width);
     int cols = q->tile_n / 32, ksg = q->tile_k / 64;
     plan->simdgroups = cols * ksg;
-    int a = 2 * vi->a_stages * q->tile_m * (q->tile_k + vi->tile_pad);
+    int a_tile = 2 * q->tile_m * (q->tile_k + vi->tile_pad);
     int red = (ksg - 1) * cols * 4 * (q->tile_m / 8) * 64 * 4;
-    plan->tg_mem_bytes = mq_max(a, red);
+    int stage = a_tile + (q->tile_n / 16) * ksg * (512 + 2 * 32 + 2 * 16);
+    plan->stages = 0;
+    for (int s = lim->async_copy_stages; s >= 2 && !plan->stages; s--)
+        if (mq_max(s * stage, red) <= lim->tg_mem_bytes)
+            plan->stages = s;
+    plan->tg_mem_bytes = plan->stages ? mq_max(plan->stages * stage, red)
+                                      : mq_max(vi->a_stages * a_tile, red);
     return MQ_OK;
 }
 

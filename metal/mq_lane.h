@@ -34,8 +34,15 @@
 // the partial sums of the simdgroups kg >= 1: per simdgroup 2 x 2 x
 // LANE_FRAG_M fragments of 64 floats, in the threadgroup memory A used
 #define LANE_RED_FLOATS ((LANE_KSG - 1) * LANE_SG_COLS * 4 * LANE_FRAG_M * 64)
-#define LANE_A_HALVES (TILE_M * A_LD) // one of the two A buffers
-#define LANE_SMEM_HALVES MQ_MAX(2 * LANE_A_HALVES, LANE_RED_FLOATS * 2)
+#define LANE_A_HALVES (TILE_M * A_LD) // one A tile
+// K tiles of A and weights staged in threadgroup memory by asynchronous
+// copies (mq_lane_staged.h): the planner's count, 0 where the weights travel
+// in registers
+#if defined(MQ_PLAN_STAGES) && MQ_PLAN_STAGES >= 2
+#define LANE_STAGES MQ_PLAN_STAGES
+#else
+#define LANE_STAGES 0
+#endif
 
 static_assert(TILE_N % 32 == 0 && TILE_K % LANE_KSB == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
               "lane tiles: 32 columns per simdgroup, whole super-blocks of 64 K, up to 64 rows");
@@ -111,16 +118,7 @@ inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, device con
 {
 #ifdef MQ_PRELUDE_ASYNC_COPY
     (void)ra;
-    MQ_UNROLL
-    for (uint j = 0; j < uint(A_PER_THREAD); j++) { // (a count the compiler knows)
-        const uint i = tid + j * uint(THREADS);
-        if (A_CHUNKS % THREADS != 0 && i >= uint(A_CHUNKS))
-            break;
-        const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
-        const bool in = r < p.M && k < k_end;
-        metal::mq_copy16_async(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u,
-                               in ? A + r * p.K + k : A, in);
-    }
+    mq_copy_a_tile(As, A, row0, k0, k_end, p, tid);
 #else
     (void)As;
     mq_fetch_a(ra, A, row0, k0, k_end, p, tid);
@@ -251,33 +249,24 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     }
 }
 
+#include "mq_lane_staged.h"
+
+#if LANE_STAGES
+#define LANE_SMEM_HALVES MQ_MAX(LANE_STAGES * LANE_STAGE_HALVES, LANE_RED_FLOATS * 2)
+#else
+#define LANE_SMEM_HALVES MQ_MAX(2 * LANE_A_HALVES, LANE_RED_FLOATS * 2)
+#endif
+
+// The K loop over slice kr with the weights in registers (Apple GPUs, the
+// executor's default plan): LANE_AHEAD tiles of them fetched ahead, the A
+// tile in two buffers (the next one fills while this one is multiplied).
 template <bool U4>
-inline void mq_lane_gemm(device const half *A, device const uint *codes,
-                         device const half *scales, device const uchar *zeros, device half *C,
-                         constant MqParams &p, device float *workspace, threadgroup half *smem,
-                         uint3 tg, uint tid, uint sg, uint lane)
+inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                                     device const half *A, device const uint *codes,
+                                     device const half *scales, device const uchar *zeros,
+                                     constant MqParams &p, thread const MqLaneAt &w, uint row0,
+                                     uint2 kr, threadgroup half *smem, uint tid, uint kg)
 {
-    const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
-    const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
-    const uint2 kr = mq_k_range(p, tg.z);
-    MqLaneAt w;
-    w.nb0 = col0 / 16u;
-    w.n16 = MQ_CDIV(p.N, 16u);
-    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
-    w.L = MQ_FRAG_LANE(lane);
-    w.lr = mq_lane_frag_row(w.L);
-    w.gshift = mq_group_shift(p.group);
-    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
-    simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint h = 0; h < 2u; h++) {
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++)
-                acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-        }
-    }
     // stages: this tile's weights (st[0]) and the next LANE_AHEAD tiles' in flight
     MqLaneStage st[LANE_AHEAD + 1];
     const uint kb0 = kr.x / uint(LANE_KSB) + kg;
@@ -312,6 +301,41 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
         buf ^= 1u;
         k0 += uint(TILE_K);
     } while (k0 < kr.y);
+}
+
+template <bool U4>
+inline void mq_lane_gemm(device const half *A, device const uint *codes,
+                         device const half *scales, device const uchar *zeros, device half *C,
+                         constant MqParams &p, device float *workspace, threadgroup half *smem,
+                         uint3 tg, uint tid, uint sg, uint lane)
+{
+    const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
+    const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
+    const uint2 kr = mq_k_range(p, tg.z);
+    MqLaneAt w;
+    w.nb0 = col0 / 16u;
+    w.n16 = MQ_CDIV(p.N, 16u);
+    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
+    w.L = MQ_FRAG_LANE(lane);
+    w.lr = mq_lane_frag_row(w.L);
+    w.gshift = mq_group_shift(p.group);
+    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
+    simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint h = 0; h < 2u; h++) {
+            MQ_UNROLL
+            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++)
+                acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        }
+    }
+#if LANE_STAGES
+    mq_lane_k_loop_staged<U4>(acc, A, codes, scales, zeros, p, w, row0, tg.x * uint(TILE_N / 16), kr,
+                              smem, tid, sgc, kg);
+#else
+    mq_lane_k_loop_registers<U4>(acc, A, codes, scales, zeros, p, w, row0, kr, smem, tid, kg);
+#endif
     // the K shares of the simdgroups kg >= 1 into the threadgroup memory A used
     threadgroup float *red = (threadgroup float *)smem;
     if (kg > 0u) {

@@ -294,14 +294,25 @@ struct MqARegs {
     uint4 chunk[A_REGS];
 };
 
-// chunk i of the A tile [TILE_M][TILE_K] at (row0, k0): the 8 halves of row
-// i / (TILE_K / 8) from k0 + 8 (i % (TILE_K / 8)), one 16-byte load (K,
-// k0 and k_end are multiples of 8, so a chunk is wholly inside or outside);
-// zero outside M and from k_end on
+// chunk i of the A tile [TILE_M][TILE_K]: row i / (TILE_K / 8) of the
+// tile, the 8 halves from K offset 8 (i % (TILE_K / 8)) on
+inline uint mq_a_chunk_row(uint i)
+{
+    return i / uint(TILE_K / 8);
+}
+
+inline uint mq_a_chunk_k(uint i)
+{
+    return (i % uint(TILE_K / 8)) * 8u;
+}
+
+// chunk i of the A tile at (row0, k0), one 16-byte load (K, k0 and k_end
+// are multiples of 8, so a chunk is wholly inside or outside); zero
+// outside M and from k_end on
 inline uint4 mq_a_chunk(device const half *A, uint i, uint row0, uint k0, uint k_end,
                         constant MqParams &p)
 {
-    const uint r = row0 + i / uint(TILE_K / 8), k = k0 + (i % uint(TILE_K / 8)) * 8u;
+    const uint r = row0 + mq_a_chunk_row(i), k = k0 + mq_a_chunk_k(i);
     uint4 v = uint4(0u);
     if (i < uint(A_CHUNKS) && r < p.M && k < k_end)
         v = *(device const uint4 *)(A + r * p.K + k);
@@ -325,8 +336,7 @@ inline void mq_fetch_a(thread MqARegs &ra, device const half *A, uint row0, uint
 // stores into threadgroup memory whole)
 inline void mq_put_a_chunk(threadgroup half *As, uint i, uint4 v)
 {
-    *(threadgroup float4 *)(As + (i / uint(TILE_K / 8)) * uint(A_LD) + (i % uint(TILE_K / 8)) * 8u) =
-        as_type<float4>(v);
+    *(threadgroup float4 *)(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i)) = as_type<float4>(v);
 }
 
 inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, device const half *A,
@@ -342,6 +352,62 @@ inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, device cons
     } else {
         for (uint i = tid; i < uint(A_CHUNKS); i += uint(THREADS))
             mq_put_a_chunk(As, i, mq_a_chunk(A, i, row0, k0, k_end, p));
+    }
+}
+
+// ---- copies into threadgroup memory ------------------------------------------
+// 16 bytes from device memory into threadgroup memory, zeros when in is
+// false (nothing is read; src must still be a valid pointer): asynchronous
+// where the backend copies without registers (the cuda prelude's cp.async,
+// MQ_PRELUDE_ASYNC_COPY), in groups closed by mq_copy_commit and waited for
+// by mq_copy_wait; a load and a store elsewhere (Apple GPUs, the executor),
+// done at once. Both addresses 16-byte aligned.
+inline void mq_copy16(threadgroup half *dst, device const half *src, bool in)
+{
+#ifdef MQ_PRELUDE_ASYNC_COPY
+    metal::mq_copy16_async(dst, src, in);
+#else
+    uint4 v = uint4(0u);
+    if (in)
+        v = *(device const uint4 *)src;
+    *(threadgroup float4 *)dst = as_type<float4>(v);
+#endif
+}
+
+// The copies issued since the last commit form one group.
+inline void mq_copy_commit()
+{
+#ifdef MQ_PRELUDE_ASYNC_COPY
+    metal::mq_copy_async_commit();
+#endif
+}
+
+// Until at most `pending` of the groups committed are still in flight (a
+// constant: the instruction takes it as an immediate); then a barrier
+// makes every thread's copies visible.
+inline void mq_copy_wait(uint pending)
+{
+#ifdef MQ_PRELUDE_ASYNC_COPY
+    metal::mq_copy_async_wait_pending(pending);
+#else
+    (void)pending;
+#endif
+}
+
+// The A tile at (row0, k0) into As (row stride A_LD) by mq_copy16: each
+// thread's A_PER_THREAD chunks (a count the compiler knows).
+inline void mq_copy_a_tile(threadgroup half *As, device const half *A, uint row0, uint k0,
+                           uint k_end, constant MqParams &p, uint tid)
+{
+    MQ_UNROLL
+    for (uint j = 0; j < uint(A_PER_THREAD); j++) {
+        const uint i = tid + j * uint(THREADS);
+        if (A_CHUNKS % THREADS != 0 && i >= uint(A_CHUNKS))
+            break;
+        const uint r = row0 + mq_a_chunk_row(i), k = k0 + mq_a_chunk_k(i);
+        const bool in = r < p.M && k < k_end;
+        mq_copy16(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i), in ? A + r * p.K + k : A,
+                  in);
     }
 }
 

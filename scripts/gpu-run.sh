@@ -56,9 +56,10 @@
 #                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
 #                                and counters are readable, with each one's SASS (ncu-decode:
 #                                the same stage's earlier name)
-#   scripts/gpu-run.sh variants  kernel-source variants (VARIANTS="NAME=DIR ...", each DIR a copy
-#                                of metal/ read through MQ_METAL_DIR) of this build, interleaved
-#                                rounds over AB_SPECS -> results/CHIP/AB_DIR/var.txt
+#   scripts/gpu-run.sh variants  kernel-source variants (VARIANTS="NAME=DIR[:CHIPS] ...", each DIR a
+#                                copy of metal/ read through MQ_METAL_DIR, CHIPS a chips file for
+#                                bench --chips, e.g. one without async_copy_stages) of this build,
+#                                interleaved rounds over AB_SPECS -> results/CHIP/AB_DIR/var.txt
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
 #                                M=1 of the two decode shapes, fp4 u4 trellis3, a few GEMV
 #                                candidates, 1 2 4 8 and all threads, cold and warm weights
@@ -419,8 +420,9 @@ ab)
     ;;
 variants)
     # kernel-source variants for this one build, interleaved: VARIANTS is
-    # "NAME=DIR ..." (DIR: a copy of metal/ with a change, read through
-    # MQ_METAL_DIR; each its own compile cache), AB_SPECS as in ab; round r
+    # "NAME=DIR[:CHIPS] ..." (DIR: a copy of metal/ with a change, read through
+    # MQ_METAL_DIR; each its own compile cache; CHIPS: bench --chips, the
+    # planner's figures, e.g. async_copy_stages), AB_SPECS as in ab; round r
     # runs every variant in VARIANTS' order, AB_ROUNDS rounds
     # -> results/CHIP/AB_DIR (default variants)/NAME.csv and .log; var.txt:
     # per candidate each variant's medians and its speed-up over the first
@@ -430,7 +432,8 @@ variants)
     r=1
     while [ "$r" -le "${AB_ROUNDS:-3}" ]; do
         for v in $VARIANTS; do
-            name=${v%%=*} dir=${v#*=}
+            name=${v%%=*} dir=${v#*=} chips=
+            case $dir in *:*) chips=${dir#*:} dir=${dir%%:*} ;; esac
             awk '{print $1, $2}' /tmp/var-specs.txt | sort -u | while read -r sh f; do
                 set --
                 while read -r s2 f2 spec; do
@@ -438,7 +441,7 @@ variants)
                 done < /tmp/var-specs.txt
                 MQ_METAL_DIR=$dir MQ_CUDA_CACHE=/tmp/mq-cache/var-$name timeout "$STAGE_S" build/bench \
                     --backend cuda --shape "$sh" --formats "$f" --budget 0.05 --quiet \
-                    --out "$D/$name.csv" "$@" < /dev/null > /tmp/var.log 2>&1
+                    --out "$D/$name.csv" ${chips:+--chips "$chips"} "$@" < /dev/null > /tmp/var.log 2>&1
                 e=$?
                 { echo "== round $r $name $f $sh exit $e"; cat /tmp/var.log; } >> "$D/$name.log"
                 grep -E "wrong|error" /tmp/var.log | sed "s/^/$name: /" | head -3 | tee -a "$S"

@@ -514,7 +514,7 @@ static void test_real_kernels(void)
     for (int i = 0; i < n; i++) {
         const char *file, *fn;
         char d[256], key[600];
-        if (td_metal_program(&js[i].p, &js[i].c, &file, &fn, d, sizeof d, err, sizeof err))
+        if (td_metal_program(&js[i].p, &js[i].c, &lim, &file, &fn, d, sizeof d, err, sizeof err))
             continue;
         snprintf(key, sizeof key, "%s|%s", file, d);
         int k = 0;
@@ -599,41 +599,11 @@ static void test_real_kernels(void)
            np, t1 - t0, ok, n, mq_now() - t1);
 }
 
-/* A copy of metal/ with one edit; "" when the edit's text is not there. */
-static int planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n)
-{
-    snprintf(dir, n, "/tmp/mq-planted-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    char cmd[1024], path[512];
-    snprintf(cmd, sizeof cmd, "cp %s/*.metal %s/*.h %s/", mq_metal_source_dir(), mq_metal_source_dir(),
-             dir);
-    if (system(cmd))
-        return -1;
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "r");
-    char *text = calloc(1, 1 << 20);
-    size_t got = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    char *at = text ? strstr(text, from) : NULL;
-    int rc = -1;
-    if (at && got) {
-        f = fopen(path, "w");
-        if (f) {
-            fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-            rc = fclose(f) ? -1 : 0;
-        }
-    }
-    free(text);
-    return rc;
-}
-
 static void planted(const char *what, const char *file, const char *from, const char *to,
                     mq_format fmt, int M, mq_candidate c, const char *status, const char *needle)
 {
     char dir[64];
-    int rc = planted_dir(file, from, to, dir, sizeof dir);
+    int rc = td_planted_dir(file, from, to, dir, sizeof dir);
     CHECK(rc == 0, "expected to plant %s in metal/%s", what, file);
     setenv("MQ_METAL_DIR", dir, 1);
     mq_chip chip;

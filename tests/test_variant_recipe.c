@@ -102,7 +102,7 @@ int main(void)
     /* the Metal side: the program comes from the row */
     const char *file, *fn;
     char defines[200], err[256];
-    CHECK(td_metal_program(&p, &c1, &file, &fn, defines, sizeof defines, err, sizeof err) == 0 &&
+    CHECK(td_metal_program(&p, &c1, NULL, &file, &fn, defines, sizeof defines, err, sizeof err) == 0 &&
               !strcmp(file, "marlin_gemm_fused.metal") && !strcmp(fn, "marlin_gemm_fused_fp4") &&
               strstr(defines, "TILE_M=16 TILE_N=64 TILE_K=128"),
           "its MSL program is the row's file and function with the candidate's macros (%s)",

@@ -108,13 +108,14 @@ int mq_test_pick(const mq_problem *p, const mq_chip *chip, mq_test_job *js, int 
     return n;
 }
 
-int td_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
-                     const char **function, char *defines, size_t n, char *err, size_t errlen)
+int td_metal_program(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
+                     const char **file, const char **function, char *defines, size_t n,
+                     char *err, size_t errlen)
 {
-    const mq_limits roomy = {1 << 20, 4096, 32, 0};
+    const mq_limits roomy = {1 << 20, 4096, 32, 0, 0};
     mq_plan plan;
     mq_error e;
-    if (mq_plan_candidate(p, c, &roomy, &plan, &e)) {
+    if (mq_plan_candidate(p, c, lim ? lim : &roomy, &plan, &e)) {
         snprintf(err, errlen, "%s", e.msg);
         return -1;
     }
@@ -139,11 +140,11 @@ static unsigned program_hash(const char *file, const char *defines)
 
 /* One candidate's program into ps unless it is there; the new count. */
 static int add_program(mq_test_program *ps, int n, int cap, int *slots, const mq_problem *p,
-                       const mq_candidate *c, int *missing)
+                       const mq_candidate *c, const mq_limits *lim, int *missing)
 {
     const char *file, *fn;
     char defines[256], err[256];
-    if (td_metal_program(p, c, &file, &fn, defines, sizeof defines, err, sizeof err)) {
+    if (td_metal_program(p, c, lim, &file, &fn, defines, sizeof defines, err, sizeof err)) {
         fprintf(stderr, "no program for a legal candidate: %s\n", err);
         (*missing)++;
         return n;
@@ -193,7 +194,8 @@ int mq_test_programs(const char *arch_prefix, mq_test_program *ps, int cap,
                             continue;
                         for (int i = 0; i < sp.n; i++)
                             if (sp.e[i].legal) {
-                                np = add_program(ps, np, cap, slots, &p, &sp.e[i].c, missing);
+                                np = add_program(ps, np, cap, slots, &p, &sp.e[i].c,
+                                                 &db.chips[ci].lim, missing);
                                 if (counts && (int)sp.e[i].c.variant < MQ_VAR_COUNT)
                                     counts[sp.e[i].c.variant][f]++;
                             }
@@ -383,4 +385,33 @@ const char *mq_test_repeat(void)
 {
     const char *r = getenv("MQ_TEST_REPEAT");
     return r && *r ? r : NULL;
+}
+
+int td_planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n)
+{
+    snprintf(dir, n, "/tmp/mq-planted-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    char cmd[1024], path[512];
+    snprintf(cmd, sizeof cmd, "cp %s/*.metal %s/*.h %s/", mq_metal_source_dir(), mq_metal_source_dir(),
+             dir);
+    if (system(cmd))
+        return -1;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    char *text = calloc(1, 1 << 20);
+    size_t got = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    char *at = text ? strstr(text, from) : NULL;
+    int rc = -1;
+    if (at && got) {
+        f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+            rc = fclose(f) ? -1 : 0;
+        }
+    }
+    free(text);
+    return rc;
 }

@@ -52,11 +52,13 @@ typedef struct {
  * tiles of chip's full space (split_k 1), and split_k 2 and 3 of the seed
  * tiles (or the smallest) where the variant splits. Appended to js from n,
  * at most cap; the new count. */
-/* mq_metal_program for a candidate planned here with room for every chip
- * (the tests that list programs have no target); -1 and the planner's or
- * the program's message. */
-int td_metal_program(const mq_problem *p, const mq_candidate *c, const char **file,
-                     const char **function, char *defines, size_t n, char *err, size_t errlen);
+/* mq_metal_program for a candidate planned here under lim (the chip's: its
+ * threadgroup memory and copy stages shape the program), or with room for
+ * every chip and no asynchronous copies when lim is NULL; -1 and the
+ * planner's or the program's message. */
+int td_metal_program(const mq_problem *p, const mq_candidate *c, const mq_limits *lim,
+                     const char **file, const char **function, char *defines, size_t n,
+                     char *err, size_t errlen);
 
 /* The inputs of metal/mq_probe_mma.metal's mq_probe_mma16: 128 lane-major
  * code words (code q means q - 8), A [8][64] in -4..4 as FP16, and the
@@ -107,5 +109,10 @@ int mq_test_subset(const mq_test_program *ps, int np, char *keep);
  * is not, runs in full in make test only: under a repeat test_nvrtc is
  * skipped and the clang sweeps compile mq_test_subset's programs. */
 const char *mq_test_repeat(void);
+
+/* A copy of the MSL sources (the .metal and .h files of metal/) in a new directory dir
+ * under /tmp with the first `from` of `file` replaced by `to`: a planted
+ * fault for MQ_METAL_DIR. 0, or -1 when the copy or the text failed. */
+int td_planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n);
 
 #endif

@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mq_error e;
     if (!path || mq_table_load(path, NULL, &t, &e) != MQ_OK)
         return 0;
-    mq_limits lim = {32768, 1024, 32, 40};
+    mq_limits lim = {32768, 1024, 32, 40, 0};
     mq_problem p = {MQ_FMT_FP4, 3, 4096, 4096, 128};
     mq_lookup_level lv;
     mq_table_lookup(t, &p, &lim, &lv);

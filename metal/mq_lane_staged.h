@@ -1,0 +1,135 @@
+// mq_lane_staged.h - the lane kernel's K loop with its weights staged
+// through threadgroup memory, for chips that copy device memory there
+// without registers (the planner's stages, MQ_PLAN_STAGES >= 2, from the
+// chip's async_copy_stages: cp.async on NVIDIA sm_80 and later). Each of
+// LANE_STAGES buffers holds one K tile: its A tile, the lane words of its
+// codes, their scales and zero points; the copies of tile t + LANE_STAGES - 1
+// are issued while tile t is multiplied, and one barrier per tile both
+// publishes a landed tile and frees the buffer read the step before. This is
+// IST-DASLab/marlin's pipeline (four stages, its STAGES), on the lane layout:
+// the registers hold only the tile being decoded, so more bytes are in flight
+// than the register path (mq_lane.h's LANE_AHEAD) can keep. Where the copies
+// are plain loads and stores (the executor) the path computes the same sums
+// and is checked there with an NVIDIA chip's plan.
+#ifndef MQ_LANE_STAGED_H
+#define MQ_LANE_STAGED_H
+
+#define LANE_NB (TILE_N / 16) // 16-column blocks of the threadgroup's tile
+#define LANE_STAGE_CODES (LANE_NB * LANE_KSG * 32) // lane words (16 B) per stage
+// 16-byte pieces of scales per stage: 8 half2 (32 B) per block, super-block
+// and K half; of zero points, 8 ushort (16 B) each
+#define LANE_STAGE_SCALE_CHUNKS (LANE_NB * LANE_KSG * 2 * 2)
+#define LANE_STAGE_ZERO_CHUNKS (LANE_NB * LANE_KSG * 2)
+#define LANE_STAGE_HALVES                                                                    \
+    (LANE_A_HALVES + (LANE_STAGE_CODES + LANE_STAGE_SCALE_CHUNKS + LANE_STAGE_ZERO_CHUNKS) * 8)
+
+static_assert(LANE_A_HALVES % 8 == 0, "a stage's parts start on 16 bytes");
+
+// Each thread's share of `count` 16-byte copies: piece i = tid + j x THREADS.
+#define LANE_FOR_PIECES(count, i)                                                            \
+    MQ_UNROLL                                                                                \
+    for (uint j_ = 0, i = tid; j_ < uint(MQ_CDIV(count, THREADS)); j_++, i += uint(THREADS)) \
+        if ((count) % THREADS == 0 || i < uint(count))
+
+// Issue the copies of the K tile at k0 (of the slice ending at k_end) into
+// stage buffer sb: zeros past M, N and the slice (the layout's padding is
+// zero too). nbt: the threadgroup's first 16-column block.
+template <bool U4>
+inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
+                                device const uint *codes, device const half *scales,
+                                device const uchar *zeros, constant MqParams &p,
+                                thread const MqLaneAt &w, uint row0, uint nbt, uint k0,
+                                uint k_end, uint tid)
+{
+    mq_copy_a_tile(sb, A, row0, k0, k_end, p, tid);
+    threadgroup half *cs = sb + uint(LANE_A_HALVES);
+    threadgroup half *ss = cs + uint(LANE_STAGE_CODES) * 8u;
+    threadgroup half *zs = ss + uint(LANE_STAGE_SCALE_CHUNKS) * 8u;
+    const uint kb0 = k0 / uint(LANE_KSB);
+    LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, lane), as the lanes read them
+        const uint b = i / 32u, nb = nbt + b / uint(LANE_KSG), kb = kb0 + b % uint(LANE_KSG);
+        const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
+        mq_copy16(cs + i * 8u,
+                  (device const half *)(codes + ((in ? size_t(nb) * w.kbs + kb : 0u) * 32u + i % 32u) * 4u),
+                  in);
+    }
+    LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) { // (block, super-block, K half, piece)
+        const uint q = i / 2u, b = q / 2u, nb = nbt + b / uint(LANE_KSG);
+        const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (q % 2u) * 32u) >> w.gshift;
+        const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
+        mq_copy16(ss + i * 8u, scales + (in ? (size_t(nb) * w.gp + g) * 16u + (i % 2u) * 8u : 0u), in);
+    }
+    if (U4) {
+        LANE_FOR_PIECES(LANE_STAGE_ZERO_CHUNKS, i) { // (block, super-block, K half)
+            const uint b = i / 2u, nb = nbt + b / uint(LANE_KSG);
+            const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (i % 2u) * 32u) >> w.gshift;
+            const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
+            mq_copy16(zs + i * 8u,
+                      (device const half *)(zeros + (in ? (size_t(nb) * w.gp + g) * 16u : 0u)), in);
+        }
+    }
+}
+
+// What simdgroup (sgc, kg) multiplies of stage buffer sb: the words, scales
+// and zero points of lane L (fragment row lr) of its two column blocks.
+template <bool U4>
+inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb, uint sgc,
+                               uint kg, thread const MqLaneAt &w)
+{
+    threadgroup const uint4 *cs = (threadgroup const uint4 *)(sb + uint(LANE_A_HALVES));
+    threadgroup const half2 *ss = (threadgroup const half2 *)(cs + uint(LANE_STAGE_CODES));
+    threadgroup const ushort *zs = (threadgroup const ushort *)(ss + uint(LANE_STAGE_SCALE_CHUNKS) * 4u);
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        const uint b = (sgc * 2u + i) * uint(LANE_KSG) + kg;
+        s.cw[i] = cs[b * 32u + w.L];
+        MQ_UNROLL
+        for (uint hlf = 0; hlf < 2u; hlf++) {
+            s.sc[i][hlf] = ss[(b * 2u + hlf) * 8u + w.lr];
+            s.zc[i][hlf] = U4 ? uint(zs[(b * 2u + hlf) * 8u + w.lr]) : 0u;
+        }
+    }
+}
+
+// The K loop over slice kr: LANE_STAGES - 1 tiles issued ahead (at least one
+// pass: an empty slice multiplies the zeros of its first, unfilled tile), the
+// copies drained and the buffers free for the K-share reduction at the end.
+template <bool U4>
+inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                                  device const half *A, device const uint *codes,
+                                  device const half *scales, device const uchar *zeros,
+                                  constant MqParams &p, thread const MqLaneAt &w, uint row0,
+                                  uint nbt, uint2 kr, threadgroup half *smem, uint tid, uint sgc,
+                                  uint kg)
+{
+    const uint tiles = kr.y > kr.x ? MQ_CDIV(kr.y - kr.x, uint(TILE_K)) : 1u;
+    MQ_UNROLL
+    for (uint s = 0; s + 1u < uint(LANE_STAGES); s++) {
+        const uint k0 = kr.x + s * uint(TILE_K);
+        if (s == 0u || k0 < kr.y)
+            mq_lane_stage_issue<U4>(smem + s * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
+                                    p, w, row0, nbt, k0, kr.y, tid);
+        mq_copy_commit();
+    }
+    uint rd = 0, wr = uint(LANE_STAGES) - 1u;
+    for (uint t = 0; t < tiles; t++) {
+        mq_copy_wait(uint(LANE_STAGES) - 2u);
+        // tile t landed for every thread, and every simdgroup is done with
+        // the buffer of tile t - 1, which the next copies fill
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        const uint kn = kr.x + (t + uint(LANE_STAGES) - 1u) * uint(TILE_K);
+        if (kn < kr.y)
+            mq_lane_stage_issue<U4>(smem + wr * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
+                                    p, w, row0, nbt, kn, kr.y, tid);
+        mq_copy_commit();
+        MqLaneStage st;
+        mq_lane_stage_read<U4>(st, smem + rd * uint(LANE_STAGE_HALVES), sgc, kg, w);
+        mq_lane_tile<U4>(acc, st, smem + rd * uint(LANE_STAGE_HALVES), kg);
+        rd = rd + 1u == uint(LANE_STAGES) ? 0u : rd + 1u;
+        wr = wr + 1u == uint(LANE_STAGES) ? 0u : wr + 1u;
+    }
+    mq_copy_wait(0u);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+
+#endif

@@ -1,0 +1,164 @@
+/* test_lane_staged.c - the lane kernel's staged K loop (metal/mq_lane_staged.h:
+ * A and weights in LANE_STAGES threadgroup buffers, the path the planner
+ * picks where the chip copies asynchronously, async_copy_stages) executed
+ * on the msl-cpu executor with the NVIDIA chips' plans: fp4 and u4, row
+ * counts inside and past a tile, a partial last 16-column block, K slices
+ * of one tile, several and none, two to four stages, each launch verified
+ * against the float64 reference; and planted faults in the staged copies
+ * that the check must catch. The executor's copies are plain loads and
+ * stores, so this proves the indexing and the ring of buffers; the
+ * asynchronous copies themselves run in make test-gpu on an H100. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check.h"
+#include "chips.h"
+#include "measure.h"
+#include "testdata.h"
+
+static char cache[] = "/tmp/mq-lane-staged-XXXXXX";
+
+/* One candidate on the executor under lim: its plan's stage count in
+ * *stages, the measurement's status in m. */
+static void run_one(mq_backend *b, const mq_problem *p, const mq_candidate *c,
+                    const mq_limits *lim, int *stages, mq_measurement *m)
+{
+    mq_plan plan;
+    *stages = mq_plan_candidate(p, c, lim, &plan, NULL) == MQ_OK ? plan.stages : -1;
+    snprintf(m->status, sizeof m->status, "unplanned");
+    m->error[0] = 0;
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    mq_error e;
+    if (mq_bench_problem_setup(&bp, p, 1, NULL, 0, &e)) {
+        snprintf(m->error, sizeof m->error, "set up: %.200s", e.msg);
+        return;
+    }
+    mq_measure_opts mo = mq_measure_defaults();
+    mq_measure(b, &bp, c, lim, &mo, m);
+    mq_bench_problem_free(&bp);
+}
+
+static void test_staged_on_executor(const mq_limits *lim, const char *chip)
+{
+    mq_backend_opts bo = {0};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    CHECK(b != NULL, "expected the msl-cpu backend to open: %s", e.msg);
+    if (!b)
+        return;
+    /* tiles: one to four super-blocks a K tile, one to four column
+     * simdgroups, 8 to 64 rows; the stage count follows from the memory
+     * (4, 3, 2 stages) */
+    static const int tiles[][3] = {{16, 64, 128}, {8, 32, 64}, {32, 128, 64},
+                                   {32, 64, 128}, {64, 64, 64},  {8, 64, 256}};
+    static const struct {
+        int M, N, K, group, split_k;
+    } shapes[] = {
+        {3, 200, 384, 64, 1},   /* rows inside a tile, a partial column block */
+        {17, 256, 1024, 128, 2}, /* rows past a tile, two slices */
+        {9, 96, 448, 32, 3},    /* groups of 32 (two a super-block), an uneven last slice */
+        {5, 64, 128, 128, 4},   /* more slices than tiles: some slices empty */
+    };
+    int ran = 0, seen[8] = {0};
+    static mq_measurement m;
+    for (int f = 0; f < 2; f++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+                mq_format fmt = f ? MQ_FMT_U4 : MQ_FMT_FP4;
+                mq_problem p = {fmt, shapes[s].M, shapes[s].N, shapes[s].K, shapes[s].group};
+                mq_candidate c = {MQ_VAR_LANE_GEMM,
+                                  {tiles[t][0], tiles[t][1], tiles[t][2], 0, shapes[s].split_k}};
+                mq_plan plan;
+                if (mq_plan_candidate(&p, &c, lim, &plan, NULL) != MQ_OK)
+                    continue; /* (tile_m past the rows, or the memory) */
+                int stages;
+                run_one(b, &p, &c, lim, &stages, &m);
+                char name[128];
+                mq_candidate_str(&c, name, sizeof name);
+                CHECK(stages >= 2, "expected %s on %s to stage its weights (async_copy_stages), "
+                      "got %d stages", name, chip, stages);
+                CHECK(!strcmp(m.status, "verified"),
+                      "expected %s M=%d N=%d K=%d group %d %s (%d stages) on the executor to "
+                      "match the reference: %s %s",
+                      mq_format_name(fmt), p.M, p.N, p.K, p.group, name, stages, m.status,
+                      m.error);
+                ran++;
+                if (stages >= 0 && stages < 8)
+                    seen[stages]++;
+            }
+    CHECK(ran >= 30, "expected at least 30 staged launches, ran %d", ran);
+    CHECK(seen[2] && seen[3] && seen[4],
+          "expected plans of 2, 3 and 4 stages among them, got %d, %d, %d", seen[2], seen[3],
+          seen[4]);
+    mq_backend_close(b);
+    printf("lane staged: %d launches on the executor with %s's plans (%d of 2 stages, %d of 3, "
+           "%d of 4)\n", ran, chip, seen[2], seen[3], seen[4]);
+}
+
+/* A fault planted in mq_lane_staged.h must make the check fail. */
+static void planted(const char *what, const char *from, const char *to, mq_format fmt,
+                    const mq_limits *lim)
+{
+    char dir[64];
+    int rc = td_planted_dir("mq_lane_staged.h", from, to, dir, sizeof dir);
+    CHECK(rc == 0, "expected to plant %s in metal/mq_lane_staged.h", what);
+    if (rc)
+        return;
+    setenv("MQ_METAL_DIR", dir, 1);
+    mq_backend_opts bo = {1};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    if (b) {
+        /* 32 K tiles a slice: the ring of buffers wraps many times */
+        mq_problem p = {fmt, 9, 96, 2048, 32};
+        mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}};
+        int stages;
+        static mq_measurement m;
+        run_one(b, &p, &c, lim, &stages, &m);
+        CHECK(!strcmp(m.status, "wrong"), "expected %s to be caught (wrong), got %s: %s", what,
+              m.status, m.error);
+    }
+    mq_backend_close(b);
+    unsetenv("MQ_METAL_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+}
+
+int main(void)
+{
+    if (!mkdtemp(cache)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    setenv("MQ_MSL_CACHE", cache, 1);
+    mq_chip chip;
+    char err[512];
+    if (mq_chip_load_named(mq_chips_default_path(), "h100", &chip, err, sizeof err)) {
+        CHECK(0, "h100: %s", err);
+        return check_done("lane_staged");
+    }
+    CHECK(chip.lim.async_copy_stages == 4, "expected h100's async_copy_stages 4, got %d",
+          chip.lim.async_copy_stages);
+    /* the executor's threadgroup memory is Apple's 32 KB (its prelude
+     * refuses larger arrays): h100's copy stages under that budget */
+    mq_limits lim = chip.lim;
+    lim.tg_mem_bytes = 32768;
+    test_staged_on_executor(&lim, "h100");
+    planted("the second 16 bytes of a scale pair read from the first", "(i % 2u) * 8u : 0u)",
+            "0u : 0u)", MQ_FMT_FP4, &lim);
+    planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u) >> w.gshift;\n            const bool",
+            "+ 0u) >> w.gshift;\n            const bool", MQ_FMT_U4, &lim);
+    planted("the ring's write buffer one behind", "wr = uint(LANE_STAGES) - 1u;",
+            "wr = uint(LANE_STAGES) - 2u;", MQ_FMT_FP4, &lim);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    if (system(cmd)) {
+    }
+    return check_done("lane_staged");
+}
