@@ -205,6 +205,7 @@ static void put_codes(mq_weights *w, const mq_lane_geom *g)
 static void put_scales(mq_weights *w, const mq_lane_geom *g)
 {
     int G = mq_group_count(w->K, w->group), N = w->N;
+    w->lane_scales_small = w->format == MQ_FMT_FP4;
     for (int gi = 0; gi < G; gi++)
         for (int n = 0; n < N; n++) {
             size_t at = scale_index(g, gi, n), from = (size_t)gi * (size_t)N + (size_t)n;
@@ -213,6 +214,9 @@ static void put_scales(mq_weights *w, const mq_lane_geom *g)
                 continue;
             }
             ((uint16_t *)w->lane_scales)[at] = w->scales[from];
+            /* |s| < 4: the FP16 magnitude bits below 4.0's (0x4400) */
+            if ((w->scales[from] & 0x7fffu) >= 0x4400u)
+                w->lane_scales_small = 0;
             if (w->format == MQ_FMT_U4)
                 w->lane_zeros[at] = w->zeros[from];
         }

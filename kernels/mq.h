@@ -99,6 +99,9 @@ typedef struct {
     uint32_t *lane_codes; /* every format: [N16][KB][words per super-block] */
     void *lane_scales;    /* fp4, u4: FP16 bits; trellis: FP32 tscales x sv; [N16][Gp][8][2] */
     uint8_t *lane_zeros;  /* u4: zero points, indexed as lane_scales */
+    int lane_scales_small; /* fp4: every scale finite and under 4 in magnitude (set with the
+                            * lane arrays): x 2^14 is exact in FP16, so a decode may fold
+                            * the 2^14 of its code trick into the scale */
     int owned;          /* arrays allocated by mq_weights_alloc (and the lane arrays) */
 } mq_weights;
 

@@ -155,10 +155,13 @@ inline void mq_right_pair(thread simdgroup_half8x8 &b_k0, thread simdgroup_half8
 // the backend has FP16 pair instructions (the cuda prelude's
 // MQ_PRELUDE_HALF2_OPS) the same values come from two of them per pair: fp4
 // codes as FP16 bit pairs (value x 2^-14, exact), times 2^14 (exact), times
-// the scale (one rounding); u4 as (1024 + q) - (1024 + z) (exact small
-// integers, Marlin's bias trick) times the scale (one rounding). Elsewhere
-// (Metal, the executor) in float, as mq_fp4_rows and mq_u4_rows do.
-template <bool U4>
+// the scale (one rounding), or, FOLD, times a scale that already holds the
+// 2^14 (mq_lane_fold_scales: exact where every scale is under 4, the
+// weights' lane_scales_small), one instruction; u4 as (1024 + q) - (1024 + z)
+// (exact small integers, Marlin's bias trick) times the scale (one
+// rounding). Elsewhere (Metal, the executor) in float, as mq_fp4_rows and
+// mq_u4_rows do.
+template <bool U4, bool FOLD>
 inline half2 mq_lane_pair(uint word, uint p, half scale, uint zero)
 {
 #ifdef MQ_PRELUDE_HALF2_OPS
@@ -168,12 +171,33 @@ inline half2 mq_lane_pair(uint word, uint p, half scale, uint zero)
         return as_type<half2>(metal::mq_hmul2(metal::mq_hsub2(q, zb), s2));
     }
     const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
-    return as_type<half2>(metal::mq_hmul2(metal::mq_hmul2(hb, 0x74007400u), s2));
+    return as_type<half2>(FOLD ? metal::mq_hmul2(hb, s2)
+                               : metal::mq_hmul2(metal::mq_hmul2(hb, 0x74007400u), s2));
 #else
     if (U4)
         return mq_u4_rows(word, p, as_type<float>(zero | 0x4B000000u), float(scale));
-    return mq_fp4_rows(word, p, float(scale) * 16384.0f);
+    return mq_fp4_rows(word, p, FOLD ? float(scale) : float(scale) * 16384.0f);
 #endif
+}
+
+// FOLD: a stage's fp4 scales times 2^14 (exact: the weights' scales are all
+// under 4, MqParams::lane_fold), once per K tile instead of once per pair.
+template <bool FOLD>
+inline void mq_lane_fold_scales(thread MqLaneStage &s)
+{
+    if (!FOLD)
+        return;
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint hlf = 0; hlf < 2u; hlf++)
+#ifdef MQ_PRELUDE_HALF2_OPS
+            s.sc[i][hlf] = as_type<half2>(metal::mq_hmul2(as_type<uint>(s.sc[i][hlf]), 0x74007400u));
+#else
+            s.sc[i][hlf] = half2(half(float(s.sc[i][hlf].x) * 16384.0f),
+                                 half(float(s.sc[i][hlf].y) * 16384.0f));
+#endif
+    }
 }
 
 // C (k_slices == 1) or the workspace slice tg.z, from the accumulators of
@@ -216,7 +240,7 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 
 // One K tile's multiply: the four 16-K atoms of super-block kg of the tile
 // (A at As), the weights of stage s decoded into fragments atom by atom.
-template <bool U4>
+template <bool U4, bool FOLD>
 inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                          thread const MqLaneStage &s, threadgroup const half *As, uint kg)
 {
@@ -232,7 +256,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             const uint word = w == 0u ? cw.x : w == 1u ? cw.y : w == 2u ? cw.z : cw.w;
             MQ_UNROLL
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
-                const half2 v = mq_lane_pair<U4>(word, q, (q & 1u) ? sc.y : sc.x,
+                const half2 v = mq_lane_pair<U4, FOLD>(word, q, (q & 1u) ? sc.y : sc.x,
                                                  (q & 1u) ? z >> 8 : z & 0xffu);
                 MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
             }
@@ -260,7 +284,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 // The K loop over slice kr with the weights in registers (Apple GPUs, the
 // executor's default plan): LANE_AHEAD tiles of them fetched ahead, the A
 // tile in two buffers (the next one fills while this one is multiplied).
-template <bool U4>
+template <bool U4, bool FOLD>
 inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                      device const half *A, device const uint *codes,
                                      device const half *scales, device const uchar *zeros,
@@ -290,7 +314,8 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
             mq_a_tile_begin(next, ra, A, row0, kn, kr.y, p, tid);
         mq_lane_fetch<U4>(st[LANE_AHEAD], codes, scales, zeros, w, kb + uint(LANE_AHEAD * LANE_KSG),
                           k0 + uint(LANE_AHEAD * TILE_K) < kr.y);
-        mq_lane_tile<U4>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg);
+        mq_lane_fold_scales<FOLD>(st[0]);
+        mq_lane_tile<U4, FOLD>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg);
         if (kn < kr.y)
             mq_a_tile_end(next, ra, A, row0, kn, kr.y, p, tid);
         // the next A in place and this one read by every simdgroup
@@ -330,11 +355,22 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
                 acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
         }
     }
+    // fp4 with every scale under 4 folds 2^14 into the scales (one loop per
+    // case: the test is the launch's, outside the loop)
 #if LANE_STAGES
-    mq_lane_k_loop_staged<U4>(acc, A, codes, scales, zeros, p, w, row0, tg.x * uint(TILE_N / 16), kr,
-                              smem, tid, sgc, kg);
+    if (!U4 && p.lane_fold != 0u)
+        mq_lane_k_loop_staged<U4, true>(acc, A, codes, scales, zeros, p, w, row0,
+                                        tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
+    else
+        mq_lane_k_loop_staged<U4, false>(acc, A, codes, scales, zeros, p, w, row0,
+                                         tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
 #else
-    mq_lane_k_loop_registers<U4>(acc, A, codes, scales, zeros, p, w, row0, kr, smem, tid, kg);
+    if (!U4 && p.lane_fold != 0u)
+        mq_lane_k_loop_registers<U4, true>(acc, A, codes, scales, zeros, p, w, row0, kr, smem,
+                                           tid, kg);
+    else
+        mq_lane_k_loop_registers<U4, false>(acc, A, codes, scales, zeros, p, w, row0, kr, smem,
+                                            tid, kg);
 #endif
     // the K shares of the simdgroups kg >= 1 into the threadgroup memory A used
     threadgroup float *red = (threadgroup float *)smem;

@@ -45,27 +45,29 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
     threadgroup half *cs = sb + uint(LANE_A_HALVES);
     threadgroup half *ss = cs + uint(LANE_STAGE_CODES) * 8u;
     threadgroup half *zs = ss + uint(LANE_STAGE_SCALE_CHUNKS) * 8u;
+    // (32-bit indices, as the other kernels' A and B: 64-bit arithmetic
+    // per copy was a fifth of the loop's instructions on an H100)
     const uint kb0 = k0 / uint(LANE_KSB);
     LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, lane), as the lanes read them
         const uint b = i / 32u, nb = nbt + b / uint(LANE_KSG), kb = kb0 + b % uint(LANE_KSG);
         const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-        mq_copy16(cs + i * 8u,
-                  (device const half *)(codes + ((in ? size_t(nb) * w.kbs + kb : 0u) * 32u + i % 32u) * 4u),
-                  in);
+        const uint at = (nb * w.kbs + kb) * 128u + (i % 32u) * 4u; // in uints
+        mq_copy16(cs + i * 8u, (device const half *)(codes + (in ? at : 0u)), in);
     }
     LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) { // (block, super-block, K half, piece)
         const uint q = i / 2u, b = q / 2u, nb = nbt + b / uint(LANE_KSG);
         const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (q % 2u) * 32u) >> w.gshift;
         const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-        mq_copy16(ss + i * 8u, scales + (in ? (size_t(nb) * w.gp + g) * 16u + (i % 2u) * 8u : 0u), in);
+        const uint at = (nb * w.gp + g) * 16u + (i % 2u) * 8u; // in halves
+        mq_copy16(ss + i * 8u, scales + (in ? at : 0u), in);
     }
     if (U4) {
         LANE_FOR_PIECES(LANE_STAGE_ZERO_CHUNKS, i) { // (block, super-block, K half)
             const uint b = i / 2u, nb = nbt + b / uint(LANE_KSG);
             const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (i % 2u) * 32u) >> w.gshift;
             const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-            mq_copy16(zs + i * 8u,
-                      (device const half *)(zeros + (in ? (size_t(nb) * w.gp + g) * 16u : 0u)), in);
+            const uint at = (nb * w.gp + g) * 16u; // in bytes
+            mq_copy16(zs + i * 8u, (device const half *)(zeros + (in ? at : 0u)), in);
         }
     }
 }
@@ -94,7 +96,7 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
 // The K loop over slice kr: LANE_STAGES - 1 tiles issued ahead (at least one
 // pass: an empty slice multiplies the zeros of its first, unfilled tile), the
 // copies drained and the buffers free for the K-share reduction at the end.
-template <bool U4>
+template <bool U4, bool FOLD>
 inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                   device const half *A, device const uint *codes,
                                   device const half *scales, device const uchar *zeros,
@@ -124,7 +126,8 @@ inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FR
         mq_copy_commit();
         MqLaneStage st;
         mq_lane_stage_read<U4>(st, smem + rd * uint(LANE_STAGE_HALVES), sgc, kg, w);
-        mq_lane_tile<U4>(acc, st, smem + rd * uint(LANE_STAGE_HALVES), kg);
+        mq_lane_fold_scales<FOLD>(st);
+        mq_lane_tile<U4, FOLD>(acc, st, smem + rd * uint(LANE_STAGE_HALVES), kg);
         rd = rd + 1u == uint(LANE_STAGES) ? 0u : rd + 1u;
         wr = wr + 1u == uint(LANE_STAGES) ? 0u : wr + 1u;
     }

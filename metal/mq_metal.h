@@ -119,6 +119,7 @@ struct MqParams {
     uint num_tgs;       // striped: the 1D grid
     uint work_per_tg;   // striped: ceil(work units / num_tgs)
     uint n_levels;      // trellis: codebook size
+    uint lane_fold;     // fp4, lane layout: every scale under 4 (mq_lane.h folds 2^14 into it)
 };
 
 // The weights of one kernel, whichever format (unused pointers are null).

@@ -204,6 +204,39 @@ static void timing_checks(const mq_backend_opts *bo, const mq_chip *chip, const 
            "16x4096x4096", chip->name, t[0] * 1e6, t[1] * 1e6);
 }
 
+/* The fp4 lane kernel's two decodes on the tensor-core path: scales under 4
+ * (the bench's: 2^14 folded into them, one FP16 multiply a pair) and the
+ * same weights with every scale x 1024 (lane_scales_small 0: two
+ * multiplies), each verified; the staged plan of the chip. */
+static void fold_checks(mq_backend *b, const mq_limits *lim)
+{
+    mq_problem p = {MQ_FMT_FP4, 17, 256, 2048, 128};
+    mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 128, 0, 2}};
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    mq_measure_opts mo = mq_measure_defaults();
+    mo.max_reps = 0;
+    static mq_measurement m[2];
+    int small[2] = {-1, -1};
+    mq_error e;
+    if (mq_bench_problem_setup(&bp, &p, 1, NULL, 0, &e)) {
+        CHECK(0, "set up: %s", e.msg);
+        return;
+    }
+    small[0] = bp.copies[0].lane_scales_small;
+    mq_measure(b, &bp, &c, lim, &mo, &m[0]);
+    int rc = td_scale_fp4_weights(&bp, 10);
+    small[1] = bp.copies[0].lane_scales_small;
+    mq_measure(b, &bp, &c, lim, &mo, &m[1]);
+    mq_bench_problem_free(&bp);
+    CHECK(small[0] == 1 && !strcmp(m[0].status, "verified"),
+          "expected the folded fp4 decode (scales under 4: lane_scales_small %d) verified, got "
+          "%s %s", small[0], m[0].status, m[0].error);
+    CHECK(rc == 0 && small[1] == 0 && !strcmp(m[1].status, "verified"),
+          "expected the unfolded fp4 decode (scales x 1024: lane_scales_small %d) verified, got "
+          "%s %s", small[1], m[1].status, m[1].error);
+}
+
 int main(int argc, char **argv)
 {
     mq_error e;
@@ -261,6 +294,7 @@ int main(int argc, char **argv)
     }
 
     probe16_checks(b);
+    fold_checks(b, &lim);
 
     /* the representative set: ragged shapes, small layers and a real one */
     static mq_test_job js[2048];

@@ -99,6 +99,46 @@ static void test_staged_on_executor(const mq_limits *lim, const char *chip)
            "%d of 4)\n", ran, chip, seen[2], seen[3], seen[4]);
 }
 
+/* fp4 weights whose scales reach 4 and more: lane_scales_small goes to 0
+ * and the kernel takes its unfolded loop (the fold of 2^14 into the scales
+ * would overflow FP16); both loops verified, on the staged path and on the
+ * register path (m4max's plan). */
+static void test_fold_both_ways(const mq_limits *staged)
+{
+    mq_backend_opts bo = {0};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    const mq_limits apple = mq_limits_default();
+    const mq_limits *lims[2] = {staged, &apple};
+    for (int li = 0; b && li < 2; li++) {
+        mq_problem p = {MQ_FMT_FP4, 9, 96, 1024, 64};
+        mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 128, 0, 2}};
+        mq_bench_problem bp;
+        memset(&bp, 0, sizeof bp);
+        static mq_measurement m;
+        if (mq_bench_problem_setup(&bp, &p, 1, NULL, 0, &e)) {
+            CHECK(0, "set up: %s", e.msg);
+            break;
+        }
+        mq_measure_opts mo = mq_measure_defaults();
+        int small = bp.copies[0].lane_scales_small;
+        mq_measure(b, &bp, &c, lims[li], &mo, &m);
+        CHECK(small == 1 && !strcmp(m.status, "verified"),
+              "expected the bench's fp4 scales all under 4 (lane_scales_small 1, got %d) and the "
+              "folded loop verified (%s), got %s %s",
+              small, li ? "registers" : "staged", m.status, m.error);
+        int rc = td_scale_fp4_weights(&bp, 10);
+        small = bp.copies[0].lane_scales_small;
+        mq_measure(b, &bp, &c, lims[li], &mo, &m);
+        CHECK(rc == 0 && small == 0 && !strcmp(m.status, "verified"),
+              "expected the scales x 1024 to clear lane_scales_small (got %d) and the unfolded "
+              "loop verified (%s), got %s %s",
+              small, li ? "registers" : "staged", m.status, m.error);
+        mq_bench_problem_free(&bp);
+    }
+    mq_backend_close(b);
+}
+
 /* A fault planted in mq_lane_staged.h must make the check fail. */
 static void planted(const char *what, const char *from, const char *to, mq_format fmt,
                     const mq_limits *lim)
@@ -150,8 +190,9 @@ int main(void)
     mq_limits lim = chip.lim;
     lim.tg_mem_bytes = 32768;
     test_staged_on_executor(&lim, "h100");
-    planted("the second 16 bytes of a scale pair read from the first", "(i % 2u) * 8u : 0u)",
-            "0u : 0u)", MQ_FMT_FP4, &lim);
+    test_fold_both_ways(&lim);
+    planted("the second 16 bytes of a scale pair read from the first", "+ (i % 2u) * 8u; // in halves",
+            "+ 0u; // in halves", MQ_FMT_FP4, &lim);
     planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u) >> w.gshift;\n            const bool",
             "+ 0u) >> w.gshift;\n            const bool", MQ_FMT_U4, &lim);
     planted("the ring's write buffer one behind", "wr = uint(LANE_STAGES) - 1u;",

@@ -415,3 +415,25 @@ int td_planted_dir(const char *file, const char *from, const char *to, char *dir
     free(text);
     return rc;
 }
+
+int td_scale_fp4_weights(mq_bench_problem *bp, int e)
+{
+    if (!bp->copies || bp->ncopies != 1 || bp->p.format != MQ_FMT_FP4)
+        return -1;
+    mq_weights *w = &bp->copies[0];
+    size_t n = (size_t)mq_group_count(w->K, w->group) * (size_t)w->N;
+    for (size_t i = 0; i < n; i++) {
+        float s = ldexpf(mq_half_to_float(w->scales[i]), e);
+        if (!(fabsf(s) < 65504.0f))
+            return -1;
+        w->scales[i] = mq_float_to_half(s);
+    }
+    if (mq_weights_prepare_lane(w, NULL))
+        return -1;
+    for (size_t i = 0; i < (size_t)bp->nref * (size_t)w->N; i++) {
+        bp->ref_cache[i] = ldexp(bp->ref_cache[i], e);
+        bp->abs_cache[i] = ldexp(bp->abs_cache[i], e);
+    }
+    bp->prepared = NULL; /* the backend takes the new arrays */
+    return 0;
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "chips.h"
+#include "measure.h"
 #include "mq.h"
 
 /* A toy chip: 5 cores, 8 KiB threadgroup memory, 256 threads, 4 resident
@@ -114,5 +115,13 @@ const char *mq_test_repeat(void);
  * under /tmp with the first `from` of `file` replaced by `to`: a planted
  * fault for MQ_METAL_DIR. 0, or -1 when the copy or the text failed. */
 int td_planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n);
+
+/* Multiply the fp4 scales of a warm bench problem (one weight copy,
+ * mq_bench_problem_setup with warm 1) by 2^e, its lane layout prepared
+ * again and its cached reference scaled with them (exact: every product
+ * and sum scales by the power of two), so the next launch runs on weights
+ * whose scales are large (e = 10 on the bench's: lane_scales_small 0, the decode's unfolded
+ * path). 0, or -1 when bp is not such a problem or a scale would overflow. */
+int td_scale_fp4_weights(mq_bench_problem *bp, int e);
 
 #endif
