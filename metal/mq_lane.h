@@ -190,13 +190,14 @@ inline void mq_lane_fold_scales(thread MqLaneStage &s)
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
         MQ_UNROLL
-        for (uint hlf = 0; hlf < 2u; hlf++)
+        for (uint hlf = 0; hlf < 2u; hlf++) {
 #ifdef MQ_PRELUDE_HALF2_OPS
             s.sc[i][hlf] = as_type<half2>(metal::mq_hmul2(as_type<uint>(s.sc[i][hlf]), 0x74007400u));
 #else
-            s.sc[i][hlf] = half2(half(float(s.sc[i][hlf].x) * 16384.0f),
-                                 half(float(s.sc[i][hlf].y) * 16384.0f));
+            s.sc[i][hlf].x = half(float(s.sc[i][hlf].x) * 16384.0f);
+            s.sc[i][hlf].y = half(float(s.sc[i][hlf].y) * 16384.0f);
 #endif
+        }
     }
 }
 

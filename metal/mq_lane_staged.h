@@ -78,16 +78,18 @@ template <bool U4>
 inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb, uint sgc,
                                uint kg, thread const MqLaneAt &w)
 {
-    threadgroup const uint4 *cs = (threadgroup const uint4 *)(sb + uint(LANE_A_HALVES));
-    threadgroup const half2 *ss = (threadgroup const half2 *)(cs + uint(LANE_STAGE_CODES));
+    // (the words as float4 bits and the scales as uint: the types every
+    // compiler of this source loads from threadgroup memory whole)
+    threadgroup const float4 *cs = (threadgroup const float4 *)(sb + uint(LANE_A_HALVES));
+    threadgroup const uint *ss = (threadgroup const uint *)(cs + uint(LANE_STAGE_CODES));
     threadgroup const ushort *zs = (threadgroup const ushort *)(ss + uint(LANE_STAGE_SCALE_CHUNKS) * 4u);
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
         const uint b = (sgc * 2u + i) * uint(LANE_KSG) + kg;
-        s.cw[i] = cs[b * 32u + w.L];
+        s.cw[i] = as_type<uint4>(cs[b * 32u + w.L]);
         MQ_UNROLL
         for (uint hlf = 0; hlf < 2u; hlf++) {
-            s.sc[i][hlf] = ss[(b * 2u + hlf) * 8u + w.lr];
+            s.sc[i][hlf] = as_type<half2>(ss[(b * 2u + hlf) * 8u + w.lr]);
             s.zc[i][hlf] = U4 ? uint(zs[(b * 2u + hlf) * 8u + w.lr]) : 0u;
         }
     }
