@@ -72,6 +72,10 @@ struct mq_backend {
     /* the device's own time of the last run in seconds (Metal: the command
      * buffer's GPU end - start); NULL or < 0: time by the wall clock */
     double (*device_time)(const mq_backend *b);
+    /* where device_time is launches queued back to back (cuda's default): 1
+     * makes the next runs' device_time one launch on an idle device, 0 the
+     * queued figure again. NULL: the backend has one timing. */
+    void (*set_idle_timing)(mq_backend *b, int idle);
     /* measure the device's read bandwidth and FMA peak now; NULL: no probes */
     mq_status (*probe)(mq_backend *b, mq_device_probe *out, mq_error *err);
     /* a cold read of `bytes` (copies rotated past the device's cache as the

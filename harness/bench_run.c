@@ -265,6 +265,9 @@ static void summary(const mq_bench_job *j, const mq_target *t, const char *out,
         } else {
             printf("%.4f ms\n", b->st.median * 1e3);
         }
+        if (b && b->idle_s > 0)
+            printf("     queued launches; one launch on an idle device: %.4f ms\n",
+                   b->idle_s * 1e3);
         if (b && t->be->probe_read_at && !j->warm && !mq_probes_skip()) /* cold, like the rows */
             same_size_read(t, &p, b);
     }

@@ -291,6 +291,32 @@ static void timed_run_failed(mq_measurement *m, const char *which, int nth, cons
     snprintf(m->error, sizeof m->error, "%s run %d failed: %.200s", which, nth, err->msg);
 }
 
+/* Where the backend's samples are queued launches: MQ_IDLE_REPS more runs
+ * with one launch on an idle device each (rotated weight copies, as the
+ * samples), their median into m->idle_s; the backend's queued timing back
+ * after. -1 and err when a run fails. */
+static int idle_median(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
+                       const mq_plan *plan, mq_measurement *m, mq_error *err)
+{
+    double t[MQ_IDLE_REPS];
+    int n = 0, rc = 0;
+    b->set_idle_timing(b, 1);
+    for (; n < MQ_IDLE_REPS && rc == 0; n++) {
+        double t0 = mq_now();
+        rc = b->run(b, &bp->p, next_weights(bp), bp->A, bp->C, c, plan, err) ? -1 : 0;
+        m->kernel_s += mq_now() - t0;
+        double dev = b->device_time ? b->device_time(b) : -1;
+        t[n] = dev >= 0 ? dev : 0;
+    }
+    b->set_idle_timing(b, 0);
+    if (rc)
+        return -1;
+    mq_stats st;
+    mq_stats_compute(t, n, &st);
+    m->idle_s = st.median;
+    return 0;
+}
+
 void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
                 const mq_limits *lim, const mq_measure_opts *o, mq_measurement *m)
 {
@@ -298,7 +324,7 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
     mq_plan plan;
     memset(m, 0, offsetof(mq_measurement, samples));
     m->nsamples = 0;
-    m->gflops = m->weight_gbs = m->worst_ratio = m->kernel_s = 0;
+    m->gflops = m->weight_gbs = m->worst_ratio = m->kernel_s = m->idle_s = 0;
     if (mq_plan_candidate(&bp->p, c, lim, &plan, &err)) {
         snprintf(m->status, sizeof m->status, err.code == MQ_E_ILLEGAL ? "illegal" : "error");
         snprintf(m->error, sizeof m->error, "%s", err.msg);
@@ -375,6 +401,10 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
         }
     }
     m->kernel_s += spent;
+    if (b->set_idle_timing && idle_median(b, bp, c, &plan, m, &err)) {
+        timed_run_failed(m, "idle", 0, &err);
+        return;
+    }
     mq_stats_compute(m->samples, m->nsamples, &m->st);
     snprintf(m->status, sizeof m->status, "ok");
     m->gflops = 2.0 * bp->p.M * bp->p.N * (double)bp->p.K / m->st.median / 1e9;
@@ -383,6 +413,7 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
 
 void mq_result_from_measurement(mq_result *r, const mq_measurement *m)
 {
+    r->idle_s = m->idle_s;
     mq_result_stamp(r);
     snprintf(r->status, sizeof r->status, "%s", m->status);
     snprintf(r->error, sizeof r->error, "%s", m->error);

@@ -73,7 +73,13 @@ typedef struct {
     int nsamples;
     double gflops, weight_gbs, worst_ratio;
     double kernel_s;      /* time spent inside the backend, warm-ups and check included */
+    double idle_s;        /* where the backend times queued launches: the median of
+                           * MQ_IDLE_REPS launches on an idle device (0: not measured) */
 } mq_measurement;
+
+/* Launches on an idle device timed after the queued samples, for idle_s:
+ * each on the next rotated weight copy, as the samples are. */
+#define MQ_IDLE_REPS 5
 
 /* A results row's status, error, statistics and samples from a measurement
  * (samples borrowed from m), stamped with this build, host and date. */

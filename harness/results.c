@@ -20,9 +20,10 @@ static const char *const columns[] = {
     "schema", "tool_version", "git_rev", "host", "date", "chip", "backend", "format", "M", "N",
     "K", "group", "variant", "tile_m", "tile_n", "tile_k", "num_threadgroups", "split_k",
     "status", "error", "median_s", "p10_s", "p90_s", "mad_s", "ci_lo_s", "ci_hi_s", "reps",
-    "gflops", "weight_gbs", "samples_s",
+    "gflops", "weight_gbs", "samples_s", "idle_s",
 };
-enum { NCOL = (int)(sizeof columns / sizeof columns[0]) };
+/* the columns of schema 2 (NCOL) and of schema 1 (all but idle_s) */
+enum { NCOL = (int)(sizeof columns / sizeof columns[0]), NCOL1 = NCOL - 1 };
 
 /* ---- writing ---- */
 
@@ -83,8 +84,11 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
             return -1;
         }
         w->kept_rows = rs.n;
+        w->schema = rs.schema;
         mq_results_free(&rs);
     }
+    if (!w->schema) /* a new or empty file gets this schema's header */
+        w->schema = MQ_RESULTS_SCHEMA;
     w->fd = fd;
     /* a torn last row (a crash mid-write) goes before anything is appended */
     long cut = mq_cut_torn_tail(w->fd, path, err, errlen);
@@ -108,11 +112,12 @@ int mq_results_open(const char *path, mq_results_writer *w, char *err, size_t er
     return 0;
 }
 
-/* A row as its CSV line into b (b->oom on out of memory). */
-static void format_row(mq_strbuf *b, const mq_result *r)
+/* A row as its CSV line into b (b->oom on out of memory), in the width of
+ * schema `schema` (1: without idle_s; the row says schema 1 then). */
+static void format_row(mq_strbuf *b, const mq_result *r, int schema)
 {
     char s[64];
-    snprintf(s, sizeof s, "%d", r->schema);
+    snprintf(s, sizeof s, "%d", r->schema < schema ? r->schema : schema);
     put_field(b, s, 0);
     put_field(b, r->tool_version, 0);
     put_field(b, r->git_rev, 0);
@@ -150,14 +155,20 @@ static void format_row(mq_strbuf *b, const mq_result *r)
     for (int i = 0; i < r->nsamples; i++)
         used += (size_t)snprintf(samples + used, cap - used, "%s%.6e", i ? ";" : "",
                                  r->samples[i]);
-    put_field(b, samples, 1);
+    put_field(b, samples, schema < 2);
     free(samples);
+    if (schema >= 2) {
+        s[0] = 0;
+        if (r->idle_s > 0)
+            snprintf(s, sizeof s, "%.6e", r->idle_s);
+        put_field(b, s, 1);
+    }
 }
 
 int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen)
 {
     mq_strbuf b = {0};
-    format_row(&b, r);
+    format_row(&b, r, w->schema);
     if (b.oom) {
         free(b.s);
         snprintf(err, errlen, "%s: out of memory writing a result", w->path);
@@ -182,7 +193,7 @@ int mq_results_write(const char *path, const mq_result *const *rows, int n, char
         fwrite(b.s, 1, b.len, f);
         b.len = 0;
         if (i < n)
-            format_row(&b, rows[i]);
+            format_row(&b, rows[i], MQ_RESULTS_SCHEMA);
     }
     free(b.s);
     if (b.oom) {
@@ -248,8 +259,9 @@ void mq_results_close(mq_results_writer *w)
 #define MAX_SECONDS 1e6
 #define MAX_RATE 1e12
 
-/* One data row into r; on error a message naming the column and value. */
-static int parse_row(char **f, mq_result *r, char *why, size_t n)
+/* One data row of a file of `ncol` columns into r; on error a message
+ * naming the column and value. */
+static int parse_row(char **f, int ncol, mq_result *r, char *why, size_t n)
 {
     char bad[160];
     mq_error e;
@@ -325,6 +337,12 @@ static int parse_row(char **f, mq_result *r, char *why, size_t n)
         s += len + (s[len] == ';');
     }
     r->nsamples = count;
+    if (ncol > NCOL1 && f[NCOL1][0] &&
+        mq_parse_double(f[NCOL1], 0, MAX_SECONDS, &r->idle_s, bad, sizeof bad)) {
+        free(r->samples);
+        r->samples = NULL;
+        return snprintf(why, n, "idle_s: %s", bad), -1;
+    }
     if (!strcmp(r->status, "ok") && !(r->st.median > 0)) {
         free(r->samples);
         r->samples = NULL;
@@ -337,7 +355,7 @@ static int parse_row(char **f, mq_result *r, char *why, size_t n)
 static int take_row(char **f, void *set, char *why, size_t n)
 {
     mq_results *rs = set;
-    if (parse_row(f, &rs->r[rs->n], why, n))
+    if (parse_row(f, rs->schema >= 2 ? NCOL : NCOL1, &rs->r[rs->n], why, n))
         return -1;
     rs->n++;
     return 0;
@@ -356,10 +374,18 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
         snprintf(err, errlen, "%s:%d: not a results file (expected a header starting 'schema')",
                  path, t.nrows ? t.rows[0].line : 1);
         rc = -1;
-    } else if (t.rows[0].nfields != NCOL) {
-        snprintf(err, errlen, "%s:%d: header has %d columns, schema %d has %d", path,
-                 t.rows[0].line, t.rows[0].nfields, MQ_RESULTS_SCHEMA, NCOL);
+    } else if (t.rows[0].nfields != NCOL && t.rows[0].nfields != NCOL1) {
+        snprintf(err, errlen, "%s:%d: header has %d columns, schema %d has %d (schema 1: %d)",
+                 path, t.rows[0].line, t.rows[0].nfields, MQ_RESULTS_SCHEMA, NCOL, NCOL1);
         rc = -1;
+    } else {
+        for (int i = 0; i < t.rows[0].nfields && rc == 0; i++)
+            if (strcmp(t.rows[0].fields[i], columns[i])) {
+                snprintf(err, errlen, "%s:%d: header column %d is '%.40s', expected '%s'", path,
+                         t.rows[0].line, i + 1, t.rows[0].fields[i], columns[i]);
+                rc = -1;
+            }
+        out->schema = t.rows[0].nfields == NCOL ? 2 : 1;
     }
     if (rc == 0 && t.nrows > 1) {
         out->r = calloc((size_t)(t.nrows - 1), sizeof *out->r);
@@ -369,7 +395,8 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
         }
     }
     if (rc == 0)
-        rc = mq_csv_parse_rows(&t, path, NCOL, take_row, out, err, errlen);
+        rc = mq_csv_parse_rows(&t, path, out->schema >= 2 ? NCOL : NCOL1, take_row, out, err,
+                               errlen);
     mq_csv_free(&t);
     if (rc)
         mq_results_free(out);

@@ -13,7 +13,11 @@
 #include "mq.h"
 #include "stats.h"
 
-#define MQ_RESULTS_SCHEMA 1
+/* Schema 2 adds a last column, idle_s: the median device time of one launch
+ * on an idle device, beside a backend's queued figure (median_s); empty where
+ * not measured. Schema 1 files (no idle_s) are still read, and rows appended
+ * to one are written in its width. */
+#define MQ_RESULTS_SCHEMA 2
 
 typedef struct {
     int schema;
@@ -27,6 +31,7 @@ typedef struct {
     double gflops, weight_gbs;
     double *samples;
     int nsamples;
+    double idle_s; /* one launch on an idle device, median (0: not measured) */
 } mq_result;
 
 typedef struct {
@@ -35,6 +40,7 @@ typedef struct {
     int torn_line;     /* a torn last line that was dropped (0: none) */
     size_t torn_bytes;
     const mq_result **by_key; /* mq_results_index: the rows in key order, else NULL */
+    int schema;        /* the file's width: 1 (no idle_s) or 2 */
 } mq_results;
 
 /* The most samples a row may carry. */
@@ -58,6 +64,7 @@ typedef struct {
     long cut_bytes; /* a torn last line cut off on opening (0: none) */
     int created;    /* this writer made the file */
     int appended;   /* rows appended through it */
+    int schema;     /* the file's: its rows are written in that width */
 } mq_results_writer;
 
 /* What opening path for appending would refuse, checked without creating

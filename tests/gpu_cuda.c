@@ -190,6 +190,11 @@ static void timing_checks(const mq_backend_opts *bo, const mq_chip *chip, const 
             CHECK(!strcmp(m.status, "ok") && m.st.median > 0,
                   "expected lane_gemm verified and timed with MQ_CUDA_TIMING=%s, got %s %s",
                   modes[i], m.status, m.error);
+            /* queued: idle launches after the samples for idle_s; idle: none */
+            CHECK(i ? m.idle_s > m.st.median * 0.8 : m.idle_s == 0,
+                  "expected idle_s %s with MQ_CUDA_TIMING=%s, got %.1f us (median %.1f us)",
+                  i ? "measured and near or above the queued median" : "not measured",
+                  modes[i], m.idle_s * 1e6, m.st.median * 1e6);
             t[i] = m.st.median;
         }
         mq_bench_problem_free(&bp);

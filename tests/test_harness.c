@@ -323,7 +323,7 @@ static void test_find_own_index(void)
     rows[2] = sample_result(1, "ok", 3e-3); /* key of row 0, this host: the answer */
     rows[3] = sample_result(1, "ok", 4e-3); /* the same key again, later */
     rows[4] = sample_result(2, "wrong", 0);
-    mq_results rs = {rows, 5, 0, 0, NULL};
+    mq_results rs = {rows, 5, 0, 0, NULL, 2};
     mq_result key = sample_result(1, "ok", 0), absent = sample_result(3, "ok", 0);
     for (int indexed = 0; indexed < 2; indexed++) {
         if (indexed)
@@ -401,14 +401,14 @@ static void test_results_store(void)
     snprintf(damaged, sizeof damaged, "%s\"1\",\"x\"\n", text);
     write_file(tmp_path("short.csv"), damaged);
     CHECK(mq_results_load(tmp_path("short.csv"), &rs, err, sizeof err) != 0 &&
-              strstr(err, "short.csv:6: 2 fields, expected 30"),
+              strstr(err, "short.csv:6: 2 fields, expected 31"),
           "a short row is refused with its line: '%s'", err);
     char *second = strchr(strchr(text, '\n') + 1, '\n') + 1; /* first data row */
-    snprintf(damaged, sizeof damaged, "%.*s\"2\"%s", (int)(second - text), text,
+    snprintf(damaged, sizeof damaged, "%.*s\"3\"%s", (int)(second - text), text,
              strchr(second, ','));
     write_file(tmp_path("newer.csv"), damaged);
     CHECK(mq_results_load(tmp_path("newer.csv"), &rs, err, sizeof err) != 0 &&
-              strstr(err, "newer.csv:3: schema 2 is newer than this tool's 1"),
+              strstr(err, "newer.csv:3: schema 3 is newer than this tool's 2"),
           "a newer schema is refused: '%s'", err);
     CHECK(mq_results_open(tmp_path("newer.csv"), &w, err, sizeof err) != 0,
           "and nothing is appended to it");

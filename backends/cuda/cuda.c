@@ -75,7 +75,7 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
         if (rp.bind[i] != MQ_MSL_BIND_OWN)
             g.p[i] = rp.bind[i] == MQ_MSL_BIND_WORKSPACE ? s->ws.p : we->buf[rp.bind[i]];
     cuda_buffer_args r = {{s->ws.p, s->c.p, s->params.p}};
-    if (s->queued && (st = mq_cuda_spin(s, err)))
+    if (s->queued && !s->idle_now && (st = mq_cuda_spin(s, err)))
         return st;
     CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
     st = launch(s, gemm, rp.function, &g, (unsigned)plan->grid_x, (unsigned)plan->grid_y,
@@ -106,6 +106,11 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
 static double cuda_device_time(const mq_backend *b)
 {
     return ((const cuda_state *)b->state)->last_s;
+}
+
+static void cuda_set_idle_timing(mq_backend *b, int idle)
+{
+    ((cuda_state *)b->state)->idle_now = idle;
 }
 
 static mq_status cuda_prepare(mq_backend *b, const mq_weights *w, mq_error *err)
@@ -214,16 +219,18 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
         return NULL;
     }
     s->mma_fp32 = (mm && !strcmp(mm, "fp32")) || s->cc_major < 8;
-    /* idle (default): each timed run launched on an idle GPU, the host's
-     * launch latency inside the events; queued: behind a spin kernel, as a
-     * runtime's back-to-back launches run (the device time alone) */
+    /* queued (default): each timed run behind a spin kernel, as a runtime's
+     * back-to-back launches run (the device time alone), and a few launches
+     * on an idle GPU after them for the results' idle_s (set_idle_timing);
+     * idle: every timed run launched on an idle GPU, the host's launch
+     * latency inside the events, and no idle_s */
     const char *tm = getenv("MQ_CUDA_TIMING");
     if (tm && *tm && strcmp(tm, "idle") && strcmp(tm, "queued")) {
         mq_fail(err, MQ_E_ARG, "MQ_CUDA_TIMING must be idle or queued, not '%.40s'", tm);
         cuda_close(b);
         return NULL;
     }
-    s->queued = tm && !strcmp(tm, "queued");
+    s->queued = !(tm && !strcmp(tm, "idle"));
     snprintf(b->arch, sizeof b->arch, "sm_%d%d", s->cc_major, s->cc_minor);
     snprintf(s->arch_opt, sizeof s->arch_opt, "--gpu-architecture=sm_%d%d", s->cc_major,
              s->cc_minor);
@@ -234,6 +241,7 @@ mq_backend *mq_backend_cuda_open(const mq_backend_opts *o, mq_error *err)
     b->prepare = cuda_prepare;
     b->run = cuda_run;
     b->device_time = cuda_device_time;
+    b->set_idle_timing = s->queued ? cuda_set_idle_timing : NULL;
     b->probe = mq_cuda_probe;
     b->probe_read_at = mq_cuda_probe_read_at;
     b->run_moe = mq_cuda_run_moe;

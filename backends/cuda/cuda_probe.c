@@ -59,6 +59,9 @@ static const char probe_source[] =
 static mq_status time_launch(cuda_state *s, CUfunction fn, unsigned grid, unsigned threads,
                              void **args, double *sec, mq_error *err)
 {
+    mq_status st; /* queued behind the spin kernel as the runs are, where they are */
+    if (s->queued && !s->idle_now && (st = mq_cuda_spin(s, err)))
+        return st;
     CU(s->api.EventRecord(s->ev0, NULL), "cuEventRecord");
     CU(s->api.LaunchKernel(fn, grid, 1, 1, threads, 1, 1, 0, NULL, args, NULL), "a probe");
     CU(s->api.EventRecord(s->ev1, NULL), "cuEventRecord");
@@ -139,7 +142,7 @@ mq_status mq_cuda_probe_read_at(mq_backend *b, size_t bytes, double *gbs, double
             CUdeviceptr p = buf + (i % copies) * stride;
             unsigned long long words = bytes / 16, none = 0;
             void *ra[] = {&p, &words, &key, &res}, *ea[] = {&p, &none, &key, &res};
-            double t, te;
+            double t = 0, te = 0;
             st = time_launch(s, rd, grid, 512, ra, &t, err);
             if (st == MQ_OK)
                 st = time_launch(s, rd, grid, 512, ea, &te, err);

@@ -56,7 +56,9 @@ typedef struct {
     char broken[512]; /* a sticky error lost the context: every later run reports it */
     CUmodule probe_mod;
     int mma_fp32; /* MQ_CUDA_MMA=fp32: simdgroup matrices on the FP32 units */
-    int queued;   /* MQ_CUDA_TIMING=queued: each timed run queued behind a spin kernel */
+    int queued;   /* MQ_CUDA_TIMING=queued (the default): each timed run and probe launch
+                   * queued behind a spin kernel */
+    int idle_now; /* set_idle_timing: the next runs launched on an idle GPU after all */
     /* the MoE block: its buffers (the weight fields uploaded once per weight set) */
     dbuf moe[MQ_MSL_MOE_NBUF];
     const mq_moe_weights *moe_w;

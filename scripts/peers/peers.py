@@ -32,7 +32,7 @@ TOL = {"fp16": 1e-2, "bf16": 3e-2}
 PEERS = ["cublas-fp16", "tinygemm", "marlin"]  # Marlin last: a trap poisons the context
 FIELDS = ["gpu", "torch", "cuda", "peer", "M", "N", "K", "median_us_one_launch",
           "median_us_queued", "p10_us", "p90_us", "samples", "max_rel_err", "status",
-          "mq_over_marlin", "detail"]
+          "mq_over_marlin", "mq_over_marlin_one", "detail"]
 KEY = ("format", "M", "N", "K", "variant", "tile_m", "tile_n", "tile_k", "num_threadgroups",
        "split_k")  # a bench results row's problem and candidate
 
@@ -314,12 +314,14 @@ def merge_mq(picks_path, csv_path, base, rows):
     """mq's rows from bench's results: per pick (format M N K variant tm tn tk
     tg sk level, from the table's lookup) the matching row; its median, p10
     and p90 recomputed from its samples as the peers' are. bench measured
-    either one launch on an idle GPU or, with MQ_CUDA_TIMING=queued, its
-    launches queued behind a spin kernel (the cuda backend's device time):
-    the median goes in that column, the other stays empty."""
-    queued = os.environ.get("MQ_CUDA_TIMING", "idle") == "queued"
-    how = ("queued behind a spin kernel (MQ_CUDA_TIMING=queued); one launch: not measured"
-           if queued else "one launch on an idle GPU; queued: not measured")
+    either its launches queued behind a spin kernel (the cuda backend's
+    default, MQ_CUDA_TIMING=queued: the device time) or, with
+    MQ_CUDA_TIMING=idle, one launch on an idle GPU: the median goes in that
+    column. A queued row's idle_s (schema 2: the median of a few launches on
+    an idle GPU after the samples) fills the one-launch column."""
+    queued = os.environ.get("MQ_CUDA_TIMING", "queued") != "idle"
+    how = ("queued behind a spin kernel; one launch: bench's idle_s (median of 5 on an idle GPU)"
+           if queued else "one launch on an idle GPU (MQ_CUDA_TIMING=idle); queued: not measured")
     with open(csv_path) as f:
         bench = list(csv.DictReader(line for line in f if not line.startswith("#")))
     for line in open(picks_path):
@@ -339,6 +341,8 @@ def merge_mq(picks_path, csv_path, base, rows):
                 med, p10, p90 = summary(us)
                 row.update({"median_us_queued" if queued else "median_us_one_launch": f"{med:.2f}",
                             "p10_us": f"{p10:.2f}", "p90_us": f"{p90:.2f}", "samples": len(us)})
+                if queued and b.get("idle_s"):
+                    row["median_us_one_launch"] = f"{float(b['idle_s']) * 1e6:.2f}"
 
 
 def ratios(rows):
@@ -350,6 +354,9 @@ def ratios(rows):
         if r["peer"].startswith("mq-") and m and r.get("status") == m.get("status") == "ok":
             key = "median_us_queued" if r.get("median_us_queued") else "median_us_one_launch"
             r["mq_over_marlin"] = "%.2f" % (float(r[key]) / float(m[key]))
+            one = "median_us_one_launch"
+            if r.get(one) and m.get(one):  # the one-launch table's ratio
+                r["mq_over_marlin_one"] = "%.2f" % (float(r[one]) / float(m[one]))
 
 
 def markdown(rows, head, notes):
@@ -362,16 +369,19 @@ def markdown(rows, head, notes):
     one, q, ratio = "median_us_one_launch", "median_us_queued", "mq_over_marlin"
     # mq's columns go with the timing bench used (merge_mq): one table has them
     mq_queued = any(r.get(q) for r in rows if r["peer"].startswith("mq-"))
+    mq_one = any(r.get(one) for r in rows if r["peer"].startswith("mq-"))
     names = ["Marlin", "tinygemm", "cuBLAS FP16"]
     with_mq = ["mq fp4", "Marlin", "mq fp4 / Marlin", "mq u4", "mq u4 / Marlin", "tinygemm",
                "cuBLAS FP16"]
 
-    def cols(k, mq):
+    def cols(k, mq, rk=ratio):
         peers = [("marlin", k), ("tinygemm", k), ("cublas-fp16", k)]
-        return [("mq-fp4", k), peers[0], ("mq-fp4", ratio), ("mq-u4", k), ("mq-u4", ratio),
+        return [("mq-fp4", k), peers[0], ("mq-fp4", rk), ("mq-u4", k), ("mq-u4", rk),
                 peers[1], peers[2]] if mq else peers
-    tables = [("One launch on an idle GPU (median us):", names if mq_queued else with_mq,
-               cols(one, not mq_queued)),
+    tables = [("One launch on an idle GPU (median us; mq: bench's idle_s, a median of 5):"
+               if mq_queued and mq_one else "One launch on an idle GPU (median us):",
+               with_mq if mq_one else names,
+               cols(one, mq_one, "mq_over_marlin_one" if mq_queued else ratio)),
               (f"Queued back to back ({QUEUED} launches between two events for the peers; "
                "mq: bench with MQ_CUDA_TIMING=queued) (median us per launch):"
                if mq_queued else f"Queued back to back, {QUEUED} launches between two events"

@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     for (int i = 0; i < rs.n; i++) {
         const mq_result *r = &rs.r[i];
-        if (!isfinite(r->st.median) || r->st.median < 0 || r->p.N < 1 || r->nsamples != r->st.n)
+        if (!isfinite(r->st.median) || r->st.median < 0 || r->p.N < 1 ||
+            r->nsamples != r->st.n || !isfinite(r->idle_s) || r->idle_s < 0)
             abort(); /* the loader let a bad value through */
         for (int j = 0; j < r->nsamples; j++)
             if (!isfinite(r->samples[j]))
