@@ -22,6 +22,7 @@
 #ifndef MQ_LANE_H
 #define MQ_LANE_H
 
+#include "mq_async_copy.h"
 #include "mq_metal.h"
 
 #define LANE_KSB 64 // K of a super-block
