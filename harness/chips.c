@@ -39,7 +39,7 @@ static const struct {
     [MQ_CHIP_TG_MEM_PER_CORE_BYTES] = {0, 1 << 24, 1, 1},
     [MQ_CHIP_MAX_THREADS_PER_CORE] = {0, 65536, 1, 1},
     [MQ_CHIP_TENSOR_FP16_TFLOPS] = {0, 1e5, 0, 1},
-    [MQ_CHIP_ASYNC_COPY_STAGES] = {0, 8, 1, 1},
+    [MQ_CHIP_ASYNC_COPY_STAGES] = {0, 5, 1, 1}, /* the prelude waits for 0-3 pending groups */
 };
 
 const char *mq_chips_default_path(void)

@@ -294,7 +294,7 @@ static void timed_run_failed(mq_measurement *m, const char *which, int nth, cons
 /* Where the backend's samples are queued launches: MQ_IDLE_REPS more runs
  * with one launch on an idle device each (rotated weight copies, as the
  * samples), their median into m->idle_s; the backend's queued timing back
- * after. -1 and err when a run fails. */
+ * after, whatever happened. 0, or the failed run's number (1-based) and err. */
 static int idle_median(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
                        const mq_plan *plan, mq_measurement *m, mq_error *err)
 {
@@ -310,7 +310,7 @@ static int idle_median(mq_backend *b, mq_bench_problem *bp, const mq_candidate *
     }
     b->set_idle_timing(b, 0);
     if (rc)
-        return -1;
+        return n;
     mq_stats st;
     mq_stats_compute(t, n, &st);
     m->idle_s = st.median;
@@ -401,8 +401,9 @@ void mq_measure(mq_backend *b, mq_bench_problem *bp, const mq_candidate *c,
         }
     }
     m->kernel_s += spent;
-    if (b->set_idle_timing && idle_median(b, bp, c, &plan, m, &err)) {
-        timed_run_failed(m, "idle", 0, &err);
+    int failed_idle = b->set_idle_timing ? idle_median(b, bp, c, &plan, m, &err) : 0;
+    if (failed_idle) {
+        timed_run_failed(m, "idle", failed_idle, &err);
         return;
     }
     mq_stats_compute(m->samples, m->nsamples, &m->st);

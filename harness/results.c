@@ -357,6 +357,13 @@ static int take_row(char **f, void *set, char *why, size_t n)
     mq_results *rs = set;
     if (parse_row(f, rs->schema >= 2 ? NCOL : NCOL1, &rs->r[rs->n], why, n))
         return -1;
+    if (rs->r[rs->n].schema > rs->schema) {
+        snprintf(why, n, "a row of schema %d in a file of schema %d's columns",
+                 rs->r[rs->n].schema, rs->schema);
+        free(rs->r[rs->n].samples);
+        rs->r[rs->n].samples = NULL;
+        return -1;
+    }
     rs->n++;
     return 0;
 }

@@ -270,7 +270,6 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
 static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_variant_info *vi,
                            const mq_limits *lim, mq_plan *plan, mq_error *err)
 {
-    (void)p;
     if (q->tile_m > 64)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "tile_m=%d: the lane kernel keeps at most 64 rows of accumulators",
@@ -288,7 +287,10 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
     int red = (ksg - 1) * cols * 4 * (q->tile_m / 8) * 64 * 4;
     int stage = a_tile + (q->tile_n / 16) * ksg * (512 + 2 * 32 + 2 * 16);
     plan->stages = 0;
-    for (int s = lim->async_copy_stages; s >= 2 && !plan->stages; s--)
+    /* the staged copies index the codes in 32 bits (uints: N/16 x K/64 x 128) */
+    double code_uints = (double)mq_cdiv(p->N, 16) * mq_cdiv(p->K, 64) * 128;
+    for (int s = code_uints < 4294967296.0 ? lim->async_copy_stages : 0; s >= 2 && !plan->stages;
+         s--)
         if (mq_max(s * stage, red) <= lim->tg_mem_bytes)
             plan->stages = s;
     plan->tg_mem_bytes = plan->stages ? mq_max(plan->stages * stage, red)

@@ -1,9 +1,11 @@
 // lane_gemm.metal - GEMM on the lane-major weight layout (mq_lane.h) for
 // FP4 (lane_gemm_fp4) and u4 with zero points (lane_gemm_u4): grid
 // (n_tiles, m_tiles, split_k), each lane decoding its own 16-byte words of
-// codes straight into the weight fragments. Threadgroup memory: the A tile
-// (TILE_M x A_LD halves), reused at the end for the K shares of the
-// simdgroups (LANE_RED_FLOATS floats), whichever is larger.
+// codes straight into the weight fragments. Threadgroup memory: two A
+// tiles (TILE_M x A_LD halves each), or, where the planner stages the
+// weights (MQ_PLAN_STAGES), that many stage buffers (mq_lane_staged.h);
+// reused at the end for the K shares of the simdgroups (LANE_RED_FLOATS
+// floats), whichever is larger.
 #define MQ_LANE 1
 #include "mq_lane.h"
 

@@ -13,10 +13,13 @@
 // Work split: a threadgroup covers TILE_M x TILE_N of C; its simdgroups
 // take 32 columns each (LANE_SG_COLS of them) and, inside a K tile, one
 // super-block of 64 K each (LANE_KSG of them), summed through threadgroup
-// memory at the end in a fixed order. The codes and scales of the next
-// LANE_AHEAD K tiles (one: on an H100 one beat two on 12 of 16 candidates,
-// results/h100/lane/ab-pipeline) and the next A tile (two A buffers) are in
-// flight while a tile is multiplied. grid (n_tiles, m_tiles, split_k):
+// memory at the end in a fixed order. Where the chip copies asynchronously
+// (the NVIDIA chips), the next K tiles' A and weights are in flight in
+// threadgroup memory (mq_lane_staged.h); elsewhere (Apple GPUs, the
+// executor's default plans) the codes and scales of the next LANE_AHEAD K
+// tiles travel in registers (one: on an H100, when it took this path, one
+// beat two on 12 of 16 candidates, results/h100/lane/ab-pipeline) and the
+// next A tile in a second buffer, in flight while a tile is multiplied. grid (n_tiles, m_tiles, split_k):
 // threadgroup z takes K slice z and writes the float workspace slice, summed
 // by marlin_splitk_reduce (or C when K is not split).
 #ifndef MQ_LANE_H

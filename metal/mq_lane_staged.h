@@ -46,7 +46,8 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
     threadgroup half *ss = cs + uint(LANE_STAGE_CODES) * 8u;
     threadgroup half *zs = ss + uint(LANE_STAGE_SCALE_CHUNKS) * 8u;
     // (32-bit indices, as the other kernels' A and B: 64-bit arithmetic
-    // per copy was a fifth of the loop's instructions on an H100)
+    // per copy was a fifth of the loop's instructions on an H100; the planner
+    // keeps weights of 2^32 uints of codes or more on the register path)
     const uint kb0 = k0 / uint(LANE_KSB);
     LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, lane), as the lanes read them
         const uint b = i / 32u, nb = nbt + b / uint(LANE_KSG), kb = kb0 + b % uint(LANE_KSG);
@@ -96,8 +97,9 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
 }
 
 // The K loop over slice kr: LANE_STAGES - 1 tiles issued ahead (at least one
-// pass: an empty slice multiplies the zeros of its first, unfilled tile), the
-// copies drained and the buffers free for the K-share reduction at the end.
+// pass: were a slice empty, which the planner never makes, it would multiply
+// the zeros its first tile's copies fill in), the copies drained and the
+// buffers free for the K-share reduction at the end.
 template <bool U4, bool FOLD>
 inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                   device const half *A, device const uint *codes,

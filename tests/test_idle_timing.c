@@ -127,7 +127,9 @@ static void test_results_schema(void)
 {
     char err[1024];
     /* schema 2: idle_s round-trips, empty when not measured */
-    const char *path = tmp_path("two.csv");
+    char path[512], one[512];
+    snprintf(path, sizeof path, "%s", tmp_path("two.csv"));
+    snprintf(one, sizeof one, "%s", tmp_path("one.csv"));
     mq_results_writer w;
     mq_result a = row(1, 4.25e-5), b = row(2, 0);
     CHECK(mq_results_open(path, &w, err, sizeof err) == 0 &&
@@ -146,7 +148,6 @@ static void test_results_schema(void)
     if (rc == 0)
         mq_results_free(&rs);
     /* schema 1: read, and appended to in its own width */
-    const char *one = tmp_path("one.csv");
     write_text(one, "# mq results, schema 1\n"
                     "\"schema\",\"tool_version\",\"git_rev\",\"host\",\"date\",\"chip\","
                     "\"backend\",\"format\",\"M\",\"N\",\"K\",\"group\",\"variant\",\"tile_m\","
@@ -170,6 +171,23 @@ static void test_results_schema(void)
     CHECK(rc == 0 && rs.n == 2 && rs.schema == 1 && rs.r[1].schema == 1 && rs.r[1].idle_s == 0,
           "expected the appended row in schema 1's width (schema 1, no idle_s), got rc %d: %s",
           rc, err);
+    if (rc == 0)
+        mq_results_free(&rs);
+    /* a row of schema 2 where the file has schema 1's columns is refused */
+    write_text(tmp_path("mixed.csv"), "");
+    {
+        FILE *src = fopen(one, "r"), *dst = fopen(tmp_path("mixed.csv"), "w");
+        char line[4096];
+        for (int i = 0; src && dst && fgets(line, sizeof line, src); i++)
+            fputs(i == 2 ? "\"2\"" : "", dst), fputs(i == 2 ? strchr(line, ',') : line, dst);
+        if (src)
+            fclose(src);
+        if (dst)
+            fclose(dst);
+    }
+    rc = mq_results_load(tmp_path("mixed.csv"), &rs, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "a row of schema 2 in a file of schema 1's columns"),
+          "expected a schema 2 row in a schema 1 file refused, got %s", rc ? err : "a load");
     if (rc == 0)
         mq_results_free(&rs);
     /* bad idle_s and a renamed column are refused by name */

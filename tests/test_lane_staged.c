@@ -3,7 +3,7 @@
  * picks where the chip copies asynchronously, async_copy_stages) executed
  * on the msl-cpu executor with the NVIDIA chips' plans: fp4 and u4, row
  * counts inside and past a tile, a partial last 16-column block, K slices
- * of one tile, several and none, two to four stages, each launch verified
+ * of one tile and of several, two to four stages, each launch verified
  * against the float64 reference; and planted faults in the staged copies
  * that the check must catch. The executor's copies are plain loads and
  * stores, so this proves the indexing and the ring of buffers; the
@@ -61,9 +61,9 @@ static void test_staged_on_executor(const mq_limits *lim, const char *chip)
         {3, 200, 384, 64, 1},   /* rows inside a tile, a partial column block */
         {17, 256, 1024, 128, 2}, /* rows past a tile, two slices */
         {9, 96, 448, 32, 3},    /* groups of 32 (two a super-block), an uneven last slice */
-        {5, 64, 128, 128, 4},   /* more slices than tiles: some slices empty */
+        {5, 64, 512, 128, 4},   /* four slices of one group each */
     };
-    int ran = 0, seen[8] = {0};
+    int ran = 0, seen[8] = {0}, per_shape[4] = {0};
     static mq_measurement m;
     for (int f = 0; f < 2; f++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -87,9 +87,13 @@ static void test_staged_on_executor(const mq_limits *lim, const char *chip)
                       mq_format_name(fmt), p.M, p.N, p.K, p.group, name, stages, m.status,
                       m.error);
                 ran++;
+                per_shape[s]++;
                 if (stages >= 0 && stages < 8)
                     seen[stages]++;
             }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        CHECK(per_shape[s] >= 4, "expected shape %zu (M=%d N=%d K=%d split %d) on several tiles, "
+              "ran %d", s, shapes[s].M, shapes[s].N, shapes[s].K, shapes[s].split_k, per_shape[s]);
     CHECK(ran >= 30, "expected at least 30 staged launches, ran %d", ran);
     CHECK(seen[2] && seen[3] && seen[4],
           "expected plans of 2, 3 and 4 stages among them, got %d, %d, %d", seen[2], seen[3],
@@ -185,6 +189,19 @@ int main(void)
     }
     CHECK(chip.lim.async_copy_stages == 4, "expected h100's async_copy_stages 4, got %d",
           chip.lim.async_copy_stages);
+    /* the staged copies index the codes in 32 bits: weights of 2^32 uints
+     * of codes or more (N x K >= 2^35) keep the register path */
+    {
+        mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 128, 0, 1}};
+        mq_problem small = {MQ_FMT_FP4, 16, 131072, 131072, 128};
+        mq_problem big = {MQ_FMT_FP4, 16, 262144, 131072, 128};
+        mq_plan ps, pb;
+        int rs = mq_plan_candidate(&small, &c, &chip.lim, &ps, NULL);
+        int rb = mq_plan_candidate(&big, &c, &chip.lim, &pb, NULL);
+        CHECK(rs == MQ_OK && ps.stages == 4 && rb == MQ_OK && pb.stages == 0,
+              "expected 4 stages at N = K = 2^17 and the register path (0) at N = 2^18, got "
+              "%d (rc %d) and %d (rc %d)", rs ? -1 : ps.stages, rs, rb ? -1 : pb.stages, rb);
+    }
     /* the executor's threadgroup memory is Apple's 32 KB (its prelude
      * refuses larger arrays): h100's copy stages under that budget */
     mq_limits lim = chip.lim;

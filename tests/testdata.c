@@ -395,16 +395,15 @@ int td_planted_dir(const char *file, const char *from, const char *to, char *dir
     char cmd[1024], path[512];
     snprintf(cmd, sizeof cmd, "cp %s/*.metal %s/*.h %s/", mq_metal_source_dir(), mq_metal_source_dir(),
              dir);
-    if (system(cmd))
-        return -1;
+    int rc = system(cmd) ? -1 : 0;
     snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
     char *text = calloc(1, 1 << 20);
     size_t got = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
     if (f)
         fclose(f);
-    char *at = text ? strstr(text, from) : NULL;
-    int rc = -1;
+    char *at = rc == 0 && text ? strstr(text, from) : NULL;
+    rc = -1;
     if (at && got) {
         f = fopen(path, "w");
         if (f) {
@@ -413,6 +412,11 @@ int td_planted_dir(const char *file, const char *from, const char *to, char *dir
         }
     }
     free(text);
+    if (rc) { /* nothing planted: no directory left behind */
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd)) {
+        }
+    }
     return rc;
 }
 

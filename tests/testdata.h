@@ -113,7 +113,8 @@ const char *mq_test_repeat(void);
 
 /* A copy of the MSL sources (the .metal and .h files of metal/) in a new directory dir
  * under /tmp with the first `from` of `file` replaced by `to`: a planted
- * fault for MQ_METAL_DIR. 0, or -1 when the copy or the text failed. */
+ * fault for MQ_METAL_DIR. 0, or -1 (the directory removed) when the copy
+ * or the text failed. */
 int td_planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n);
 
 /* Multiply the fp4 scales of a warm bench problem (one weight copy,
