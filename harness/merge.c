@@ -28,11 +28,19 @@ static int by_order(const void *a, const void *b)
 
 /* The first pair of rows that differ in what they must share (the build,
  * or the schema): 1 and the two rows' inputs, else 0. */
+/* Results schemas that mean the same per column: 2 is 1 plus idle_s, so
+ * their rows merge (the output is schema 2; a schema 1 row keeps its number
+ * and an empty idle_s). */
+static int schema_family(int schema)
+{
+    return schema <= 2 ? 1 : schema;
+}
+
 static int differ(const entry *e, int n, int schema, int *i0, int *i1)
 {
     for (int i = 1; i < n; i++) {
         const mq_result *a = e[0].r, *b = e[i].r;
-        int d = schema ? a->schema != b->schema
+        int d = schema ? schema_family(a->schema) != schema_family(b->schema)
                        : strcmp(a->tool_version, b->tool_version) || strcmp(a->git_rev, b->git_rev);
         if (d) {
             *i0 = 0;

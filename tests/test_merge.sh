@@ -11,10 +11,12 @@
 #   4. --out is never written through a link: links planted at the
 #      temporary names of the next few hundred process ids, and at the
 #      output's own name, leave the files they point at unchanged and create
-#      none (a link at the output's name is replaced, as rename does).
+#      none (a link at the output's name is replaced, as rename does);
+#   5. rows of results schema 1 and 2 merge (2 is 1 plus idle_s).
 # The other bad inputs are tests/badinput/merge.cases.
 # usage: test_merge.sh BUILD_DIR
 B=$(cd "${1:-build}" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/../scripts/portable.sh"
 passed=0; failed=0
 check() {
@@ -98,6 +100,15 @@ run --out o/n.csv one.csv
 check "merge to a name with dangling links planted exits 0 (rc $rc: $err)" [ "$rc" -eq 0 ]
 check "and creates nothing they point at: $(ls outside/new | tr '\n' ' ')" \
     [ -z "$(ls outside/new)" ]
+
+# 5. schema 1 rows (another build's) and this build's schema 2 rows merge:
+#    2 is 1 plus idle_s; the output is schema 2, each row keeps its number
+"$B/bench" --shape 1x64x128 --formats fp4 --budget 0.002 --max-reps 2 --no-probes --quiet \
+    --threads 1 --candidate "marlin_gemm_fused_fp4 8 64 64 0 1" --out two.csv >/dev/null 2>&1
+run --allow-mixed-builds --out s12.csv "$ROOT/tests/data/bench-llama3-8b-host.csv" two.csv
+check "schema 1 and schema 2 rows merge without --allow-mixed-schemas (rc $rc: $err)" [ "$rc" -eq 0 ]
+check "the merged file is schema 2 with rows of both" \
+    eval 'head -1 s12.csv | grep -q "schema 2" && grep -q "^\"1\"," s12.csv && grep -q "^\"2\"," s12.csv'
 
 cd / || exit 2
 test_summary merge "$passed" "$failed"
