@@ -132,7 +132,9 @@ int mq_problem_fits_memory(const mq_problem *p, char *err, size_t errlen)
 }
 
 /* The problem's weights: reproducible pseudo-random floats, quantized to
- * its format (or read back from MQ_WEIGHT_CACHE). */
+ * its format (or read back from MQ_WEIGHT_CACHE); trellis with
+ * pseudo-random signs su and sv, so that a kernel that drops or misplaces
+ * them fails its check. */
 static int quantized_weights(const mq_problem *p, mq_weights *w0, mq_error *err)
 {
     char cache[4200];
@@ -147,7 +149,19 @@ static int quantized_weights(const mq_problem *p, mq_weights *w0, mq_error *err)
         st = st * 1664525u + 1013904223u;
         W[i] = ((float)(st >> 8) / 8388608.0f - 1.0f) * 0.05f;
     }
-    if (mq_quantize(p->format, W, p->K, p->N, p->group, NULL, w0, err))
+    float *signs = mq_format_is_trellis(p->format)
+                       ? malloc(sizeof(float) * ((size_t)p->K + (size_t)p->N))
+                       : NULL;
+    if (mq_format_is_trellis(p->format) && !signs)
+        return mq_fail(err, MQ_E_NOMEM, "out of memory for N=%d K=%d signs", p->N, p->K), -1;
+    for (size_t i = 0; signs && i < (size_t)p->K + (size_t)p->N; i++) {
+        st = st * 1664525u + 1013904223u;
+        signs[i] = (st >> 31) ? -1.0f : 1.0f;
+    }
+    mq_trellis_opts to = {signs, signs ? signs + p->K : NULL, NULL, 0};
+    int bad = mq_quantize(p->format, W, p->K, p->N, p->group, &to, w0, err) != MQ_OK;
+    free(signs);
+    if (bad)
         return -1;
     mq_weight_cache_write(cache, p, w0);
     return 0;

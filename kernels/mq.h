@@ -262,6 +262,7 @@ typedef enum {
     MQ_VAR_GEMV_DECODE,          /* fp4/u4 decode: no MMA, 16-byte loads, K over lanes */
     MQ_VAR_GEMV_TRELLIS,         /* the same for the trellis formats */
     MQ_VAR_LANE_GEMM,            /* fp4/u4 on the lane layout: codes straight into fragments */
+    MQ_VAR_LANE_TRELLIS,         /* the same for the trellis formats, a pair codebook */
     MQ_VAR_COUNT                 /* the built-in variants; mq_variant_count() counts all */
 } mq_variant;
 

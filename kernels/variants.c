@@ -129,6 +129,21 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .msl_buffers = {MQ_BUF_WORKSPACE},
         .summary = "lane layout: 16-byte code loads per lane into the MMA fragments, A "
                    "staged, K over simdgroups and split_k slices"},
+    /* lane_gemm's body on the trellis formats' lane layout (128-K
+     * super-blocks; metal/mq_lane_trellis.h): each lane's 16, 24 or 32 bytes
+     * per 16 columns x 128 K, a pair of indices one lookup in a pair codebook
+     * in threadgroup memory, FP32 scale x level rounded to FP16 once, the
+     * signs su put on the A tile. */
+    [MQ_VAR_LANE_TRELLIS] = {
+        .name = "lane_trellis", .enum_name = "MQ_VAR_LANE_TRELLIS",
+        .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_SPLITK,
+        .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 2,
+        .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
+        .defaults = {16, 64, 128, 0, 1},
+        .msl_file = "lane_trellis.metal", .msl_function = "lane_trellis",
+        .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU},
+        .summary = "lane layout, trellis: 16-32-byte index loads per lane, one pair-codebook "
+                   "lookup per two weights, su on A, K over simdgroups and split_k slices"},
 };
 static int nvariants = MQ_VAR_COUNT;
 
@@ -256,6 +271,22 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
     return MQ_OK;
 }
 
+/* The lane layout's sizes per format, as metal/mq_lane.h and
+ * mq_lane_staged.h lay a stage out: K of a super-block (the unit of the
+ * copies), its bytes per 16-column block, the bytes of a scale pair (8
+ * pairs per 32 K of a block), the zero-point bytes per 32 K of a block (a
+ * fp4 stage holds them too, unused), and the trellis pair codebook (4^bits
+ * float2). */
+typedef struct {
+    int sb_k, sb_bytes, scale_pair_bytes, zero_half_bytes, lut_bytes;
+} lane_sizes;
+
+static const lane_sizes lane_sizes_of[MQ_FMT_COUNT] = {
+    [MQ_FMT_FP4] = {64, 512, 4, 16, 0},          [MQ_FMT_U4] = {64, 512, 4, 16, 0},
+    [MQ_FMT_TRELLIS2] = {128, 512, 8, 0, 16 * 8}, [MQ_FMT_TRELLIS3] = {128, 768, 8, 0, 64 * 8},
+    [MQ_FMT_TRELLIS4] = {128, 1024, 8, 0, 256 * 8},
+};
+
 /* The lane kernel's rules (metal/mq_lane.h): a simdgroup takes 32 columns
  * (two 16-column blocks of the layout) and one 64-K super-block of each K
  * tile, keeping tile_m / 8 x 4 accumulator fragments; the A tile is staged
@@ -263,8 +294,8 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
  * multiplied), and at the end the simdgroups past the first K share leave
  * their sums in the same threadgroup memory. Where the chip copies device
  * memory into threadgroup memory asynchronously (async_copy_stages), each of
- * `stages` buffers holds a K tile's A and its weights (codes 512 B per
- * 16-column block and super-block, its scales 2 x 32 B and zero points
+ * `stages` buffers holds a K tile's A and its weights (lane_sizes_of: fp4
+ * codes 512 B per 16-column block and super-block, its scales 2 x 32 B and zero points
  * 2 x 16 B), as many as fit up to the chip's count and at least two;
  * otherwise the weights travel in registers. */
 static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_variant_info *vi,
@@ -274,27 +305,30 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
         return mq_fail(err, MQ_E_ILLEGAL,
                        "tile_m=%d: the lane kernel keeps at most 64 rows of accumulators",
                        q->tile_m);
-    if (q->tile_k % 64)
-        return mq_fail(err, MQ_E_ILLEGAL,
-                       "tile_k=%d must be whole super-blocks of 64 K (the lane layout)",
-                       q->tile_k);
     if (lim->simd_width != 32)
         return mq_fail(err, MQ_E_ILLEGAL, "the lane kernel needs 32-lane simdgroups, not %d",
                        lim->simd_width);
-    int cols = q->tile_n / 32, ksg = q->tile_k / 64;
+    const lane_sizes *z = &lane_sizes_of[p->format];
+    if (q->tile_k % z->sb_k)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "tile_k=%d must be whole super-blocks of %d K (the %s lane layout)",
+                       q->tile_k, z->sb_k, mq_format_name(p->format));
+    int cols = q->tile_n / 32, ksg = q->tile_k / 64, nb = q->tile_n / 16;
     plan->simdgroups = cols * ksg;
     int a_tile = 2 * q->tile_m * (q->tile_k + vi->tile_pad);
     int red = (ksg - 1) * cols * 4 * (q->tile_m / 8) * 64 * 4;
-    int stage = a_tile + (q->tile_n / 16) * ksg * (512 + 2 * 32 + 2 * 16);
+    int stage = a_tile + nb * (q->tile_k / z->sb_k) * z->sb_bytes +
+                nb * ksg * 2 * (z->scale_pair_bytes * 8 + z->zero_half_bytes);
     plan->stages = 0;
-    /* the staged copies index the codes in 32 bits (uints: N/16 x K/64 x 128) */
-    double code_uints = (double)mq_cdiv(p->N, 16) * mq_cdiv(p->K, 64) * 128;
+    /* the staged copies index the codes in 32 bits */
+    double code_uints = (double)mq_cdiv(p->N, 16) * mq_cdiv(p->K, z->sb_k) * (z->sb_bytes / 4);
     for (int s = code_uints < 4294967296.0 ? lim->async_copy_stages : 0; s >= 2 && !plan->stages;
          s--)
-        if (mq_max(s * stage, red) <= lim->tg_mem_bytes)
+        if (mq_max(s * stage, red) + z->lut_bytes <= lim->tg_mem_bytes)
             plan->stages = s;
-    plan->tg_mem_bytes = plan->stages ? mq_max(plan->stages * stage, red)
-                                      : mq_max(vi->a_stages * a_tile, red);
+    plan->tg_mem_bytes = (plan->stages ? mq_max(plan->stages * stage, red)
+                                       : mq_max(vi->a_stages * a_tile, red)) +
+                         z->lut_bytes;
     return MQ_OK;
 }
 

@@ -22,13 +22,27 @@
 // next A tile in a second buffer, in flight while a tile is multiplied. grid (n_tiles, m_tiles, split_k):
 // threadgroup z takes K slice z and writes the float workspace slice, summed
 // by marlin_splitk_reduce (or C when K is not split).
+//
+// One body for every format (FMT): fp4 and u4 (lane_gemm.metal), the
+// trellis formats (lane_trellis.metal, which defines MQ_LANE_TRELLIS: the
+// sizes of its super-blocks and stages are the file's; mq_lane_trellis.h).
 #ifndef MQ_LANE_H
 #define MQ_LANE_H
 
 #include "mq_async_copy.h"
 #include "mq_metal.h"
 
-#define LANE_KSB 64 // K of a super-block
+enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
+
+#define LANE_KSB 64 // K of a simdgroup's unit of a K tile (fp4, u4: a super-block)
+#ifdef MQ_LANE_TRELLIS
+#include "mq_lane_trellis.h"
+#define LANE_SB_K 128                  // K of a super-block, the unit of the copies
+#define LANE_SB_WORDS LANE_TR_WORDS    // its uints per 16 columns
+#else
+#define LANE_SB_K 64
+#define LANE_SB_WORDS 128
+#endif
 #define LANE_SG_COLS (TILE_N / 32)
 #define LANE_KSG (TILE_K / LANE_KSB)
 #define LANE_FRAG_M (TILE_M / 8)
@@ -48,8 +62,8 @@
 #define LANE_STAGES 0
 #endif
 
-static_assert(TILE_N % 32 == 0 && TILE_K % LANE_KSB == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
-              "lane tiles: 32 columns per simdgroup, whole super-blocks of 64 K, up to 64 rows");
+static_assert(TILE_N % 32 == 0 && TILE_K % LANE_SB_K == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
+              "lane tiles: 32 columns per simdgroup, whole super-blocks, up to 64 rows");
 static_assert(SIMDGROUPS == LANE_SG_COLS * LANE_KSG, "the lane kernel's simdgroups");
 
 // The (row, column) of lane l's first element in an 8x8 fragment (Apple's
@@ -65,26 +79,28 @@ inline uint mq_lane_frag_col(uint l)
 }
 
 // Where a simdgroup reads in the lane layout: its first 16-column block
-// nb0, the blocks n16 and super-blocks kbs of the matrix, its logical lane
-// L (MQ_FRAG_LANE) and that lane's fragment row lr, the group's shift and
-// the groups gp along the padded K.
+// nb0, the blocks n16 and super-blocks kbs of the matrix (LANE_SB_K each),
+// its logical lane L (MQ_FRAG_LANE) and that lane's fragment row lr, the
+// group's shift and the groups gp along the padded K.
 struct MqLaneAt {
     uint nb0, n16, kbs, L, lr, gshift, gp;
 };
 
 // What one K tile's multiply needs of the weights, loaded ahead of it: the
-// lane's word of super-block kb for column blocks nb0 and nb0 + 1, and their
-// scales (and zero points) for K 0-31 and 32-63 of it (one group when the
-// group is 64 or 128, two at 32).
+// lane's words of 64-K unit kb for column blocks nb0 and nb0 + 1 (fp4, u4:
+// its uint4; trellis: mq_lane_tr_words), and their scales (and zero points)
+// for K 0-31 and 32-63 of it (one group when the group is 64 or 128, two at
+// 32): FP16 pairs, or FP32 pairs for trellis (ts).
 struct MqLaneStage {
     uint4 cw[2];
     half2 sc[2][2];
     uint zc[2][2];
+    float2 ts[2][2];
 };
 
-// Stage s for super-block kb: zero past N or K (the layout's padding is
-// zero too) and when live is false (no such tile in this slice).
-template <bool U4>
+// Stage s for 64-K unit kb: zero past N or K (the layout's padding is zero
+// too) and when live is false (no such tile in this slice).
+template <int FMT>
 inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
                           device const half *scales, device const uchar *zeros,
                           thread const MqLaneAt &w, uint kb, bool live)
@@ -92,19 +108,29 @@ inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
         const uint nb = w.nb0 + i;
-        const bool in = live && nb < w.n16 && kb < w.kbs;
+        const bool in = live && nb < w.n16 && kb * uint(LANE_KSB) < w.kbs * uint(LANE_SB_K);
         s.cw[i] = uint4(0u);
-        if (in) // (an if: strict MSL has no ?: across address spaces)
+        if (in) { // (an if: strict MSL has no ?: across address spaces)
+#ifdef MQ_LANE_TRELLIS
+            s.cw[i] = mq_lane_tr_words(codes + (size_t(nb) * w.kbs + kb / 2u) * uint(LANE_SB_WORDS),
+                                       kb % 2u, w.L);
+#else
             s.cw[i] = ((device const uint4 *)codes)[(size_t(nb) * w.kbs + kb) * 32u + w.L];
+#endif
+        }
         MQ_UNROLL
         for (uint hlf = 0; hlf < 2u; hlf++) {
             const uint g = (kb * uint(LANE_KSB) + hlf * 32u) >> w.gshift;
             const size_t at = (size_t(nb) * w.gp + g) * 8u + w.lr;
             s.sc[i][hlf] = as_type<half2>(0u);
             s.zc[i][hlf] = 0u;
+            s.ts[i][hlf] = float2(0.0f);
             if (in) {
-                s.sc[i][hlf] = ((device const half2 *)scales)[at];
-                if (U4)
+                if (FMT == LANE_TRELLIS)
+                    s.ts[i][hlf] = ((device const float2 *)scales)[at];
+                else
+                    s.sc[i][hlf] = ((device const half2 *)scales)[at];
+                if (FMT == LANE_U4)
                     s.zc[i][hlf] = uint(((device const ushort *)zeros)[at]);
             }
         }
@@ -243,11 +269,13 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     }
 }
 
-// One K tile's multiply: the four 16-K atoms of super-block kg of the tile
-// (A at As), the weights of stage s decoded into fragments atom by atom.
-template <bool U4, bool FOLD>
+// One K tile's multiply: the four 16-K atoms of unit kg of the tile (A at
+// As), the weights of stage s decoded into fragments atom by atom (trellis
+// through the pair codebook lut).
+template <int FMT, bool FOLD>
 inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
-                         thread const MqLaneStage &s, threadgroup const half *As, uint kg)
+                         thread const MqLaneStage &s, threadgroup const half *As, uint kg,
+                         threadgroup const float2 *lut)
 {
     MQ_UNROLL
     for (uint w = 0; w < 4u; w++) { // the super-block's four 16-K atoms
@@ -261,8 +289,16 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             const uint word = w == 0u ? cw.x : w == 1u ? cw.y : w == 2u ? cw.z : cw.w;
             MQ_UNROLL
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
-                const half2 v = mq_lane_pair<U4, FOLD>(word, q, (q & 1u) ? sc.y : sc.x,
-                                                 (q & 1u) ? z >> 8 : z & 0xffu);
+                half2 v;
+#ifdef MQ_LANE_TRELLIS
+                const float2 ts = w < 2u ? s.ts[i][0] : s.ts[i][1];
+                v = mq_lane_tr_pair(lut, mq_lane_tr_code(cw, w, q), (q & 1u) ? ts.y : ts.x);
+                (void)word, (void)sc, (void)z;
+#else
+                (void)lut;
+                v = mq_lane_pair<FMT == LANE_U4, FOLD>(word, q, (q & 1u) ? sc.y : sc.x,
+                                                      (q & 1u) ? z >> 8 : z & 0xffu);
+#endif
                 MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
             }
         }
@@ -278,21 +314,40 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     }
 }
 
+// The A tile of K tile k0 just put in As by this thread: the trellis signs
+// su on its chunks (mq_lane_a_signs), before the barrier; nothing for fp4, u4.
+template <int FMT>
+inline void mq_lane_a_landed(threadgroup half *As, device const float *su, uint k0, uint k_end,
+                             uint tid)
+{
+#ifdef MQ_LANE_TRELLIS
+    if (FMT == LANE_TRELLIS)
+        mq_lane_a_signs(As, su, k0, k_end, tid);
+#else
+    (void)As, (void)su, (void)k0, (void)k_end, (void)tid;
+#endif
+}
+
 #include "mq_lane_staged.h"
 
+// the kernel's threadgroup memory, in halves: the stages or two A tiles,
+// reused for the K shares at the end (trellis kernels declare their pair
+// codebook beside it)
 #if LANE_STAGES
 #define LANE_SMEM_HALVES MQ_MAX(LANE_STAGES * LANE_STAGE_HALVES, LANE_RED_FLOATS * 2)
 #else
 #define LANE_SMEM_HALVES MQ_MAX(2 * LANE_A_HALVES, LANE_RED_FLOATS * 2)
 #endif
 
+
 // The K loop over slice kr with the weights in registers (Apple GPUs, the
 // executor's default plan): LANE_AHEAD tiles of them fetched ahead, the A
 // tile in two buffers (the next one fills while this one is multiplied).
-template <bool U4, bool FOLD>
+template <int FMT, bool FOLD>
 inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                      device const half *A, device const uint *codes,
                                      device const half *scales, device const uchar *zeros,
+                                     device const float *su, threadgroup const float2 *lut,
                                      constant MqParams &p, thread const MqLaneAt &w, uint row0,
                                      uint2 kr, threadgroup half *smem, uint tid, uint kg)
 {
@@ -301,11 +356,12 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
     const uint kb0 = kr.x / uint(LANE_KSB) + kg;
     MQ_UNROLL
     for (uint j = 0; j < uint(LANE_AHEAD); j++)
-        mq_lane_fetch<U4>(st[j], codes, scales, zeros, w, kb0 + j * uint(LANE_KSG),
-                          kr.x + j * uint(TILE_K) < kr.y);
+        mq_lane_fetch<FMT>(st[j], codes, scales, zeros, w, kb0 + j * uint(LANE_KSG),
+                           kr.x + j * uint(TILE_K) < kr.y);
     MqARegs ra;
     mq_a_tile_begin(smem, ra, A, row0, kr.x, kr.y, p, tid);
     mq_a_tile_end(smem, ra, A, row0, kr.x, kr.y, p, tid);
+    mq_lane_a_landed<FMT>(smem, su, kr.x, kr.y, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     // at least one pass (zeros for an empty slice: its A and weights read as
     // zero), so every accumulator leaves the loop a product, in the tensor
@@ -317,12 +373,14 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
         threadgroup half *next = smem + (buf ^ 1u) * uint(LANE_A_HALVES);
         if (kn < kr.y) // the next tile's A, in flight during this one's MMAs
             mq_a_tile_begin(next, ra, A, row0, kn, kr.y, p, tid);
-        mq_lane_fetch<U4>(st[LANE_AHEAD], codes, scales, zeros, w, kb + uint(LANE_AHEAD * LANE_KSG),
-                          k0 + uint(LANE_AHEAD * TILE_K) < kr.y);
+        mq_lane_fetch<FMT>(st[LANE_AHEAD], codes, scales, zeros, w,
+                           kb + uint(LANE_AHEAD * LANE_KSG), k0 + uint(LANE_AHEAD * TILE_K) < kr.y);
         mq_lane_fold_scales<FOLD>(st[0]);
-        mq_lane_tile<U4, FOLD>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg);
-        if (kn < kr.y)
+        mq_lane_tile<FMT, FOLD>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg, lut);
+        if (kn < kr.y) {
             mq_a_tile_end(next, ra, A, row0, kn, kr.y, p, tid);
+            mq_lane_a_landed<FMT>(next, su, kn, kr.y, tid);
+        }
         // the next A in place and this one read by every simdgroup
         threadgroup_barrier(mem_flags::mem_threadgroup);
         MQ_UNROLL
@@ -333,23 +391,32 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
     } while (k0 < kr.y);
 }
 
-template <bool U4>
+// The kernel body. Trellis: su the signs, grid the codebook and lut the
+// threadgroup memory of its pair table (unused, and may alias smem, for
+// fp4 and u4), filled here.
+template <int FMT>
 inline void mq_lane_gemm(device const half *A, device const uint *codes,
                          device const half *scales, device const uchar *zeros, device half *C,
                          constant MqParams &p, device float *workspace, threadgroup half *smem,
-                         uint3 tg, uint tid, uint sg, uint lane)
+                         device const float *grid, device const float *su,
+                         threadgroup float2 *lut, uint3 tg, uint tid, uint sg, uint lane)
 {
+#ifdef MQ_LANE_TRELLIS
+    mq_lane_lut_fill(lut, grid, p.n_levels, tid); // read after the first barrier below
+#else
+    (void)grid;
+#endif
     const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
     const uint2 kr = mq_k_range(p, tg.z);
     MqLaneAt w;
     w.nb0 = col0 / 16u;
     w.n16 = MQ_CDIV(p.N, 16u);
-    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
+    w.kbs = MQ_CDIV(p.K, uint(LANE_SB_K));
     w.L = MQ_FRAG_LANE(lane);
     w.lr = mq_lane_frag_row(w.L);
     w.gshift = mq_group_shift(p.group);
-    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
+    w.gp = (w.kbs * uint(LANE_SB_K)) >> w.gshift;
     simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
@@ -363,19 +430,19 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
     // fp4 with every scale under 4 folds 2^14 into the scales (one loop per
     // case: the test is the launch's, outside the loop)
 #if LANE_STAGES
-    if (!U4 && p.lane_fold != 0u)
-        mq_lane_k_loop_staged<U4, true>(acc, A, codes, scales, zeros, p, w, row0,
-                                        tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
-    else
-        mq_lane_k_loop_staged<U4, false>(acc, A, codes, scales, zeros, p, w, row0,
+    if (FMT == LANE_FP4 && p.lane_fold != 0u)
+        mq_lane_k_loop_staged<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
                                          tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
-#else
-    if (!U4 && p.lane_fold != 0u)
-        mq_lane_k_loop_registers<U4, true>(acc, A, codes, scales, zeros, p, w, row0, kr, smem,
-                                           tid, kg);
     else
-        mq_lane_k_loop_registers<U4, false>(acc, A, codes, scales, zeros, p, w, row0, kr, smem,
-                                            tid, kg);
+        mq_lane_k_loop_staged<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
+                                          tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
+#else
+    if (FMT == LANE_FP4 && p.lane_fold != 0u)
+        mq_lane_k_loop_registers<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
+                                            kr, smem, tid, kg);
+    else
+        mq_lane_k_loop_registers<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
+                                             kr, smem, tid, kg);
 #endif
     // the K shares of the simdgroups kg >= 1 into the threadgroup memory A used
     threadgroup float *red = (threadgroup float *)smem;

@@ -10,16 +10,30 @@
 // the registers hold only the tile being decoded, so more bytes are in flight
 // than the register path (mq_lane.h's LANE_AHEAD) can keep. Where the copies
 // are plain loads and stores (the executor) the path computes the same sums
-// and is checked there with an NVIDIA chip's plan.
+// and is checked there with an NVIDIA chip's plan. The trellis formats
+// (MQ_LANE_TRELLIS) copy whole 128-K super-blocks (a tile holds whole ones)
+// and FP32 scales, and put the signs su on each A tile as it lands.
 #ifndef MQ_LANE_STAGED_H
 #define MQ_LANE_STAGED_H
 
 #define LANE_NB (TILE_N / 16) // 16-column blocks of the threadgroup's tile
-#define LANE_STAGE_CODES (LANE_NB * LANE_KSG * 32) // lane words (16 B) per stage
-// 16-byte pieces of scales per stage: 8 half2 (32 B) per block, super-block
-// and K half; of zero points, 8 ushort (16 B) each
-#define LANE_STAGE_SCALE_CHUNKS (LANE_NB * LANE_KSG * 2 * 2)
+#define LANE_TILE_SBS (TILE_K / LANE_SB_K) // super-blocks of a K tile
+#define LANE_SB_PIECES (LANE_SB_WORDS / 4) // 16-byte pieces of a block's super-block
+#define LANE_STAGE_CODES (LANE_NB * LANE_TILE_SBS * LANE_SB_PIECES) // per stage
+// 16-byte pieces of scales per stage: 8 pairs per block, 64-K unit and K
+// half (FP16: 32 B, 2 pieces; trellis FP32: 64 B, 4); of zero points (u4),
+// 8 ushort (16 B) each
+#ifdef MQ_LANE_TRELLIS
+#define LANE_SCALE_PIECES 4
+#else
+#define LANE_SCALE_PIECES 2
+#endif
+#define LANE_STAGE_SCALE_CHUNKS (LANE_NB * LANE_KSG * 2 * LANE_SCALE_PIECES)
+#ifdef MQ_LANE_TRELLIS
+#define LANE_STAGE_ZERO_CHUNKS 0
+#else // (fp4 stages hold them too, unused: the planner counts them)
 #define LANE_STAGE_ZERO_CHUNKS (LANE_NB * LANE_KSG * 2)
+#endif
 #define LANE_STAGE_HALVES                                                                    \
     (LANE_A_HALVES + (LANE_STAGE_CODES + LANE_STAGE_SCALE_CHUNKS + LANE_STAGE_ZERO_CHUNKS) * 8)
 
@@ -34,7 +48,7 @@ static_assert(LANE_A_HALVES % 8 == 0, "a stage's parts start on 16 bytes");
 // Issue the copies of the K tile at k0 (of the slice ending at k_end) into
 // stage buffer sb: zeros past M, N and the slice (the layout's padding is
 // zero too). nbt: the threadgroup's first 16-column block.
-template <bool U4>
+template <int FMT>
 inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
                                 device const uint *codes, device const half *scales,
                                 device const uchar *zeros, constant MqParams &p,
@@ -48,21 +62,23 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
     // (32-bit indices, as the other kernels' A and B: 64-bit arithmetic
     // per copy was a fifth of the loop's instructions on an H100; the planner
     // keeps weights of 2^32 uints of codes or more on the register path)
-    const uint kb0 = k0 / uint(LANE_KSB);
-    LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, lane), as the lanes read them
-        const uint b = i / 32u, nb = nbt + b / uint(LANE_KSG), kb = kb0 + b % uint(LANE_KSG);
-        const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-        const uint at = (nb * w.kbs + kb) * 128u + (i % 32u) * 4u; // in uints
+    const uint sb0 = k0 / uint(LANE_SB_K), kb0 = k0 / uint(LANE_KSB);
+    LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, piece), as the layout has them
+        const uint b = i / uint(LANE_SB_PIECES), nb = nbt + b / uint(LANE_TILE_SBS);
+        const uint sb = sb0 + b % uint(LANE_TILE_SBS);
+        const bool in = nb < w.n16 && sb * uint(LANE_SB_K) < k_end;
+        const uint at = (nb * w.kbs + sb) * uint(LANE_SB_WORDS) + (i % uint(LANE_SB_PIECES)) * 4u;
         mq_copy16(cs + i * 8u, (device const half *)(codes + (in ? at : 0u)), in);
     }
-    LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) { // (block, super-block, K half, piece)
-        const uint q = i / 2u, b = q / 2u, nb = nbt + b / uint(LANE_KSG);
+    // (block, 64-K unit, K half, piece); a piece is 8 halves of FP16 scales or 4 FP32
+    LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) {
+        const uint q = i / uint(LANE_SCALE_PIECES), b = q / 2u, nb = nbt + b / uint(LANE_KSG);
         const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (q % 2u) * 32u) >> w.gshift;
         const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-        const uint at = (nb * w.gp + g) * 16u + (i % 2u) * 8u; // in halves
+        const uint at = ((nb * w.gp + g) * uint(LANE_SCALE_PIECES) + i % uint(LANE_SCALE_PIECES)) * 8u;
         mq_copy16(ss + i * 8u, scales + (in ? at : 0u), in);
     }
-    if (U4) {
+    if (FMT == LANE_U4) {
         LANE_FOR_PIECES(LANE_STAGE_ZERO_CHUNKS, i) { // (block, super-block, K half)
             const uint b = i / 2u, nb = nbt + b / uint(LANE_KSG);
             const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (i % 2u) * 32u) >> w.gshift;
@@ -74,8 +90,9 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
 }
 
 // What simdgroup (sgc, kg) multiplies of stage buffer sb: the words, scales
-// and zero points of lane L (fragment row lr) of its two column blocks.
-template <bool U4>
+// and zero points of lane L (fragment row lr) of its two column blocks, in
+// its 64-K unit kg of the tile.
+template <int FMT>
 inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb, uint sgc,
                                uint kg, thread const MqLaneAt &w)
 {
@@ -86,12 +103,25 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
     threadgroup const ushort *zs = (threadgroup const ushort *)(ss + uint(LANE_STAGE_SCALE_CHUNKS) * 4u);
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
-        const uint b = (sgc * 2u + i) * uint(LANE_KSG) + kg;
+        const uint b = (sgc * 2u + i) * uint(LANE_KSG) + kg; // (block, unit)
+#ifdef MQ_LANE_TRELLIS
+        const uint sbi = (sgc * 2u + i) * uint(LANE_TILE_SBS) + kg / 2u; // (block, super-block)
+        s.cw[i] = mq_lane_tr_words_tg((threadgroup const uint *)(cs + sbi * uint(LANE_SB_PIECES)),
+                                      kg % 2u, w.L);
+#else
         s.cw[i] = as_type<uint4>(cs[b * 32u + w.L]);
+#endif
         MQ_UNROLL
         for (uint hlf = 0; hlf < 2u; hlf++) {
-            s.sc[i][hlf] = as_type<half2>(ss[(b * 2u + hlf) * 8u + w.lr]);
-            s.zc[i][hlf] = U4 ? uint(zs[(b * 2u + hlf) * 8u + w.lr]) : 0u;
+            const uint at = (b * 2u + hlf) * 8u + w.lr; // the pair's index
+            if (FMT == LANE_TRELLIS) {
+                s.ts[i][hlf] = float2(as_type<float>(ss[at * 2u]), as_type<float>(ss[at * 2u + 1u]));
+                s.sc[i][hlf] = as_type<half2>(0u);
+            } else {
+                s.sc[i][hlf] = as_type<half2>(ss[at]);
+                s.ts[i][hlf] = float2(0.0f);
+            }
+            s.zc[i][hlf] = FMT == LANE_U4 ? uint(zs[at]) : 0u;
         }
     }
 }
@@ -100,10 +130,11 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
 // pass: were a slice empty, which the planner never makes, it would multiply
 // the zeros its first tile's copies fill in), the copies drained and the
 // buffers free for the K-share reduction at the end.
-template <bool U4, bool FOLD>
+template <int FMT, bool FOLD>
 inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                   device const half *A, device const uint *codes,
                                   device const half *scales, device const uchar *zeros,
+                                  device const float *su, threadgroup const float2 *lut,
                                   constant MqParams &p, thread const MqLaneAt &w, uint row0,
                                   uint nbt, uint2 kr, threadgroup half *smem, uint tid, uint sgc,
                                   uint kg)
@@ -113,25 +144,28 @@ inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FR
     for (uint s = 0; s + 1u < uint(LANE_STAGES); s++) {
         const uint k0 = kr.x + s * uint(TILE_K);
         if (s == 0u || k0 < kr.y)
-            mq_lane_stage_issue<U4>(smem + s * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
-                                    p, w, row0, nbt, k0, kr.y, tid);
+            mq_lane_stage_issue<FMT>(smem + s * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
+                                     p, w, row0, nbt, k0, kr.y, tid);
         mq_copy_commit();
     }
     uint rd = 0, wr = uint(LANE_STAGES) - 1u;
     for (uint t = 0; t < tiles; t++) {
         mq_copy_wait(uint(LANE_STAGES) - 2u);
+        // (this thread's copies of tile t landed: trellis puts su on its A)
+        mq_lane_a_landed<FMT>(smem + rd * uint(LANE_STAGE_HALVES), su, kr.x + t * uint(TILE_K),
+                              kr.y, tid);
         // tile t landed for every thread, and every simdgroup is done with
         // the buffer of tile t - 1, which the next copies fill
         threadgroup_barrier(mem_flags::mem_threadgroup);
         const uint kn = kr.x + (t + uint(LANE_STAGES) - 1u) * uint(TILE_K);
         if (kn < kr.y)
-            mq_lane_stage_issue<U4>(smem + wr * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
-                                    p, w, row0, nbt, kn, kr.y, tid);
+            mq_lane_stage_issue<FMT>(smem + wr * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
+                                     p, w, row0, nbt, kn, kr.y, tid);
         mq_copy_commit();
         MqLaneStage st;
-        mq_lane_stage_read<U4>(st, smem + rd * uint(LANE_STAGE_HALVES), sgc, kg, w);
+        mq_lane_stage_read<FMT>(st, smem + rd * uint(LANE_STAGE_HALVES), sgc, kg, w);
         mq_lane_fold_scales<FOLD>(st);
-        mq_lane_tile<U4, FOLD>(acc, st, smem + rd * uint(LANE_STAGE_HALVES), kg);
+        mq_lane_tile<FMT, FOLD>(acc, st, smem + rd * uint(LANE_STAGE_HALVES), kg, lut);
         rd = rd + 1u == uint(LANE_STAGES) ? 0u : rd + 1u;
         wr = wr + 1u == uint(LANE_STAGES) ? 0u : wr + 1u;
     }

@@ -208,8 +208,8 @@ int main(void)
     lim.tg_mem_bytes = 32768;
     test_staged_on_executor(&lim, "h100");
     test_fold_both_ways(&lim);
-    planted("the second 16 bytes of a scale pair read from the first", "+ (i % 2u) * 8u; // in halves",
-            "+ 0u; // in halves", MQ_FMT_FP4, &lim);
+    planted("the second 16 bytes of a scale pair read from the first",
+            "+ i % uint(LANE_SCALE_PIECES)) * 8u;", "+ 0u) * 8u;", MQ_FMT_FP4, &lim);
     planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u) >> w.gshift;\n            const bool",
             "+ 0u) >> w.gshift;\n            const bool", MQ_FMT_U4, &lim);
     planted("the ring's write buffer one behind", "wr = uint(LANE_STAGES) - 1u;",

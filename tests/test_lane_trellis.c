@@ -1,0 +1,217 @@
+/* test_lane_trellis.c - lane_trellis (metal/lane_trellis.metal, the lane
+ * kernel's body on the trellis formats' lane layout, mq_lane_trellis.h):
+ * the planner's rules for it, then trellis2, 3 and 4 executed on the
+ * msl-cpu executor on both K loops (the weights in registers, Apple's
+ * plans; staged through threadgroup memory, h100's plans under the
+ * executor's 32 KB), over shapes with a partial last group and super-block,
+ * a partial column block, rows inside and past a tile, groups of 32, 64 and
+ * 128 and one to three K slices, each launch verified against the float64
+ * reference (the bench's trellis weights carry pseudo-random signs su and
+ * sv); and planted faults (the signs dropped, the 3-bit plane's half, the
+ * staged super-block's half and its FP32 scale pieces) that the check must
+ * catch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check.h"
+#include "chips.h"
+#include "measure.h"
+#include "testdata.h"
+
+static char cache[] = "/tmp/mq-lane-trellis-XXXXXX";
+
+/* One candidate on the executor under lim: its plan's stage count in
+ * *stages (-1: refused), the measurement in m. */
+static void run_one(mq_backend *b, const mq_problem *p, const mq_candidate *c,
+                    const mq_limits *lim, int *stages, mq_measurement *m)
+{
+    mq_plan plan;
+    *stages = mq_plan_candidate(p, c, lim, &plan, NULL) == MQ_OK ? plan.stages : -1;
+    snprintf(m->status, sizeof m->status, "unplanned");
+    m->error[0] = 0;
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    mq_error e;
+    if (mq_bench_problem_setup(&bp, p, 1, NULL, 0, &e)) {
+        snprintf(m->error, sizeof m->error, "set up: %.200s", e.msg);
+        return;
+    }
+    mq_measure_opts mo = mq_measure_defaults();
+    mq_measure(b, &bp, c, lim, &mo, m);
+    mq_bench_problem_free(&bp);
+}
+
+static void expect_refused(mq_problem p, mq_candidate c, const char *needle)
+{
+    mq_plan plan;
+    mq_error e;
+    mq_status st = mq_plan_candidate(&p, &c, NULL, &plan, &e);
+    CHECK(st == MQ_E_ILLEGAL && strstr(e.msg, needle),
+          "expected %s %dx%dx%d on %s refused with '%s', got status %d: %s",
+          mq_variant_get(c.variant)->name, c.p.tile_m, c.p.tile_n, c.p.tile_k,
+          mq_format_name(p.format), needle, (int)st, st ? e.msg : "(planned)");
+}
+
+/* The planner: whole 128-K super-blocks, the formats each lane variant
+ * serves, and the threadgroup memory it counts (the kernel's static check
+ * compares the same figure, MQ_CHECK_PLAN). */
+static void test_rules(const mq_limits *h100)
+{
+    mq_problem t3 = {MQ_FMT_TRELLIS3, 16, 4096, 4096, 128};
+    expect_refused(t3, (mq_candidate){MQ_VAR_LANE_TRELLIS, {16, 64, 64, 0, 1}},
+                   "whole super-blocks of 128 K");
+    expect_refused((mq_problem){MQ_FMT_FP4, 16, 4096, 4096, 128},
+                   (mq_candidate){MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}},
+                   "does not serve format fp4");
+    /* registers: two A tiles of 16 x (128 + 8) halves, the K shares of one
+     * simdgroup (16 x 32 x 4 B x 2 column simdgroups), the 3-bit codebook
+     * of 64 float2 */
+    mq_plan plan;
+    mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
+    int rc = mq_plan_candidate(&t3, &c, NULL, &plan, NULL);
+    int want = 2 * 2 * 16 * 136;
+    want = (want > 1 * 2 * 4 * 2 * 64 * 4 ? want : 1 * 2 * 4 * 2 * 64 * 4) + 64 * 8;
+    CHECK(rc == MQ_OK && plan.stages == 0 && plan.tg_mem_bytes == want,
+          "expected lane_trellis 16x64x128 trellis3 on Apple's limits in registers with %d B, "
+          "got rc %d, %d stages, %d B", want, rc, plan.stages, plan.tg_mem_bytes);
+    /* h100: 4 stages of A (2 x 16 x 136 B), codes (4 blocks x 768 B) and
+     * scales (4 blocks x 2 units x 2 halves x 64 B), plus the codebook */
+    rc = mq_plan_candidate(&t3, &c, h100, &plan, NULL);
+    int stage = 2 * 16 * 136 + 4 * 768 + 4 * 2 * 2 * 64;
+    CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 8,
+          "expected 4 stages of %d B plus 512 B of codebook on h100, got rc %d, %d stages, %d B",
+          stage, rc, plan.stages, plan.tg_mem_bytes);
+}
+
+/* Every format on both K loops, verified. */
+static void test_on_executor(const mq_limits *staged)
+{
+    mq_backend_opts bo = {0};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    CHECK(b != NULL, "expected the msl-cpu backend to open: %s", e.msg);
+    if (!b)
+        return;
+    const mq_limits apple = mq_limits_default();
+    const mq_limits *lims[2] = {&apple, staged};
+    /* in registers: three tiles; staged: one a shape (its programs are the
+     * costly ones to compile), each fitting stages in 32 KB */
+    static const int tiles[2][3][3] = {{{8, 32, 128}, {16, 64, 256}, {32, 128, 128}},
+                                       {{8, 32, 128}, {16, 64, 128}, {32, 64, 128}}};
+    static const struct {
+        int M, N, K, group, split_k;
+    } shapes[] = {
+        {1, 200, 400, 128, 1},   /* a partial last group and super-block, partial block */
+        {17, 96, 1024, 32, 3},   /* rows past a tile, groups of 32, uneven slices */
+        {5, 256, 512, 64, 2},    /* two slices */
+    };
+    static mq_measurement m;
+    int ran[2] = {0, 0}, per_format[3] = {0, 0, 0};
+    for (int li = 0; li < 2; li++)
+        for (int f = 0; f < 3; f++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                for (size_t t = 0; t < 3; t++) {
+                    mq_format fmt = (mq_format)(MQ_FMT_TRELLIS2 + f);
+                    mq_problem p = {fmt, shapes[s].M, shapes[s].N, shapes[s].K, shapes[s].group};
+                    const int *tl = tiles[li][t];
+                    mq_candidate c = {MQ_VAR_LANE_TRELLIS,
+                                      {tl[0], tl[1], tl[2], 0, shapes[s].split_k}};
+                    mq_plan plan;
+                    if (mq_plan_candidate(&p, &c, lims[li], &plan, NULL) != MQ_OK)
+                        continue;
+                    if (li == 1 && t != s)
+                        continue;
+                    int stages;
+                    run_one(b, &p, &c, lims[li], &stages, &m);
+                    char name[128];
+                    mq_candidate_str(&c, name, sizeof name);
+                    CHECK(li == 0 ? stages == 0 : stages >= 2,
+                          "expected %s %s with %s its weights, got %d stages", name,
+                          mq_format_name(fmt), li ? "stages for" : "registers for", stages);
+                    CHECK(!strcmp(m.status, "verified"),
+                          "expected %s M=%d N=%d K=%d group %d %s (%s) on the executor to match "
+                          "the reference: %s %s",
+                          mq_format_name(fmt), p.M, p.N, p.K, p.group, name,
+                          li ? "staged" : "registers", m.status, m.error);
+                    ran[li]++;
+                    per_format[f]++;
+                }
+    CHECK(ran[0] >= 24 && ran[1] >= 9,
+          "expected at least 24 launches in registers and 9 staged, ran %d and %d", ran[0],
+          ran[1]);
+    for (int f = 0; f < 3; f++)
+        CHECK(per_format[f] >= 11, "expected trellis%d on at least 11 launches, ran %d", f + 2,
+              per_format[f]);
+    mq_backend_close(b);
+    printf("lane trellis: %d launches in registers, %d staged (h100's plans), all verified\n",
+           ran[0], ran[1]);
+}
+
+/* A fault planted in a metal/ file must make the check fail. */
+static void planted(const char *what, const char *file, const char *from, const char *to,
+                    mq_format fmt, const mq_limits *lim)
+{
+    char dir[64];
+    int rc = td_planted_dir(file, from, to, dir, sizeof dir);
+    CHECK(rc == 0, "expected to plant %s in metal/%s", what, file);
+    if (rc)
+        return;
+    setenv("MQ_METAL_DIR", dir, 1);
+    mq_backend_opts bo = {1};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    if (b) {
+        mq_problem p = {fmt, 9, 96, 1024, 64};
+        mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
+        int stages;
+        static mq_measurement m;
+        run_one(b, &p, &c, lim, &stages, &m);
+        CHECK(!strcmp(m.status, "wrong"), "expected %s to be caught (wrong), got %s: %s", what,
+              m.status, m.error);
+    }
+    mq_backend_close(b);
+    unsetenv("MQ_METAL_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+}
+
+int main(void)
+{
+    if (!mkdtemp(cache)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    setenv("MQ_MSL_CACHE", cache, 1);
+    mq_chip chip;
+    char err[512];
+    if (mq_chip_load_named(mq_chips_default_path(), "h100", &chip, err, sizeof err)) {
+        CHECK(0, "h100: %s", err);
+        return check_done("lane_trellis");
+    }
+    test_rules(&chip.lim);
+    /* the executor's threadgroup memory is Apple's 32 KB */
+    mq_limits lim = chip.lim;
+    lim.tg_mem_bytes = 32768;
+    test_on_executor(&lim);
+    const mq_limits apple = mq_limits_default();
+    planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, su, k0, k_end, tid);",
+            "        (void)su;", MQ_FMT_TRELLIS2, &apple);
+    planted("the 3-bit plane's second half read from the first", "mq_lane_trellis.h",
+            "hi = sb[128u + L * 2u + h];\n#endif\n    return uint4(lo.x",
+            "hi = sb[128u + L * 2u];\n#endif\n    return uint4(lo.x", MQ_FMT_TRELLIS3, &apple);
+    planted("a staged super-block's second half read from the first", "mq_lane_staged.h",
+            "kg % 2u, w.L);", "0u, w.L);", MQ_FMT_TRELLIS4, &lim);
+    planted("a staged FP32 scale pair's second float from the first", "mq_lane_staged.h",
+            "as_type<float>(ss[at * 2u + 1u])", "as_type<float>(ss[at * 2u])", MQ_FMT_TRELLIS3,
+            &lim);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+    if (system(cmd)) {
+    }
+    return check_done("lane_trellis");
+}
