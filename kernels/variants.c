@@ -131,9 +131,9 @@ static mq_variant_info variants[MAX_VARIANTS] = {
                    "staged, K over simdgroups and split_k slices"},
     /* lane_gemm's body on the trellis formats' lane layout (128-K
      * super-blocks; metal/mq_lane_trellis.h): each lane's 16, 24 or 32 bytes
-     * per 16 columns x 128 K, a pair of indices one lookup in a pair codebook
-     * in threadgroup memory, FP32 scale x level rounded to FP16 once, the
-     * signs su put on the A tile. */
+     * per 16 columns x 128 K, a pair's two levels one lookup in a pair
+     * codebook in threadgroup memory, the FP32 scales applied to the
+     * products once per 32 K, the signs su put on the A tile. */
     [MQ_VAR_LANE_TRELLIS] = {
         .name = "lane_trellis", .enum_name = "MQ_VAR_LANE_TRELLIS",
         .formats = TRELLIS_FMTS, .schedule = MQ_SCHED_SPLITK,
@@ -142,8 +142,8 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .defaults = {16, 64, 128, 0, 1},
         .msl_file = "lane_trellis.metal", .msl_function = "lane_trellis",
         .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU},
-        .summary = "lane layout, trellis: 16-32-byte index loads per lane, one pair-codebook "
-                   "lookup per two weights, su on A, K over simdgroups and split_k slices"},
+        .summary = "lane layout, trellis: 16-32-byte index loads per lane, a pair codebook in "
+                   "threadgroup memory, scales on the products per 32 K, su on A, split_k"},
 };
 static int nvariants = MQ_VAR_COUNT;
 
@@ -276,15 +276,15 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
  * copies), its bytes per 16-column block, the bytes of a scale pair (8
  * pairs per 32 K of a block), the zero-point bytes per 32 K of a block (a
  * fp4 stage holds them too, unused), and the trellis pair codebook (4^bits
- * float2). */
+ * half2). */
 typedef struct {
     int sb_k, sb_bytes, scale_pair_bytes, zero_half_bytes, lut_bytes;
 } lane_sizes;
 
 static const lane_sizes lane_sizes_of[MQ_FMT_COUNT] = {
     [MQ_FMT_FP4] = {64, 512, 4, 16, 0},          [MQ_FMT_U4] = {64, 512, 4, 16, 0},
-    [MQ_FMT_TRELLIS2] = {128, 512, 8, 0, 16 * 8}, [MQ_FMT_TRELLIS3] = {128, 768, 8, 0, 64 * 8},
-    [MQ_FMT_TRELLIS4] = {128, 1024, 8, 0, 256 * 8},
+    [MQ_FMT_TRELLIS2] = {128, 512, 8, 0, 16 * 4}, [MQ_FMT_TRELLIS3] = {128, 768, 8, 0, 64 * 4},
+    [MQ_FMT_TRELLIS4] = {128, 1024, 8, 0, 256 * 4},
 };
 
 /* The lane kernel's rules (metal/mq_lane.h): a simdgroup takes 32 columns

@@ -23,7 +23,7 @@ kernel void lane_gemm_fp4(device const half *A [[buffer(0)]],
     threadgroup half smem[LANE_SMEM_HALVES];
     MQ_CHECK_PLAN(sizeof(smem));
     mq_lane_gemm<LANE_FP4>(A, codes, scales, nullptr, C, p, workspace, smem, nullptr, nullptr,
-                           (threadgroup float2 *)smem, tg, tid, sg, lane);
+                           (threadgroup uint *)smem, tg, tid, sg, lane);
 }
 
 kernel void lane_gemm_u4(device const half *A [[buffer(0)]],
@@ -41,5 +41,5 @@ kernel void lane_gemm_u4(device const half *A [[buffer(0)]],
     threadgroup half smem[LANE_SMEM_HALVES];
     MQ_CHECK_PLAN(sizeof(smem));
     mq_lane_gemm<LANE_U4>(A, codes, scales, zeros, C, p, workspace, smem, nullptr, nullptr,
-                          (threadgroup float2 *)smem, tg, tid, sg, lane);
+                          (threadgroup uint *)smem, tg, tid, sg, lane);
 }

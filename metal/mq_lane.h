@@ -270,15 +270,36 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 }
 
 // One K tile's multiply: the four 16-K atoms of unit kg of the tile (A at
-// As), the weights of stage s decoded into fragments atom by atom (trellis
-// through the pair codebook lut).
+// As), the weights of stage s decoded into fragments atom by atom. Trellis:
+// the levels through the pair codebook lut, multiplied unscaled into part,
+// which each 32 K (a group holds whole ones) adds to acc times the rows'
+// scales (mq_lane_acc_add_scaled).
 template <int FMT, bool FOLD>
 inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                          thread const MqLaneStage &s, threadgroup const half *As, uint kg,
-                         threadgroup const float2 *lut)
+                         threadgroup const uint *lut)
 {
+#ifdef MQ_LANE_TRELLIS
+    simdgroup_float8x8 part[2][2][LANE_FRAG_M];
+#define LANE_SUMS part
+#else
+#define LANE_SUMS acc
+#endif
     MQ_UNROLL
     for (uint w = 0; w < 4u; w++) { // the super-block's four 16-K atoms
+#ifdef MQ_LANE_TRELLIS
+        if (w % 2u == 0u) {
+            MQ_UNROLL
+            for (uint i = 0; i < 2u; i++) {
+                MQ_UNROLL
+                for (uint h = 0; h < 2u; h++) {
+                    MQ_UNROLL
+                    for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++)
+                        part[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+                }
+            }
+        }
+#endif
         simdgroup_half8x8 wf[2][2][2]; // [column block][column half][K half]
         MQ_UNROLL
         for (uint i = 0; i < 2u; i++) {
@@ -291,8 +312,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
                 half2 v;
 #ifdef MQ_LANE_TRELLIS
-                const float2 ts = w < 2u ? s.ts[i][0] : s.ts[i][1];
-                v = mq_lane_tr_pair(lut, mq_lane_tr_code(cw, w, q), (q & 1u) ? ts.y : ts.x);
+                v = mq_lane_tr_pair(lut, mq_lane_tr_code(cw, w, q));
                 (void)word, (void)sc, (void)z;
 #else
                 (void)lut;
@@ -308,10 +328,24 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             mq_right_pair(b0, b1, As + mi * 8u * uint(A_LD) + kg * uint(LANE_KSB) + w * 16u);
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++)
-                mq_mma_16x8x16(acc[i][0][mi], acc[i][1][mi], wf[i][0][0], wf[i][1][0],
-                               wf[i][0][1], wf[i][1][1], b0, b1);
+                mq_mma_16x8x16(LANE_SUMS[i][0][mi], LANE_SUMS[i][1][mi], wf[i][0][0],
+                               wf[i][1][0], wf[i][0][1], wf[i][1][1], b0, b1);
         }
+#ifdef MQ_LANE_TRELLIS
+        if (w % 2u == 1u) { // 32 K done: their scales
+            MQ_UNROLL
+            for (uint i = 0; i < 2u; i++) {
+                const float2 ts = w < 2u ? s.ts[i][0] : s.ts[i][1];
+                MQ_UNROLL
+                for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
+                    mq_lane_acc_add_scaled(acc[i][0][mi], part[i][0][mi], ts.x);
+                    mq_lane_acc_add_scaled(acc[i][1][mi], part[i][1][mi], ts.y);
+                }
+            }
+        }
+#endif
     }
+#undef LANE_SUMS
 }
 
 // The A tile of K tile k0 just put in As by this thread: the trellis signs
@@ -347,7 +381,7 @@ template <int FMT, bool FOLD>
 inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                      device const half *A, device const uint *codes,
                                      device const half *scales, device const uchar *zeros,
-                                     device const float *su, threadgroup const float2 *lut,
+                                     device const float *su, threadgroup const uint *lut,
                                      constant MqParams &p, thread const MqLaneAt &w, uint row0,
                                      uint2 kr, threadgroup half *smem, uint tid, uint kg)
 {
@@ -392,14 +426,14 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
 }
 
 // The kernel body. Trellis: su the signs, grid the codebook and lut the
-// threadgroup memory of its pair table (unused, and may alias smem, for
+// threadgroup memory of its codebook (unused, and may alias smem, for
 // fp4 and u4), filled here.
 template <int FMT>
 inline void mq_lane_gemm(device const half *A, device const uint *codes,
                          device const half *scales, device const uchar *zeros, device half *C,
                          constant MqParams &p, device float *workspace, threadgroup half *smem,
                          device const float *grid, device const float *su,
-                         threadgroup float2 *lut, uint3 tg, uint tid, uint sg, uint lane)
+                         threadgroup uint *lut, uint3 tg, uint tid, uint sg, uint lane)
 {
 #ifdef MQ_LANE_TRELLIS
     mq_lane_lut_fill(lut, grid, p.n_levels, tid); // read after the first barrier below

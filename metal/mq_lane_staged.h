@@ -115,7 +115,8 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
         for (uint hlf = 0; hlf < 2u; hlf++) {
             const uint at = (b * 2u + hlf) * 8u + w.lr; // the pair's index
             if (FMT == LANE_TRELLIS) {
-                s.ts[i][hlf] = float2(as_type<float>(ss[at * 2u]), as_type<float>(ss[at * 2u + 1u]));
+                s.ts[i][hlf].x = as_type<float>(ss[at * 2u]); // (vectors set per component:
+                s.ts[i][hlf].y = as_type<float>(ss[at * 2u + 1u]); // strict MSL's constructors)
                 s.sc[i][hlf] = as_type<half2>(0u);
             } else {
                 s.sc[i][hlf] = as_type<half2>(ss[at]);
@@ -134,7 +135,7 @@ template <int FMT, bool FOLD>
 inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                   device const half *A, device const uint *codes,
                                   device const half *scales, device const uchar *zeros,
-                                  device const float *su, threadgroup const float2 *lut,
+                                  device const float *su, threadgroup const uint *lut,
                                   constant MqParams &p, thread const MqLaneAt &w, uint row0,
                                   uint nbt, uint2 kr, threadgroup half *smem, uint tid, uint sgc,
                                   uint kg)

@@ -1,15 +1,20 @@
 // mq_lane_trellis.h - what the lane kernel (mq_lane.h) does differently for
 // the trellis formats (lane_trellis.metal, MQ_LANE_TRELLIS): a super-block
 // is 16 columns x 128 K (kernels/layout_lane.c), 16, 24 or 32 bytes per
-// lane, of which a simdgroup's 64-K unit (LANE_KSB) takes one half; a pair's
+// lane, of which a simdgroup's 64-K unit (LANE_KSB) takes one half. A pair's
 // two indices sit next to each other, so one lookup in a pair codebook
-// (LANE_LUT_ENTRIES float2 in threadgroup memory, built from the grid at the
-// start) gives both levels; the scale (FP32 tscale x sv, the layout's
-// lane_scales) multiplies them in float and the pair is rounded to FP16 once,
-// exactly as the fused trellis kernels round grid x tscale x su x sv; the
-// signs su are put on the activations instead (the A tile's sign bits
-// flipped once per K tile in threadgroup memory: su is +-1, so the products
-// are the same bits).
+// (4^bits half2 in threadgroup memory, the grid's levels rounded to FP16,
+// built when the kernel starts) gives both; the MMAs take these unscaled
+// levels, and each 32 K's products are scaled once per output element by
+// the FP32 scale (tscale x sv, the layout's lane_scales) and added to the
+// sums. Each weight is then its level rounded to FP16 times the exact scale:
+// the relative error the verification bound allows a weight rounded to FP16
+// (harness/measure.c), as the fused trellis kernels' FP16 grid x tscale x su
+// x sv has; scaling every pair instead (two FP32 products and a conversion
+// per pair) made the kernel issue-bound on an H100, 1.6-1.9x slower. The
+// signs su are put on the activations (the A tile's sign bits flipped once
+// per K tile in threadgroup memory: su is +-1, so the products are the same
+// bits).
 #ifndef MQ_LANE_TRELLIS_H
 #define MQ_LANE_TRELLIS_H
 
@@ -18,12 +23,12 @@
 #define LANE_LUT_ENTRIES (1 << (2 * TRELLIS_BITS)) // pair codes: 16, 64, 256
 #define LANE_TR_WORDS (64 * TRELLIS_BITS)          // uints of a 16 x 128 super-block
 
-// Entry c of the pair codebook: the levels of the pair whose code is c (b=2:
-// idx0 | idx1 << 2; b=4: idx0 | idx1 << 4; b=3: the low two bits of each as
-// b=2, then bit 2 of idx0 and of idx1 at bits 4 and 5), clamped to the
-// codebook (indices are validated < n_levels when loaded; the clamp keeps a
-// bad one inside the table).
-inline void mq_lane_lut_fill(threadgroup float2 *lut, device const float *grid, uint n_levels,
+// Entry c of the pair codebook: the levels of the pair whose code is c
+// (b=2: idx0 | idx1 << 2; b=4: idx0 | idx1 << 4; b=3: the low two bits of
+// each as b=2, then bit 2 of idx0 and of idx1 at bits 4 and 5), each rounded
+// to FP16, as a half2's bits; clamped to the codebook (indices are validated
+// < n_levels when loaded; the clamp keeps a bad one inside the table).
+inline void mq_lane_lut_fill(threadgroup uint *lut, device const float *grid, uint n_levels,
                              uint tid)
 {
     for (uint c = tid; c < uint(LANE_LUT_ENTRIES); c += uint(THREADS)) {
@@ -32,7 +37,10 @@ inline void mq_lane_lut_fill(threadgroup float2 *lut, device const float *grid, 
 #else
         const uint i0 = c & ((1u << TRELLIS_BITS) - 1u), i1 = c >> TRELLIS_BITS;
 #endif
-        lut[c] = float2(grid[min(i0, n_levels - 1u)], grid[min(i1, n_levels - 1u)]);
+        half2 v; // (set per component: strict MSL's vectors have no such constructor)
+        v.x = half(grid[min(i0, n_levels - 1u)]);
+        v.y = half(grid[min(i1, n_levels - 1u)]);
+        lut[c] = as_type<uint>(v);
     }
 }
 
@@ -45,11 +53,13 @@ inline uint4 mq_lane_tr_words(device const uint *sb, uint h, uint L)
     return ((device const uint4 *)(sb + h * 128u))[L];
 #else
     const uint2 lo = ((device const uint2 *)sb)[L * 2u + h];
-    uint hi = 0u;
+    uint4 v = uint4(0u);
+    v.x = lo.x;
+    v.y = lo.y;
 #if TRELLIS_BITS == 3
-    hi = sb[128u + L * 2u + h];
+    v.z = sb[128u + L * 2u + h];
 #endif
-    return uint4(lo.x, lo.y, hi, 0u);
+    return v;
 #endif
 }
 
@@ -61,11 +71,13 @@ inline uint4 mq_lane_tr_words_tg(threadgroup const uint *sb, uint h, uint L)
 #if TRELLIS_BITS == 4
     return as_type<uint4>(((threadgroup const float4 *)(sb + h * 128u))[L]);
 #else
-    uint hi = 0u;
+    uint4 v = uint4(0u);
+    v.x = sb[L * 4u + 2u * h];
+    v.y = sb[L * 4u + 2u * h + 1u];
 #if TRELLIS_BITS == 3
-    hi = sb[128u + L * 2u + h];
+    v.z = sb[128u + L * 2u + h];
 #endif
-    return uint4(sb[L * 4u + 2u * h], sb[L * 4u + 2u * h + 1u], hi, 0u);
+    return v;
 #endif
 }
 
@@ -86,12 +98,25 @@ inline uint mq_lane_tr_code(uint4 cw, uint w, uint q)
 #endif
 }
 
-// The pair's two weights: its levels times the column's scale in float,
-// rounded to FP16 once.
-inline half2 mq_lane_tr_pair(threadgroup const float2 *lut, uint code, float scale)
+// The pair's two levels (FP16) from its code: one lookup.
+inline half2 mq_lane_tr_pair(threadgroup const uint *lut, uint code)
 {
-    const float2 g = lut[code];
-    return half2(half(g.x * scale), half(g.y * scale));
+    return as_type<half2>(lut[code]);
+}
+
+// acc += part x s, s the FP32 scale of the rows of the lane's pairs: the
+// products of a group's unscaled levels scaled once per group and output
+// element (on the tensor cores the accumulators' own pairs, no shuffle:
+// the cuda prelude's MQ_PRELUDE_ACC_SCALE), not once per weight pair.
+inline void mq_lane_acc_add_scaled(thread simdgroup_float8x8 &acc,
+                                   thread simdgroup_float8x8 &part, float s)
+{
+#ifdef MQ_PRELUDE_ACC_SCALE
+    metal::mq_acc_add_scaled(acc, part, s);
+#else
+    acc.thread_elements()[0] += part.thread_elements()[0] * s;
+    acc.thread_elements()[1] += part.thread_elements()[1] * s;
+#endif
 }
 
 // The signs su on the A tile at As (K tile k0, slice end k_end): each thread
@@ -108,15 +133,16 @@ inline void mq_lane_a_signs(threadgroup half *As, device const float *su, uint k
             continue;
         const float4 s0 = *(device const float4 *)(su + k);
         const float4 s1 = *(device const float4 *)(su + k + 4u);
-        const uint4 m = uint4(
-            ((as_type<uint>(s0.x) >> 16) & 0x8000u) | (as_type<uint>(s0.y) & 0x80000000u),
-            ((as_type<uint>(s0.z) >> 16) & 0x8000u) | (as_type<uint>(s0.w) & 0x80000000u),
-            ((as_type<uint>(s1.x) >> 16) & 0x8000u) | (as_type<uint>(s1.y) & 0x80000000u),
-            ((as_type<uint>(s1.z) >> 16) & 0x8000u) | (as_type<uint>(s1.w) & 0x80000000u));
         threadgroup float4 *at =
             (threadgroup float4 *)(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i));
-        const uint4 v = as_type<uint4>(*at); // (per component: vectors here have no operators)
-        *at = as_type<float4>(uint4(v.x ^ m.x, v.y ^ m.y, v.z ^ m.z, v.w ^ m.w));
+        // (per component: the executor's vectors have no operators, strict
+        // MSL's no such constructor)
+        uint4 v = as_type<uint4>(*at);
+        v.x ^= ((as_type<uint>(s0.x) >> 16) & 0x8000u) | (as_type<uint>(s0.y) & 0x80000000u);
+        v.y ^= ((as_type<uint>(s0.z) >> 16) & 0x8000u) | (as_type<uint>(s0.w) & 0x80000000u);
+        v.z ^= ((as_type<uint>(s1.x) >> 16) & 0x8000u) | (as_type<uint>(s1.y) & 0x80000000u);
+        v.w ^= ((as_type<uint>(s1.z) >> 16) & 0x8000u) | (as_type<uint>(s1.w) & 0x80000000u);
+        *at = as_type<float4>(v);
     }
 }
 

@@ -24,8 +24,10 @@
 #   scripts/gpu-run.sh decode    the decode path (issue 15): bench --backend cuda on
 #                                DECODE_SHAPES (default M 1 and 16 of N=4096 K=14336 and
 #                                N=14336 K=4096) x DECODE_FORMATS (default fp4 u4 trellis3),
-#                                cold weights: every legal candidate of the GEMV variants and
-#                                the earlier bests, one bench (with its probes) per shape
+#                                cold weights: every legal candidate of the GEMV and lane
+#                                variants (DECODE_VARIANTS: a regex of variant names, default
+#                                gemv|lane) and the earlier bests, one bench (with its probes)
+#                                per shape
 #                                -> results/CHIP/decode/decode.csv (DECODE_DIR: another directory)
 #   scripts/gpu-run.sh mma       the MMA kernels (issue 15): M 512 and 16 of the decode shapes,
 #                                MMA_FORMATS (default fp4 u4), a fixed set of tiles per MMA
@@ -240,7 +242,8 @@ decode)
             say "== decode path: $f $sh"
             build/bench --chip "$CHIP" --shape "$sh" --formats "$f" --space full --explain \
                 > /tmp/explain.txt 2>&1
-            awk '$1 == "legal" && $2 ~ /gemv/ { gsub(/[a-z]+=/, ""); print $2, $3, $4, $5, $6, $7 }' \
+            awk -v vars="${DECODE_VARIANTS:-gemv|lane}" \
+                '$1 == "legal" && $2 ~ vars { gsub(/[a-z]+=/, ""); print $2, $3, $4, $5, $6, $7 }' \
                 /tmp/explain.txt > /tmp/specs.txt
             # the earlier bests on the H100 (BENCHMARKS.md, issue 13), where they serve the format
             for spec in "marlin_gemm_fp4_striped 8 32 32 0 8" "marlin_gemm_fp4_striped 16 256 32 0 8" \

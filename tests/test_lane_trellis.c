@@ -68,12 +68,12 @@ static void test_rules(const mq_limits *h100)
                    "does not serve format fp4");
     /* registers: two A tiles of 16 x (128 + 8) halves, the K shares of one
      * simdgroup (16 x 32 x 4 B x 2 column simdgroups), the 3-bit codebook
-     * of 64 float2 */
+     * of 64 half2 */
     mq_plan plan;
     mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
     int rc = mq_plan_candidate(&t3, &c, NULL, &plan, NULL);
     int want = 2 * 2 * 16 * 136;
-    want = (want > 1 * 2 * 4 * 2 * 64 * 4 ? want : 1 * 2 * 4 * 2 * 64 * 4) + 64 * 8;
+    want = (want > 1 * 2 * 4 * 2 * 64 * 4 ? want : 1 * 2 * 4 * 2 * 64 * 4) + 64 * 4;
     CHECK(rc == MQ_OK && plan.stages == 0 && plan.tg_mem_bytes == want,
           "expected lane_trellis 16x64x128 trellis3 on Apple's limits in registers with %d B, "
           "got rc %d, %d stages, %d B", want, rc, plan.stages, plan.tg_mem_bytes);
@@ -81,8 +81,8 @@ static void test_rules(const mq_limits *h100)
      * scales (4 blocks x 2 units x 2 halves x 64 B), plus the codebook */
     rc = mq_plan_candidate(&t3, &c, h100, &plan, NULL);
     int stage = 2 * 16 * 136 + 4 * 768 + 4 * 2 * 2 * 64;
-    CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 8,
-          "expected 4 stages of %d B plus 512 B of codebook on h100, got rc %d, %d stages, %d B",
+    CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 4,
+          "expected 4 stages of %d B plus 256 B of codebook on h100, got rc %d, %d stages, %d B",
           stage, rc, plan.stages, plan.tg_mem_bytes);
 }
 
@@ -202,8 +202,9 @@ int main(void)
     planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, su, k0, k_end, tid);",
             "        (void)su;", MQ_FMT_TRELLIS2, &apple);
     planted("the 3-bit plane's second half read from the first", "mq_lane_trellis.h",
-            "hi = sb[128u + L * 2u + h];\n#endif\n    return uint4(lo.x",
-            "hi = sb[128u + L * 2u];\n#endif\n    return uint4(lo.x", MQ_FMT_TRELLIS3, &apple);
+            "v.z = sb[128u + L * 2u + h];\n#endif\n    return v;\n#endif\n}\n\n// The same from",
+            "v.z = sb[128u + L * 2u];\n#endif\n    return v;\n#endif\n}\n\n// The same from",
+            MQ_FMT_TRELLIS3, &apple);
     planted("a staged super-block's second half read from the first", "mq_lane_staged.h",
             "kg % 2u, w.L);", "0u, w.L);", MQ_FMT_TRELLIS4, &lim);
     planted("a staged FP32 scale pair's second float from the first", "mq_lane_staged.h",
