@@ -288,16 +288,17 @@ static const lane_sizes lane_sizes_of[MQ_FMT_COUNT] = {
 };
 
 /* The lane kernel's rules (metal/mq_lane.h): a simdgroup takes 32 columns
- * (two 16-column blocks of the layout) and one 64-K super-block of each K
- * tile, keeping tile_m / 8 x 4 accumulator fragments; the A tile is staged
+ * (two 16-column blocks of the layout) and one super-block of each K tile
+ * (64 K; trellis 128), keeping tile_m / 8 x 4 accumulator fragments; the A tile is staged
  * in a_stages buffers (rows padded: the next one fills while a tile is
  * multiplied), and at the end the simdgroups past the first K share leave
  * their sums in the same threadgroup memory. Where the chip copies device
  * memory into threadgroup memory asynchronously (async_copy_stages), each of
  * `stages` buffers holds a K tile's A and its weights (lane_sizes_of: fp4
- * codes 512 B per 16-column block and super-block, its scales 2 x 32 B and zero points
- * 2 x 16 B), as many as fit up to the chip's count and at least two;
- * otherwise the weights travel in registers. */
+ * codes 512 B per 16-column block and super-block, its scales 2 x 32 B and
+ * zero points 2 x 16 B), as many as fit up to the chip's count and at least
+ * two; otherwise the weights travel in registers. The trellis kernels add
+ * their pair codebook. */
 static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_variant_info *vi,
                            const mq_limits *lim, mq_plan *plan, mq_error *err)
 {
@@ -313,12 +314,13 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
         return mq_fail(err, MQ_E_ILLEGAL,
                        "tile_k=%d must be whole super-blocks of %d K (the %s lane layout)",
                        q->tile_k, z->sb_k, mq_format_name(p->format));
-    int cols = q->tile_n / 32, ksg = q->tile_k / 64, nb = q->tile_n / 16;
+    /* a simdgroup per 32 columns and super-block of the K tile */
+    int cols = q->tile_n / 32, ksg = q->tile_k / z->sb_k, nb = q->tile_n / 16;
     plan->simdgroups = cols * ksg;
     int a_tile = 2 * q->tile_m * (q->tile_k + vi->tile_pad);
     int red = (ksg - 1) * cols * 4 * (q->tile_m / 8) * 64 * 4;
-    int stage = a_tile + nb * (q->tile_k / z->sb_k) * z->sb_bytes +
-                nb * ksg * 2 * (z->scale_pair_bytes * 8 + z->zero_half_bytes);
+    int stage = a_tile + nb * ksg * (z->sb_bytes + z->sb_k / 32 * (z->scale_pair_bytes * 8 +
+                                                                   z->zero_half_bytes));
     plan->stages = 0;
     /* the staged copies index the codes in 32 bits */
     double code_uints = (double)mq_cdiv(p->N, 16) * mq_cdiv(p->K, z->sb_k) * (z->sb_bytes / 4);

@@ -34,14 +34,27 @@
 
 enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 
-#define LANE_KSB 64 // K of a simdgroup's unit of a K tile (fp4, u4: a super-block)
+// A simdgroup's unit of a K tile is one super-block: 64 K (fp4, u4) or 128
+// (trellis), LANE_ATOMS 16-K atoms, LANE_HALVES 32-K pieces (a scale each)
+#ifdef MQ_LANE_TRELLIS
+#define LANE_KSB 128
+#define LANE_SB_WORDS LANE_TR_WORDS // uints per 16 columns
+#else
+#define LANE_KSB 64
+#define LANE_SB_WORDS 128
+#endif
+#define LANE_ATOMS (LANE_KSB / 16)
+#define LANE_HALVES (LANE_KSB / 32)
+// element j of a stage's per-32-K array, and word j of a uint4: selects,
+// not an index, so a register however the loops unroll
+#define LANE_PICK(a, j)                                                                      \
+    ((j) == 0u ? (a)[0] : (j) == 1u ? (a)[1] : (j) == 2u ? (a)[2 % LANE_HALVES] : (a)[LANE_HALVES - 1])
+inline uint mq_lane_word(uint4 v, uint j)
+{
+    return j == 0u ? v.x : j == 1u ? v.y : j == 2u ? v.z : v.w;
+}
 #ifdef MQ_LANE_TRELLIS
 #include "mq_lane_trellis.h"
-#define LANE_SB_K 128                  // K of a super-block, the unit of the copies
-#define LANE_SB_WORDS LANE_TR_WORDS    // its uints per 16 columns
-#else
-#define LANE_SB_K 64
-#define LANE_SB_WORDS 128
 #endif
 #define LANE_SG_COLS (TILE_N / 32)
 #define LANE_KSG (TILE_K / LANE_KSB)
@@ -62,7 +75,7 @@ enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 #define LANE_STAGES 0
 #endif
 
-static_assert(TILE_N % 32 == 0 && TILE_K % LANE_SB_K == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
+static_assert(TILE_N % 32 == 0 && TILE_K % LANE_KSB == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
               "lane tiles: 32 columns per simdgroup, whole super-blocks, up to 64 rows");
 static_assert(SIMDGROUPS == LANE_SG_COLS * LANE_KSG, "the lane kernel's simdgroups");
 
@@ -79,7 +92,7 @@ inline uint mq_lane_frag_col(uint l)
 }
 
 // Where a simdgroup reads in the lane layout: its first 16-column block
-// nb0, the blocks n16 and super-blocks kbs of the matrix (LANE_SB_K each),
+// nb0, the blocks n16 and super-blocks kbs of the matrix (LANE_KSB each),
 // its logical lane L (MQ_FRAG_LANE) and that lane's fragment row lr, the
 // group's shift and the groups gp along the padded K.
 struct MqLaneAt {
@@ -87,19 +100,19 @@ struct MqLaneAt {
 };
 
 // What one K tile's multiply needs of the weights, loaded ahead of it: the
-// lane's words of 64-K unit kb for column blocks nb0 and nb0 + 1 (fp4, u4:
-// its uint4; trellis: mq_lane_tr_words), and their scales (and zero points)
-// for K 0-31 and 32-63 of it (one group when the group is 64 or 128, two at
-// 32): FP16 pairs, or FP32 pairs for trellis (ts).
+// lane's words of super-block kb for column blocks nb0 and nb0 + 1 (fp4,
+// u4: its uint4; trellis: mq_lane_tr_words, cw and cx), and their scales (and
+// zero points) for each 32 K of it (one group when the group is 64 or 128,
+// one per 32 K at 32): FP16 pairs, or FP32 pairs for trellis (ts).
 struct MqLaneStage {
-    uint4 cw[2];
-    half2 sc[2][2];
-    uint zc[2][2];
-    float2 ts[2][2];
+    uint4 cw[2], cx[2];
+    half2 sc[2][LANE_HALVES];
+    uint zc[2][LANE_HALVES];
+    float2 ts[2][LANE_HALVES];
 };
 
-// Stage s for 64-K unit kb: zero past N or K (the layout's padding is zero
-// too) and when live is false (no such tile in this slice).
+// Stage s for super-block kb: zero past N or K (the layout's padding is
+// zero too) and when live is false (no such tile in this slice).
 template <int FMT>
 inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
                           device const half *scales, device const uchar *zeros,
@@ -108,18 +121,19 @@ inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
         const uint nb = w.nb0 + i;
-        const bool in = live && nb < w.n16 && kb * uint(LANE_KSB) < w.kbs * uint(LANE_SB_K);
+        const bool in = live && nb < w.n16 && kb < w.kbs;
         s.cw[i] = uint4(0u);
+        s.cx[i] = uint4(0u);
         if (in) { // (an if: strict MSL has no ?: across address spaces)
 #ifdef MQ_LANE_TRELLIS
-            s.cw[i] = mq_lane_tr_words(codes + (size_t(nb) * w.kbs + kb / 2u) * uint(LANE_SB_WORDS),
-                                       kb % 2u, w.L);
+            mq_lane_tr_words(codes + (size_t(nb) * w.kbs + kb) * uint(LANE_SB_WORDS), w.L,
+                             s.cw[i], s.cx[i]);
 #else
             s.cw[i] = ((device const uint4 *)codes)[(size_t(nb) * w.kbs + kb) * 32u + w.L];
 #endif
         }
         MQ_UNROLL
-        for (uint hlf = 0; hlf < 2u; hlf++) {
+        for (uint hlf = 0; hlf < uint(LANE_HALVES); hlf++) {
             const uint g = (kb * uint(LANE_KSB) + hlf * 32u) >> w.gshift;
             const size_t at = (size_t(nb) * w.gp + g) * 8u + w.lr;
             s.sc[i][hlf] = as_type<half2>(0u);
@@ -269,7 +283,7 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     }
 }
 
-// One K tile's multiply: the four 16-K atoms of unit kg of the tile (A at
+// One K tile's multiply: the 16-K atoms of super-block kg of the tile (A at
 // As), the weights of stage s decoded into fragments atom by atom. Trellis:
 // the levels through the pair codebook lut, multiplied unscaled into part,
 // which each 32 K (a group holds whole ones) adds to acc times the rows'
@@ -286,7 +300,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 #define LANE_SUMS acc
 #endif
     MQ_UNROLL
-    for (uint w = 0; w < 4u; w++) { // the super-block's four 16-K atoms
+    for (uint w = 0; w < uint(LANE_ATOMS); w++) { // the super-block's 16-K atoms
 #ifdef MQ_LANE_TRELLIS
         if (w % 2u == 0u) {
             MQ_UNROLL
@@ -303,16 +317,14 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
         simdgroup_half8x8 wf[2][2][2]; // [column block][column half][K half]
         MQ_UNROLL
         for (uint i = 0; i < 2u; i++) {
-            // (selects, not an index: a register, however the loop unrolls)
-            const half2 sc = w < 2u ? s.sc[i][0] : s.sc[i][1];
-            const uint z = w < 2u ? s.zc[i][0] : s.zc[i][1];
-            const uint4 cw = s.cw[i];
-            const uint word = w == 0u ? cw.x : w == 1u ? cw.y : w == 2u ? cw.z : cw.w;
+            const half2 sc = LANE_PICK(s.sc[i], w / 2u);
+            const uint z = LANE_PICK(s.zc[i], w / 2u);
+            const uint word = mq_lane_word(s.cw[i], w % 4u);
             MQ_UNROLL
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
                 half2 v;
 #ifdef MQ_LANE_TRELLIS
-                v = mq_lane_tr_pair(lut, mq_lane_tr_code(cw, w, q));
+                v = mq_lane_tr_pair(lut, mq_lane_tr_code(s.cw[i], s.cx[i], w, q));
                 (void)word, (void)sc, (void)z;
 #else
                 (void)lut;
@@ -335,7 +347,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
         if (w % 2u == 1u) { // 32 K done: their scales
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++) {
-                const float2 ts = w < 2u ? s.ts[i][0] : s.ts[i][1];
+                const float2 ts = LANE_PICK(s.ts[i], w / 2u);
                 MQ_UNROLL
                 for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
                     mq_lane_acc_add_scaled(acc[i][0][mi], part[i][0][mi], ts.x);
@@ -446,11 +458,11 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
     MqLaneAt w;
     w.nb0 = col0 / 16u;
     w.n16 = MQ_CDIV(p.N, 16u);
-    w.kbs = MQ_CDIV(p.K, uint(LANE_SB_K));
+    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
     w.L = MQ_FRAG_LANE(lane);
     w.lr = mq_lane_frag_row(w.L);
     w.gshift = mq_group_shift(p.group);
-    w.gp = (w.kbs * uint(LANE_SB_K)) >> w.gshift;
+    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
     simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {

@@ -11,24 +11,23 @@
 // than the register path (mq_lane.h's LANE_AHEAD) can keep. Where the copies
 // are plain loads and stores (the executor) the path computes the same sums
 // and is checked there with an NVIDIA chip's plan. The trellis formats
-// (MQ_LANE_TRELLIS) copy whole 128-K super-blocks (a tile holds whole ones)
-// and FP32 scales, and put the signs su on each A tile as it lands.
+// (MQ_LANE_TRELLIS) copy 128-K super-blocks and FP32 scales, and put the
+// signs su on each A tile as it lands.
 #ifndef MQ_LANE_STAGED_H
 #define MQ_LANE_STAGED_H
 
 #define LANE_NB (TILE_N / 16) // 16-column blocks of the threadgroup's tile
-#define LANE_TILE_SBS (TILE_K / LANE_SB_K) // super-blocks of a K tile
 #define LANE_SB_PIECES (LANE_SB_WORDS / 4) // 16-byte pieces of a block's super-block
-#define LANE_STAGE_CODES (LANE_NB * LANE_TILE_SBS * LANE_SB_PIECES) // per stage
-// 16-byte pieces of scales per stage: 8 pairs per block, 64-K unit and K
-// half (FP16: 32 B, 2 pieces; trellis FP32: 64 B, 4); of zero points (u4),
-// 8 ushort (16 B) each
+#define LANE_STAGE_CODES (LANE_NB * LANE_KSG * LANE_SB_PIECES) // per stage
+// 16-byte pieces of scales per stage: 8 pairs per block, super-block and 32
+// K (FP16: 32 B, 2 pieces; trellis FP32: 64 B, 4); of zero points (u4), 8
+// ushort (16 B) each
 #ifdef MQ_LANE_TRELLIS
 #define LANE_SCALE_PIECES 4
 #else
 #define LANE_SCALE_PIECES 2
 #endif
-#define LANE_STAGE_SCALE_CHUNKS (LANE_NB * LANE_KSG * 2 * LANE_SCALE_PIECES)
+#define LANE_STAGE_SCALE_CHUNKS (LANE_NB * LANE_KSG * LANE_HALVES * LANE_SCALE_PIECES)
 #ifdef MQ_LANE_TRELLIS
 #define LANE_STAGE_ZERO_CHUNKS 0
 #else // (fp4 stages hold them too, unused: the planner counts them)
@@ -62,18 +61,19 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
     // (32-bit indices, as the other kernels' A and B: 64-bit arithmetic
     // per copy was a fifth of the loop's instructions on an H100; the planner
     // keeps weights of 2^32 uints of codes or more on the register path)
-    const uint sb0 = k0 / uint(LANE_SB_K), kb0 = k0 / uint(LANE_KSB);
+    const uint kb0 = k0 / uint(LANE_KSB);
     LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, piece), as the layout has them
-        const uint b = i / uint(LANE_SB_PIECES), nb = nbt + b / uint(LANE_TILE_SBS);
-        const uint sb = sb0 + b % uint(LANE_TILE_SBS);
-        const bool in = nb < w.n16 && sb * uint(LANE_SB_K) < k_end;
-        const uint at = (nb * w.kbs + sb) * uint(LANE_SB_WORDS) + (i % uint(LANE_SB_PIECES)) * 4u;
+        const uint b = i / uint(LANE_SB_PIECES), nb = nbt + b / uint(LANE_KSG);
+        const uint kb = kb0 + b % uint(LANE_KSG);
+        const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
+        const uint at = (nb * w.kbs + kb) * uint(LANE_SB_WORDS) + (i % uint(LANE_SB_PIECES)) * 4u;
         mq_copy16(cs + i * 8u, (device const half *)(codes + (in ? at : 0u)), in);
     }
-    // (block, 64-K unit, K half, piece); a piece is 8 halves of FP16 scales or 4 FP32
+    // (block, super-block, 32 K, piece); a piece is 8 halves of FP16 scales or 4 FP32
     LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) {
-        const uint q = i / uint(LANE_SCALE_PIECES), b = q / 2u, nb = nbt + b / uint(LANE_KSG);
-        const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (q % 2u) * 32u) >> w.gshift;
+        const uint q = i / uint(LANE_SCALE_PIECES), b = q / uint(LANE_HALVES);
+        const uint nb = nbt + b / uint(LANE_KSG), kb = kb0 + b % uint(LANE_KSG);
+        const uint g = (kb * uint(LANE_KSB) + (q % uint(LANE_HALVES)) * 32u) >> w.gshift;
         const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
         const uint at = ((nb * w.gp + g) * uint(LANE_SCALE_PIECES) + i % uint(LANE_SCALE_PIECES)) * 8u;
         mq_copy16(ss + i * 8u, scales + (in ? at : 0u), in);
@@ -91,7 +91,7 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
 
 // What simdgroup (sgc, kg) multiplies of stage buffer sb: the words, scales
 // and zero points of lane L (fragment row lr) of its two column blocks, in
-// its 64-K unit kg of the tile.
+// its super-block kg of the tile.
 template <int FMT>
 inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb, uint sgc,
                                uint kg, thread const MqLaneAt &w)
@@ -103,17 +103,17 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
     threadgroup const ushort *zs = (threadgroup const ushort *)(ss + uint(LANE_STAGE_SCALE_CHUNKS) * 4u);
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
-        const uint b = (sgc * 2u + i) * uint(LANE_KSG) + kg; // (block, unit)
+        const uint b = (sgc * 2u + i) * uint(LANE_KSG) + kg; // (block, super-block)
+        s.cx[i] = uint4(0u);
 #ifdef MQ_LANE_TRELLIS
-        const uint sbi = (sgc * 2u + i) * uint(LANE_TILE_SBS) + kg / 2u; // (block, super-block)
-        s.cw[i] = mq_lane_tr_words_tg((threadgroup const uint *)(cs + sbi * uint(LANE_SB_PIECES)),
-                                      kg % 2u, w.L);
+        mq_lane_tr_words_tg((threadgroup const uint *)(cs + b * uint(LANE_SB_PIECES)), w.L,
+                            s.cw[i], s.cx[i]);
 #else
         s.cw[i] = as_type<uint4>(cs[b * 32u + w.L]);
 #endif
         MQ_UNROLL
-        for (uint hlf = 0; hlf < 2u; hlf++) {
-            const uint at = (b * 2u + hlf) * 8u + w.lr; // the pair's index
+        for (uint hlf = 0; hlf < uint(LANE_HALVES); hlf++) {
+            const uint at = (b * uint(LANE_HALVES) + hlf) * 8u + w.lr; // the pair's index
             if (FMT == LANE_TRELLIS) {
                 s.ts[i][hlf].x = as_type<float>(ss[at * 2u]); // (vectors set per component:
                 s.ts[i][hlf].y = as_type<float>(ss[at * 2u + 1u]); // strict MSL's constructors)

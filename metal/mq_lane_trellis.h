@@ -1,7 +1,7 @@
 // mq_lane_trellis.h - what the lane kernel (mq_lane.h) does differently for
 // the trellis formats (lane_trellis.metal, MQ_LANE_TRELLIS): a super-block
 // is 16 columns x 128 K (kernels/layout_lane.c), 16, 24 or 32 bytes per
-// lane, of which a simdgroup's 64-K unit (LANE_KSB) takes one half. A pair's
+// lane, a simdgroup's unit of a K tile (LANE_KSB). A pair's
 // two indices sit next to each other, so one lookup in a pair codebook
 // (4^bits half2 in threadgroup memory, the grid's levels rounded to FP16,
 // built when the kernel starts) gives both; the MMAs take these unscaled
@@ -44,55 +44,47 @@ inline void mq_lane_lut_fill(threadgroup uint *lut, device const float *grid, ui
     }
 }
 
-// Lane L's words of half h (K 64h..64h+63) of the super-block at sb: b=4 the
-// uint4 of plane h; b=2 and b=3 words 2h and 2h + 1 of the lane's uint4 (x,
-// y), b=3 also the lane's word h of the bit-2 plane (z).
-inline uint4 mq_lane_tr_words(device const uint *sb, uint h, uint L)
+// Lane L's words of the super-block at sb: b=2 and b=3 the lane's uint4 of
+// the 2-bit plane (cw), b=3 its uint2 of the bit-2 plane after the first 128
+// words (cx.xy), b=4 its uint4 of each plane (cw, cx).
+inline void mq_lane_tr_words(device const uint *sb, uint L, thread uint4 &cw, thread uint4 &cx)
 {
+    cw = ((device const uint4 *)sb)[L];
 #if TRELLIS_BITS == 4
-    return ((device const uint4 *)(sb + h * 128u))[L];
-#else
-    const uint2 lo = ((device const uint2 *)sb)[L * 2u + h];
-    uint4 v = uint4(0u);
-    v.x = lo.x;
-    v.y = lo.y;
-#if TRELLIS_BITS == 3
-    v.z = sb[128u + L * 2u + h];
-#endif
-    return v;
+    cx = ((device const uint4 *)(sb + 128u))[L];
+#elif TRELLIS_BITS == 3
+    const uint2 hi = ((device const uint2 *)(sb + 128u))[L];
+    cx.x = hi.x; // (set per component: strict MSL's vectors have no such constructor)
+    cx.y = hi.y;
 #endif
 }
 
 // The same from a super-block copied into threadgroup memory (loaded as
-// float4 bits and uints: the types every compiler of this source loads from
-// there whole).
-inline uint4 mq_lane_tr_words_tg(threadgroup const uint *sb, uint h, uint L)
+// float4 and float2 bits: whole, with no bank conflict).
+inline void mq_lane_tr_words_tg(threadgroup const uint *sb, uint L, thread uint4 &cw,
+                                thread uint4 &cx)
 {
+    cw = as_type<uint4>(((threadgroup const float4 *)sb)[L]);
 #if TRELLIS_BITS == 4
-    return as_type<uint4>(((threadgroup const float4 *)(sb + h * 128u))[L]);
-#else
-    uint4 v = uint4(0u);
-    v.x = sb[L * 4u + 2u * h];
-    v.y = sb[L * 4u + 2u * h + 1u];
-#if TRELLIS_BITS == 3
-    v.z = sb[128u + L * 2u + h];
-#endif
-    return v;
+    cx = as_type<uint4>(((threadgroup const float4 *)(sb + 128u))[L]);
+#elif TRELLIS_BITS == 3
+    const uint2 hi = as_type<uint2>(((threadgroup const float2 *)(sb + 128u))[L]);
+    cx.x = hi.x;
+    cx.y = hi.y;
 #endif
 }
 
-// The code of pair q (column half q & 1, K half q >> 1) of 16-K atom w of
-// the unit's words cw.
-inline uint mq_lane_tr_code(uint4 cw, uint w, uint q)
+// The code of pair q (column half q & 1, K half q >> 1) of 16-K atom w (0-7)
+// of the super-block's words (kernels/layout_lane.c, slot_bits).
+inline uint mq_lane_tr_code(uint4 cw, uint4 cx, uint w, uint q)
 {
 #if TRELLIS_BITS == 4
-    const uint word = w == 0u ? cw.x : w == 1u ? cw.y : w == 2u ? cw.z : cw.w;
+    const uint word = w < 4u ? mq_lane_word(cw, w) : mq_lane_word(cx, w - 4u);
     return (word >> (8u * q)) & 0xffu;
 #else
-    const uint word = w < 2u ? cw.x : cw.y;
-    uint c = (word >> (16u * (w & 1u) + 4u * q)) & 0xfu;
+    uint c = (mq_lane_word(cw, w / 2u) >> (16u * (w % 2u) + 4u * q)) & 0xfu;
 #if TRELLIS_BITS == 3
-    c |= ((cw.z >> (8u * w + 2u * q)) & 3u) << 4;
+    c |= ((mq_lane_word(cx, w / 4u) >> (8u * (w % 4u) + 2u * q)) & 3u) << 4;
 #endif
     return c;
 #endif

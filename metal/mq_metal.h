@@ -68,7 +68,9 @@ using namespace metal;
 #define SG_COLS MQ_CDIV(TILE_N, SG_N)
 #ifdef MQ_GEMV // the decode path: each simdgroup takes 1024 / TILE_N of a K step
 #define SIMDGROUPS (TILE_N * TILE_K / 1024)
-#elif defined(MQ_LANE) // the lane kernel: 32 columns x one 64-K super-block each (mq_lane.h)
+#elif defined(MQ_LANE_TRELLIS) // the lane kernel: 32 columns x one super-block each
+#define SIMDGROUPS ((TILE_N / 32) * (TILE_K / 128)) // (mq_lane.h: 128 K for trellis,
+#elif defined(MQ_LANE)                              //  64 for fp4 and u4)
 #define SIMDGROUPS ((TILE_N / 32) * (TILE_K / 64))
 #else
 #define SIMDGROUPS (SG_ROWS * SG_COLS)

@@ -7,9 +7,9 @@
  * a partial column block, rows inside and past a tile, groups of 32, 64 and
  * 128 and one to three K slices, each launch verified against the float64
  * reference (the bench's trellis weights carry pseudo-random signs su and
- * sv); and planted faults (the signs dropped, the 3-bit plane's half, the
- * staged super-block's half and its FP32 scale pieces) that the check must
- * catch. */
+ * sv); and planted faults (the signs dropped, the bit-2 plane's second
+ * word, a staged super-block's second plane, a staged FP32 scale's second
+ * float) that the check must catch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,21 +66,19 @@ static void test_rules(const mq_limits *h100)
     expect_refused((mq_problem){MQ_FMT_FP4, 16, 4096, 4096, 128},
                    (mq_candidate){MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}},
                    "does not serve format fp4");
-    /* registers: two A tiles of 16 x (128 + 8) halves, the K shares of one
-     * simdgroup (16 x 32 x 4 B x 2 column simdgroups), the 3-bit codebook
-     * of 64 half2 */
+    /* registers: two A tiles of 16 x (128 + 8) halves (one simdgroup along
+     * K: no K shares to sum), the 3-bit pair codebook of 64 half2 */
     mq_plan plan;
     mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
     int rc = mq_plan_candidate(&t3, &c, NULL, &plan, NULL);
-    int want = 2 * 2 * 16 * 136;
-    want = (want > 1 * 2 * 4 * 2 * 64 * 4 ? want : 1 * 2 * 4 * 2 * 64 * 4) + 64 * 4;
+    int want = 2 * 2 * 16 * 136 + 64 * 4;
     CHECK(rc == MQ_OK && plan.stages == 0 && plan.tg_mem_bytes == want,
           "expected lane_trellis 16x64x128 trellis3 on Apple's limits in registers with %d B, "
           "got rc %d, %d stages, %d B", want, rc, plan.stages, plan.tg_mem_bytes);
     /* h100: 4 stages of A (2 x 16 x 136 B), codes (4 blocks x 768 B) and
-     * scales (4 blocks x 2 units x 2 halves x 64 B), plus the codebook */
+     * FP32 scales (4 blocks x 4 x 32 K x 64 B), plus the codebook */
     rc = mq_plan_candidate(&t3, &c, h100, &plan, NULL);
-    int stage = 2 * 16 * 136 + 4 * 768 + 4 * 2 * 2 * 64;
+    int stage = 2 * 16 * 136 + 4 * 768 + 4 * 4 * 64;
     CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 4,
           "expected 4 stages of %d B plus 256 B of codebook on h100, got rc %d, %d stages, %d B",
           stage, rc, plan.stages, plan.tg_mem_bytes);
@@ -201,12 +199,11 @@ int main(void)
     const mq_limits apple = mq_limits_default();
     planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, su, k0, k_end, tid);",
             "        (void)su;", MQ_FMT_TRELLIS2, &apple);
-    planted("the 3-bit plane's second half read from the first", "mq_lane_trellis.h",
-            "v.z = sb[128u + L * 2u + h];\n#endif\n    return v;\n#endif\n}\n\n// The same from",
-            "v.z = sb[128u + L * 2u];\n#endif\n    return v;\n#endif\n}\n\n// The same from",
-            MQ_FMT_TRELLIS3, &apple);
-    planted("a staged super-block's second half read from the first", "mq_lane_staged.h",
-            "kg % 2u, w.L);", "0u, w.L);", MQ_FMT_TRELLIS4, &lim);
+    planted("the bit-2 plane of atoms 4-7 read from atoms 0-3's word", "mq_lane_trellis.h",
+            "mq_lane_word(cx, w / 4u)", "mq_lane_word(cx, 0u)", MQ_FMT_TRELLIS3, &apple);
+    planted("a staged 4-bit super-block's second plane read from the first", "mq_lane_trellis.h",
+            "cx = as_type<uint4>(((threadgroup const float4 *)(sb + 128u))[L]);",
+            "cx = as_type<uint4>(((threadgroup const float4 *)(sb))[L]);", MQ_FMT_TRELLIS4, &lim);
     planted("a staged FP32 scale pair's second float from the first", "mq_lane_staged.h",
             "as_type<float>(ss[at * 2u + 1u])", "as_type<float>(ss[at * 2u])", MQ_FMT_TRELLIS3,
             &lim);
