@@ -324,7 +324,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
                 half2 v;
 #ifdef MQ_LANE_TRELLIS
-                v = mq_lane_tr_pair(lut, mq_lane_tr_code(s.cw[i], s.cx[i], w, q));
+                v = mq_lane_tr_pair(lut, mq_lane_tr_entry(s.cw[i], s.cx[i], w, q));
                 (void)word, (void)sc, (void)z;
 #else
                 (void)lut;

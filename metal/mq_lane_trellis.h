@@ -74,26 +74,35 @@ inline void mq_lane_tr_words_tg(threadgroup const uint *sb, uint L, thread uint4
 #endif
 }
 
-// The code of pair q (column half q & 1, K half q >> 1) of 16-K atom w (0-7)
-// of the super-block's words (kernels/layout_lane.c, slot_bits).
-inline uint mq_lane_tr_code(uint4 cw, uint4 cx, uint w, uint q)
+// (x >> s) & m for a shift s that may be negative (a left shift): s is a
+// constant once the loops unroll, so one shift and one mask.
+inline uint mq_lane_bits_at(uint x, int s, uint m)
+{
+    return (s >= 0 ? x >> uint(s) : x << uint(-s)) & m;
+}
+
+// The byte offset in the pair codebook of the entry of pair q (column half
+// q & 1, K half q >> 1) of 16-K atom w (0-7) of the super-block's words
+// (kernels/layout_lane.c, slot_bits): its code times 4, made by the shifts
+// and masks that extract it (two instructions a field, no scaling after).
+inline uint mq_lane_tr_entry(uint4 cw, uint4 cx, uint w, uint q)
 {
 #if TRELLIS_BITS == 4
     const uint word = w < 4u ? mq_lane_word(cw, w) : mq_lane_word(cx, w - 4u);
-    return (word >> (8u * q)) & 0xffu;
+    return mq_lane_bits_at(word, int(8u * q) - 2, 0x3fcu);
 #else
-    uint c = (mq_lane_word(cw, w / 2u) >> (16u * (w % 2u) + 4u * q)) & 0xfu;
+    uint c = mq_lane_bits_at(mq_lane_word(cw, w / 2u), int(16u * (w % 2u) + 4u * q) - 2, 0x3cu);
 #if TRELLIS_BITS == 3
-    c |= ((mq_lane_word(cx, w / 4u) >> (8u * (w % 4u) + 2u * q)) & 3u) << 4;
+    c |= mq_lane_bits_at(mq_lane_word(cx, w / 4u), int(8u * (w % 4u) + 2u * q) - 6, 0xc0u);
 #endif
     return c;
 #endif
 }
 
-// The pair's two levels (FP16) from its code: one lookup.
-inline half2 mq_lane_tr_pair(threadgroup const uint *lut, uint code)
+// The pair's two levels (FP16) from its entry's byte offset: one lookup.
+inline half2 mq_lane_tr_pair(threadgroup const uint *lut, uint entry)
 {
-    return as_type<half2>(lut[code]);
+    return as_type<half2>(*(threadgroup const uint *)((threadgroup const uchar *)lut + entry));
 }
 
 // acc += part x s, s the FP32 scale of the rows of the lane's pairs: the
