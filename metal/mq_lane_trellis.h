@@ -11,7 +11,8 @@
 // the relative error the verification bound allows a weight rounded to FP16
 // (harness/measure.c), as the fused trellis kernels' FP16 grid x tscale x su
 // x sv has; scaling every pair instead (two FP32 products and a conversion
-// per pair) made the kernel issue-bound on an H100, 1.6-1.9x slower. The
+// per pair) made the kernel 1.28-1.31x slower on an H100
+// (results/h100/lane/trellis). The
 // signs su are put on the activations (the A tile's sign bits flipped once
 // per K tile in threadgroup memory: su is +-1, so the products are the same
 // bits).
