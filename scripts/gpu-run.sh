@@ -8,7 +8,8 @@
 #   scripts/gpu-run.sh test-gpu  build, make test-gpu only
 #   scripts/gpu-run.sh tune      tune --chip CHIP, guided, measured on the GPU: the shapes of
 #                                results/gpu-shapes.csv, fp4 and u4, M 1,16,128,512 (TUNE_SUITE,
-#                                TUNE_M: another suite file, another M list)
+#                                TUNE_M, TUNE_FORMATS, TUNE_DIR: another suite file, M list,
+#                                format list, output directory)
 #   scripts/gpu-run.sh exhaustive  tune --search exhaustive, N=4096 K=14336 fp4, M 1,16
 #   scripts/gpu-run.sh grid      tune --suite grid (the cost model's fit grid), fp4 and u4,
 #                                M 1,16,128, 24 candidates per problem -> results/CHIP/grid
@@ -183,9 +184,11 @@ test-gpu|check)
     ;;
 tune)
     # TUNE_SUITE / TUNE_M: another suite file or M list (e.g. results/peer-shapes.csv
-    # and 1,16,64,128,512 for the peers' shapes and sizes)
-    say "== tune --chip $CHIP (guided) on ${TUNE_SUITE:-results/gpu-shapes.csv}, fp4 and u4, M ${TUNE_M:-1,16,128,512}"
-    build/tune --chip "$CHIP" --suite "${TUNE_SUITE:-results/gpu-shapes.csv}" --m "${TUNE_M:-1,16,128,512}" --formats fp4,u4 \
+    # and 1,16,64,128,512 for the peers' shapes and sizes); TUNE_FORMATS another
+    # format list (default fp4,u4), TUNE_DIR another output directory
+    say "== tune --chip $CHIP (guided) on ${TUNE_SUITE:-results/gpu-shapes.csv}, ${TUNE_FORMATS:-fp4,u4}, M ${TUNE_M:-1,16,128,512}"
+    build/tune --chip "$CHIP" --suite "${TUNE_SUITE:-results/gpu-shapes.csv}" --m "${TUNE_M:-1,16,128,512}" \
+        --formats "${TUNE_FORMATS:-fp4,u4}" ${TUNE_DIR:+--out-dir "$TUNE_DIR"} \
         --budget 0.05 --quiet > "$OUT/tune.log" 2>&1; r=$?
     tail -40 "$OUT/tune.log" | tee -a "$S"; say "tune exit $r"
     ;;
