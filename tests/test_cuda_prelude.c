@@ -473,16 +473,25 @@ static int ptx_loop_counts(const char *path, int *shfl, int *mma)
  * the accumulators to Apple's layout, and nothing spills to local memory. */
 static void test_lane_ptx(void)
 {
-    static const char *const defs[] = {
-        "TILE_M=32 TILE_N=64 TILE_K=128 SG_M=8 SG_N=32 MQ_TILE_PAD=8",
-        "TILE_M=16 TILE_N=32 TILE_K=64 SG_M=8 SG_N=32 MQ_TILE_PAD=8",
+    /* lane_gemm (fp4 and u4: two kernels) and lane_trellis (one kernel,
+     * whose 32-K scales go on the accumulators' own tensor-core pairs,
+     * mq_acc_add_scaled: no shuffle either) */
+    static const struct {
+        const char *file, *defs;
+        int tm, kernels;
+    } progs[] = {
+        {"lane_gemm.metal", "TILE_M=32 TILE_N=64 TILE_K=128 SG_M=8 SG_N=32 MQ_TILE_PAD=8", 32, 2},
+        {"lane_gemm.metal", "TILE_M=16 TILE_N=32 TILE_K=64 SG_M=8 SG_N=32 MQ_TILE_PAD=8", 16, 2},
+        {"lane_trellis.metal",
+         "TILE_M=16 TILE_N=64 TILE_K=256 SG_M=8 SG_N=32 MQ_TILE_PAD=8 TRELLIS_BITS=3", 16, 1},
     };
-    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
         char err[1024], first[512];
+        const char *const defs_i = progs[i].defs;
         mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
         int nks = 0;
-        char *cu = mq_cuda_source("lane_gemm.metal", NULL, defs[i], ks, &nks, err, sizeof err);
-        CHECK(cu != NULL, "expected the CUDA source of lane_gemm.metal: %s", err);
+        char *cu = mq_cuda_source(progs[i].file, NULL, defs_i, ks, &nks, err, sizeof err);
+        CHECK(cu != NULL, "expected the CUDA source of %s: %s", progs[i].file, err);
         if (!cu)
             continue;
         char ptx[] = "/tmp/mq-cuda-ptx-XXXXXX";
@@ -492,7 +501,7 @@ static void test_lane_ptx(void)
             continue;
         }
         close(fd);
-        int rc = compile_one(cu, defs[i], "-O3 -S", ptx, first, sizeof first);
+        int rc = compile_one(cu, defs_i, "-O3 -S", ptx, first, sizeof first);
         FILE *f = fopen(ptx, "r");
         char line[512];
         int mma16 = 0, mma8 = 0, shfl = 0, local = 0;
@@ -508,20 +517,22 @@ static void test_lane_ptx(void)
         int lrc = ptx_loop_counts(ptx, &loop_shfl, &loop_mma);
         unlink(ptx);
         CHECK(rc == 0 && lrc == 0 && loop_mma > 0 && loop_shfl == 0,
-              "expected lane_gemm's K loop (%s) with its MMAs and no shfl.sync, got %d mma.sync "
+              "expected the K loop of %s (%s) with its MMAs and no shfl.sync, got %d mma.sync "
               "and %d shfl.sync inside loops (%s)",
-              defs[i], loop_mma, loop_shfl, rc ? first : lrc ? "PTX unreadable" : "compiled");
-        /* two kernels (fp4, u4), each 2 x 2 x tile_m/8 accumulators, read
-         * where the first K share stores them and where the others leave
-         * theirs, each element's read a conversion to Apple's layout (2
-         * shuffles): 8 per accumulator; the K loop has none (a shuffle per
-         * MMA would be 16 per accumulator and K tile) */
-        int tm = i == 0 ? 32 : 16, shfl_max = 2 * 2 * 2 * (tm / 8) * 8;
+              progs[i].file, defs_i, loop_mma, loop_shfl,
+              rc ? first : lrc ? "PTX unreadable" : "compiled");
+        /* per kernel 2 x 2 x tile_m/8 accumulators, read where the first K
+         * share stores them and where the others leave theirs, each
+         * element's read a conversion to Apple's layout (2 shuffles): 8 per
+         * accumulator; the K loop has none (a shuffle per MMA would be 16
+         * per accumulator and K tile) */
+        int shfl_max = progs[i].kernels * 2 * 2 * (progs[i].tm / 8) * 8;
         CHECK(rc == 0 && mma16 > 0 && mma8 == 0 && local == 0 && shfl <= shfl_max,
-              "expected lane_gemm (%s) on mma.m16n8k16 only, no local memory and at most %d "
+              "expected %s (%s) on mma.m16n8k16 only, no local memory and at most %d "
               "shfl.sync (the epilogue's), got %d m16n8k16, %d m16n8k8, %d shfl.sync, %d "
               "local-memory accesses (%s)",
-              defs[i], shfl_max, mma16, mma8, shfl, local, rc ? first : "compiled");
+              progs[i].file, defs_i, shfl_max, mma16, mma8, shfl, local,
+              rc ? first : "compiled");
         free(cu);
     }
 }
