@@ -12,7 +12,7 @@
 //
 // Work split: a threadgroup covers TILE_M x TILE_N of C; its simdgroups
 // take 32 columns each (LANE_SG_COLS of them) and, inside a K tile, one
-// super-block of 64 K each (LANE_KSG of them), summed through threadgroup
+// super-block each (64 K; trellis 128: LANE_KSG of them), summed through threadgroup
 // memory at the end in a fixed order. Where the chip copies asynchronously
 // (the NVIDIA chips), the next K tiles' A and weights are in flight in
 // threadgroup memory (mq_lane_staged.h); elsewhere (Apple GPUs, the

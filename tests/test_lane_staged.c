@@ -21,27 +21,6 @@
 
 static char cache[] = "/tmp/mq-lane-staged-XXXXXX";
 
-/* One candidate on the executor under lim: its plan's stage count in
- * *stages, the measurement's status in m. */
-static void run_one(mq_backend *b, const mq_problem *p, const mq_candidate *c,
-                    const mq_limits *lim, int *stages, mq_measurement *m)
-{
-    mq_plan plan;
-    *stages = mq_plan_candidate(p, c, lim, &plan, NULL) == MQ_OK ? plan.stages : -1;
-    snprintf(m->status, sizeof m->status, "unplanned");
-    m->error[0] = 0;
-    mq_bench_problem bp;
-    memset(&bp, 0, sizeof bp);
-    mq_error e;
-    if (mq_bench_problem_setup(&bp, p, 1, NULL, 0, &e)) {
-        snprintf(m->error, sizeof m->error, "set up: %.200s", e.msg);
-        return;
-    }
-    mq_measure_opts mo = mq_measure_defaults();
-    mq_measure(b, &bp, c, lim, &mo, m);
-    mq_bench_problem_free(&bp);
-}
-
 static void test_staged_on_executor(const mq_limits *lim, const char *chip)
 {
     mq_backend_opts bo = {0};
@@ -76,7 +55,7 @@ static void test_staged_on_executor(const mq_limits *lim, const char *chip)
                 if (mq_plan_candidate(&p, &c, lim, &plan, NULL) != MQ_OK)
                     continue; /* (tile_m past the rows, or the memory) */
                 int stages;
-                run_one(b, &p, &c, lim, &stages, &m);
+                td_run_candidate(b, &p, &c, lim, &stages, &m);
                 char name[128];
                 mq_candidate_str(&c, name, sizeof name);
                 CHECK(stages >= 2, "expected %s on %s to stage its weights (async_copy_stages), "
@@ -147,31 +126,15 @@ static void test_fold_both_ways(const mq_limits *staged)
 static void planted(const char *what, const char *from, const char *to, mq_format fmt,
                     const mq_limits *lim)
 {
-    char dir[64];
-    int rc = td_planted_dir("mq_lane_staged.h", from, to, dir, sizeof dir);
-    CHECK(rc == 0, "expected to plant %s in metal/mq_lane_staged.h", what);
-    if (rc)
-        return;
-    setenv("MQ_METAL_DIR", dir, 1);
-    mq_backend_opts bo = {1};
-    mq_error e;
-    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
-    if (b) {
-        /* 32 K tiles a slice: the ring of buffers wraps many times */
-        mq_problem p = {fmt, 9, 96, 2048, 32};
-        mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}};
-        int stages;
-        static mq_measurement m;
-        run_one(b, &p, &c, lim, &stages, &m);
+    /* 32 K tiles a slice: the ring of buffers wraps many times */
+    mq_problem p = {fmt, 9, 96, 2048, 32};
+    mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}};
+    static mq_measurement m;
+    int rc = td_run_planted("mq_lane_staged.h", from, to, &p, &c, lim, &m);
+    CHECK(rc != -1, "expected to plant %s in metal/mq_lane_staged.h", what);
+    if (rc == 0)
         CHECK(!strcmp(m.status, "wrong"), "expected %s to be caught (wrong), got %s: %s", what,
               m.status, m.error);
-    }
-    mq_backend_close(b);
-    unsetenv("MQ_METAL_DIR");
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) {
-    }
 }
 
 int main(void)

@@ -441,3 +441,44 @@ int td_scale_fp4_weights(mq_bench_problem *bp, int e)
     bp->prepared = NULL; /* the backend takes the new arrays */
     return 0;
 }
+
+void td_run_candidate(mq_backend *b, const mq_problem *p, const mq_candidate *c,
+                      const mq_limits *lim, int *stages, mq_measurement *m)
+{
+    mq_plan plan;
+    *stages = mq_plan_candidate(p, c, lim, &plan, NULL) == MQ_OK ? plan.stages : -1;
+    snprintf(m->status, sizeof m->status, "unplanned");
+    m->error[0] = 0;
+    mq_bench_problem bp;
+    memset(&bp, 0, sizeof bp);
+    mq_error e;
+    if (mq_bench_problem_setup(&bp, p, 1, NULL, 0, &e)) {
+        snprintf(m->error, sizeof m->error, "set up: %.200s", e.msg);
+        return;
+    }
+    mq_measure_opts mo = mq_measure_defaults();
+    mq_measure(b, &bp, c, lim, &mo, m);
+    mq_bench_problem_free(&bp);
+}
+
+int td_run_planted(const char *file, const char *from, const char *to, const mq_problem *p,
+                   const mq_candidate *c, const mq_limits *lim, mq_measurement *m)
+{
+    char dir[64];
+    if (td_planted_dir(file, from, to, dir, sizeof dir))
+        return -1;
+    setenv("MQ_METAL_DIR", dir, 1);
+    mq_backend_opts bo = {1};
+    mq_error e;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    int stages, opened = b != NULL;
+    if (b)
+        td_run_candidate(b, p, c, lim, &stages, m);
+    mq_backend_close(b);
+    unsetenv("MQ_METAL_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+    return opened ? 0 : -2;
+}

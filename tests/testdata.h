@@ -117,6 +117,18 @@ const char *mq_test_repeat(void);
  * or the text failed. */
 int td_planted_dir(const char *file, const char *from, const char *to, char *dir, size_t n);
 
+/* One candidate on backend b under lim, cold weights set up for p: its
+ * plan's stage count in *stages (-1: the planner refused it), the
+ * measurement in m (status "unplanned" and the reason when the problem
+ * could not be set up). */
+void td_run_candidate(mq_backend *b, const mq_problem *p, const mq_candidate *c,
+                      const mq_limits *lim, int *stages, mq_measurement *m);
+/* The same on a fresh msl-cpu executor reading metal/ with the first
+ * `from` of `file` replaced by `to` (td_planted_dir, removed after): 0;
+ * -1 when nothing could be planted, -2 when the executor did not open. */
+int td_run_planted(const char *file, const char *from, const char *to, const mq_problem *p,
+                   const mq_candidate *c, const mq_limits *lim, mq_measurement *m);
+
 /* Multiply the fp4 scales of a warm bench problem (one weight copy,
  * mq_bench_problem_setup with warm 1) by 2^e, its lane layout prepared
  * again and its cached reference scaled with them (exact: every product
