@@ -89,7 +89,8 @@ void mq_msl_params_of(const mq_problem *p, const mq_plan *plan, const mq_weights
                            (uint32_t)plan->k_slices, (uint32_t)plan->k_slice_len,
                            (uint32_t)plan->threadgroups, (uint32_t)plan->work_per_tg,
                            (uint32_t)w->n_levels,
-                           (uint32_t)(w->format == MQ_FMT_FP4 && w->lane_scales_small)};
+                           (uint32_t)(w->format == MQ_FMT_FP4 && w->lane_scales_small),
+                           (uint32_t)plan->merged_tile_m, (uint32_t)plan->merged_tile_n};
 }
 
 void mq_msl_weight_arrays(const mq_weights *w, const void *ptr[MQ_MSL_W_COUNT],

@@ -22,7 +22,7 @@
 /* The kernels' MqParams (metal/mq_metal.h), field for field. */
 typedef struct {
     uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,
-        n_levels, lane_fold;
+        n_levels, lane_fold, merged_tile_m, merged_tile_n;
 } mq_msl_params;
 
 void mq_msl_params_of(const mq_problem *p, const mq_plan *plan, const mq_weights *w,

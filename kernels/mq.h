@@ -263,6 +263,7 @@ typedef enum {
     MQ_VAR_GEMV_TRELLIS,         /* the same for the trellis formats */
     MQ_VAR_LANE_GEMM,            /* fp4/u4 on the lane layout: codes straight into fragments */
     MQ_VAR_LANE_TRELLIS,         /* the same for the trellis formats, a pair codebook */
+    MQ_VAR_LANE_STRIPED,         /* lane_gemm's body on Marlin's stripes, slices merged */
     MQ_VAR_COUNT                 /* the built-in variants; mq_variant_count() counts all */
 } mq_variant;
 
@@ -321,6 +322,8 @@ typedef struct {
     mq_buffer_kind msl_buffers[4]; /* extra buffers, MQ_BUF_END-terminated */
     const char *summary;
     mq_layout layout;          /* the weight arrays its kernel reads (SEED unless said) */
+    int merges_stripes;        /* striped: a threadgroup sums its consecutive slices of a
+                                * tile before they leave it (mq_plan's merged_tile_m) */
 } mq_variant_info;
 
 /* Every variant: the seeds' (mq_variant's constants) and any registered. */
@@ -366,6 +369,12 @@ typedef struct {
                             * filled by asynchronous copies (0: weights in registers) */
     int dispatches;        /* 1, or 2 with a reduction pass */
     size_t workspace_bytes;/* partial sums (FP32) */
+    int merged_tile_m, merged_tile_n; /* a variant that merges stripes: its tiles, by which
+                            * the reduction finds a tile's slices. A tile whole in one
+                            * threadgroup goes to C; one shared by several leaves one
+                            * partial per threadgroup, in the plane of the threadgroup's
+                            * first slice of it, and the reduction sums those planes only.
+                            * 0: every slice has its plane and the reduction sums all */
 } mq_plan;
 
 /* Check a candidate against a problem and limits; on success fill plan.

@@ -144,6 +144,23 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU},
         .summary = "lane layout, trellis: 16-32-byte index loads per lane, a pair codebook in "
                    "threadgroup memory, scales on the products per 32 K, su on A, split_k"},
+    /* lane_gemm's body on IST-DASLab/marlin's stripes: a 1D grid of
+     * num_threadgroups, each a contiguous range of the column-major (tile,
+     * K slice) list, so every threadgroup has the same share of the weights
+     * however the tiles divide among the cores. A threadgroup sums its
+     * consecutive slices of a tile in its accumulators; a tile whole in one
+     * threadgroup goes straight to C, and only tiles shared between
+     * threadgroups leave partials for the reduction (merges_stripes). */
+    [MQ_VAR_LANE_STRIPED] = {
+        .name = "lane_gemm_striped", .enum_name = "MQ_VAR_LANE_STRIPED",
+        .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_STRIPED,
+        .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 2,
+        .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
+        .defaults = {16, 64, 128, 0, 4}, .merges_stripes = 1,
+        .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_striped_%s",
+        .msl_buffers = {MQ_BUF_WORKSPACE},
+        .summary = "lane layout on stripes: (tile, K slice) ranges per threadgroup, a "
+                   "threadgroup's slices of a tile summed in place, shared tiles reduced"},
 };
 static int nvariants = MQ_VAR_COUNT;
 
@@ -432,6 +449,10 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         plan->work_per_tg = mq_cdiv(plan->work_units, tgs);
         plan->grid_x = tgs;
         plan->grid_y = plan->grid_z = 1;
+        if (vi->merges_stripes) {
+            plan->merged_tile_m = q->tile_m;
+            plan->merged_tile_n = q->tile_n;
+        }
     } else {
         if (q->num_threadgroups && q->num_threadgroups != grid_total)
             return mq_fail(err, MQ_E_ILLEGAL,
