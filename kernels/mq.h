@@ -322,8 +322,9 @@ typedef struct {
     mq_buffer_kind msl_buffers[4]; /* extra buffers, MQ_BUF_END-terminated */
     const char *summary;
     mq_layout layout;          /* the weight arrays its kernel reads (SEED unless said) */
-    int merges_stripes;        /* striped: a threadgroup sums its consecutive slices of a
-                                * tile before they leave it (mq_plan's merged_tile_m) */
+    int fixup;                 /* a tile split between threadgroups is summed by the last of
+                                * them to finish its share (device-scope fences, a counter per
+                                * tile in the workspace): no reduction dispatch */
 } mq_variant_info;
 
 /* Every variant: the seeds' (mq_variant's constants) and any registered. */
@@ -369,12 +370,10 @@ typedef struct {
                             * filled by asynchronous copies (0: weights in registers) */
     int dispatches;        /* 1, or 2 with a reduction pass */
     size_t workspace_bytes;/* partial sums (FP32) */
-    int merged_tile_m, merged_tile_n; /* a variant that merges stripes: its tiles, by which
-                            * the reduction finds a tile's slices. A tile whole in one
-                            * threadgroup goes to C; one shared by several leaves one
-                            * partial per threadgroup, in the plane of the threadgroup's
-                            * first slice of it, and the reduction sums those planes only.
-                            * 0: every slice has its plane and the reduction sums all */
+    size_t counters_at;    /* a variant that sums split tiles in its kernel (fixup): the
+                            * byte offset in the workspace, after the k_slices planes, of
+                            * one uint per output tile, which must be zero before the
+                            * kernel's first launch and which it leaves zero (0: none) */
 } mq_plan;
 
 /* Check a candidate against a problem and limits; on success fill plan.

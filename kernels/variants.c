@@ -126,7 +126,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
         .defaults = {16, 64, 128, 0, 1},
         .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_%s",
-        .msl_buffers = {MQ_BUF_WORKSPACE},
+        .msl_buffers = {MQ_BUF_WORKSPACE}, .fixup = 1,
         .summary = "lane layout: 16-byte code loads per lane into the MMA fragments, A "
                    "staged, K over simdgroups and split_k slices"},
     /* lane_gemm's body on the trellis formats' lane layout (128-K
@@ -141,7 +141,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
         .defaults = {16, 64, 128, 0, 1},
         .msl_file = "lane_trellis.metal", .msl_function = "lane_trellis",
-        .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU},
+        .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU}, .fixup = 1,
         .summary = "lane layout, trellis: 16-32-byte index loads per lane, a pair codebook in "
                    "threadgroup memory, scales on the products per 32 K, su on A, split_k"},
     /* lane_gemm's body on IST-DASLab/marlin's stripes: a 1D grid of
@@ -156,7 +156,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_STRIPED,
         .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 2,
         .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
-        .defaults = {16, 64, 128, 0, 4}, .merges_stripes = 1,
+        .defaults = {16, 64, 128, 0, 4}, .fixup = 1,
         .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_striped_%s",
         .msl_buffers = {MQ_BUF_WORKSPACE},
         .summary = "lane layout on stripes: (tile, K slice) ranges per threadgroup, a "
@@ -449,10 +449,7 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         plan->work_per_tg = mq_cdiv(plan->work_units, tgs);
         plan->grid_x = tgs;
         plan->grid_y = plan->grid_z = 1;
-        if (vi->merges_stripes) {
-            plan->merged_tile_m = q->tile_m;
-            plan->merged_tile_n = q->tile_n;
-        }
+
     } else {
         if (q->num_threadgroups && q->num_threadgroups != grid_total)
             return mq_fail(err, MQ_E_ILLEGAL,
@@ -465,9 +462,13 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         plan->grid_y = plan->m_tiles;
         plan->grid_z = vi->schedule == MQ_SCHED_SPLITK ? q->split_k : 1;
     }
-    plan->dispatches = q->split_k > 1 ? 2 : 1;
+    plan->dispatches = q->split_k > 1 && !vi->fixup ? 2 : 1;
     plan->workspace_bytes =
         q->split_k > 1 ? (size_t)q->split_k * (size_t)p->M * (size_t)p->N * sizeof(float) : 0;
+    if (q->split_k > 1 && vi->fixup) { /* the tiles' counters after the planes */
+        plan->counters_at = plan->workspace_bytes;
+        plan->workspace_bytes += (size_t)plan->m_tiles * plan->n_tiles * sizeof(uint32_t);
+    }
     return mq_ok(err);
 }
 

@@ -61,12 +61,7 @@ kernel void marlin_gemm_fp4_striped(device const half *A [[buffer(0)]],
 }
 
 // The second dispatch of every split-K variant: C = sum over slices of the
-// workspace, in slice order, one thread per output element. Stripes merged
-// per threadgroup (p.merged_tile_m, lane_gemm_striped): the element's tile
-// t holds the work units t x k_slices .. + k_slices - 1; a tile whole in
-// one threadgroup's range was written to C by it (left alone here), and
-// otherwise only the slices that begin a threadgroup's share of the tile
-// (its first, and those on a multiple of work_per_tg) hold partials.
+// workspace, in slice order, one thread per output element.
 kernel void marlin_splitk_reduce(device const float *workspace [[buffer(0)]],
                                  device half *C [[buffer(1)]],
                                  constant MqParams &p [[buffer(2)]],
@@ -75,17 +70,8 @@ kernel void marlin_splitk_reduce(device const float *workspace [[buffer(0)]],
     const uint elems = p.M * p.N;
     if (gid >= elems)
         return;
-    uint u0 = 0u, every = 1u; // (every slice is a share's first when not merged)
-    if (p.merged_tile_m != 0u) {
-        const uint m = gid / p.N, n = gid % p.N;
-        u0 = (m / p.merged_tile_m + (n / p.merged_tile_n) * p.m_tiles) * p.k_slices;
-        if (u0 / p.work_per_tg == (u0 + p.k_slices - 1u) / p.work_per_tg)
-            return;
-        every = p.work_per_tg;
-    }
     float sum = 0.0f;
     for (uint s = 0; s < p.k_slices; s++)
-        if (s == 0u || (u0 + s) % every == 0u)
-            sum += workspace[size_t(s) * elems + gid];
+        sum += workspace[size_t(s) * elems + gid];
     C[gid] = half(sum);
 }

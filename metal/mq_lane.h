@@ -31,6 +31,7 @@
 
 #include "mq_async_copy.h"
 #include "mq_metal.h"
+#include "mq_fixup.h"
 
 enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 
@@ -250,8 +251,8 @@ inline void mq_lane_fold_scales(thread MqLaneStage &s)
 // left in red, in kg order.
 inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                           threadgroup const float *red, uint sgc, uint lane, uint row0,
-                          uint col0, constant MqParams &p, device half *C, device float *ws,
-                          bool whole)
+                          uint col0, constant MqParams &p, device half *C,
+                          MQ_COHERENT device float *ws, bool whole)
 {
     const uint fr = mq_lane_frag_row(lane), fc = mq_lane_frag_col(lane);
     MQ_UNROLL
@@ -440,16 +441,18 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
 }
 
 // One part of the output: the threadgroup's tile at rows row0, 16-column
-// blocks from tile_x x TILE_N / 16, over K range kr, into C (whole) or the
-// workspace plane ws. Trellis: su the signs and lut the pair codebook,
-// filled by the caller before its first barrier (unused for fp4 and u4).
+// blocks from tile_x x TILE_N / 16, over K range kr: into C when the part is
+// the tile's whole K, else into workspace plane `plane` and, as share sh of
+// the tile, summed by the last share (mq_fixup_arrive). Trellis: su the
+// signs and lut the pair codebook, filled by the caller before its first
+// barrier (unused for fp4 and u4).
 template <int FMT>
 inline void mq_lane_part(device const half *A, device const uint *codes,
                          device const half *scales, device const uchar *zeros, device half *C,
-                         constant MqParams &p, device float *ws, bool whole,
-                         threadgroup half *smem, device const float *su,
-                         threadgroup const uint *lut, uint row0, uint tile_x, uint2 kr,
-                         uint tid, uint sg, uint lane)
+                         constant MqParams &p, MQ_COHERENT device float *workspace,
+                         uint plane, bool whole, MqShare sh, threadgroup half *smem,
+                         device const float *su, threadgroup const uint *lut, uint row0,
+                         uint tile_x, uint2 kr, uint tid, uint sg, uint lane)
 {
     const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
     const uint col0 = tile_x * uint(TILE_N) + sgc * 32u;
@@ -509,51 +512,66 @@ inline void mq_lane_part(device const half *A, device const uint *codes,
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (kg == 0u)
-        mq_lane_store(acc, red, sgc, lane, row0, col0, p, C, ws, whole);
+        mq_lane_store(acc, red, sgc, lane, row0, col0, p, C,
+                      workspace + size_t(plane) * p.M * p.N, whole);
+    if (!whole)
+        mq_fixup_arrive(C, workspace, p, sh, row0, tile_x * uint(TILE_N),
+                        (threadgroup uint *)smem, tid);
 }
 
 // The kernel body on the grid (n_tiles, m_tiles, split_k): one part, slice
-// tg.z. Trellis: su the signs, grid the codebook and lut the threadgroup
+// tg.z, a share of its tile when K is split. Trellis: su the signs, grid the codebook and lut the threadgroup
 // memory of its codebook (unused, and may alias smem, for fp4 and u4),
 // filled here.
 template <int FMT>
 inline void mq_lane_gemm(device const half *A, device const uint *codes,
                          device const half *scales, device const uchar *zeros, device half *C,
-                         constant MqParams &p, device float *workspace, threadgroup half *smem,
-                         device const float *grid, device const float *su,
-                         threadgroup uint *lut, uint3 tg, uint tid, uint sg, uint lane)
+                         constant MqParams &p, MQ_COHERENT device float *workspace,
+                         threadgroup half *smem, device const float *grid,
+                         device const float *su, threadgroup uint *lut, uint3 tg, uint tid,
+                         uint sg, uint lane)
 {
 #ifdef MQ_LANE_TRELLIS
     mq_lane_lut_fill(lut, grid, p.n_levels, tid); // read after the first barrier below
 #else
     (void)grid;
 #endif
-    mq_lane_part<FMT>(A, codes, scales, zeros, C, p, workspace + size_t(tg.z) * p.M * p.N,
-                      p.k_slices == 1u, smem, su, lut, tg.y * uint(TILE_M), tg.x,
-                      mq_k_range(p, tg.z), tid, sg, lane);
+    MqShare sh;
+    sh.tile = tg.x * p.m_tiles + tg.y;
+    sh.shares = p.k_slices;
+    sh.first = 0u;
+    sh.every = 1u;
+    mq_lane_part<FMT>(A, codes, scales, zeros, C, p, workspace, tg.z, p.k_slices == 1u, sh, smem,
+                      su, lut, tg.y * uint(TILE_M), tg.x, mq_k_range(p, tg.z), tid, sg, lane);
 }
 
-// The body on stripes (lane_gemm_striped, fp4 and u4; grid: num_tgs): threadgroup tg
-// takes work units tg x work_per_tg onward of the column-major (tile, K
-// slice) list, a part per run of one tile's slices: whole tiles to C, a
-// shared tile's partial to the plane of its first slice here, which the
-// reduction (marlin_splitk_reduce, p.merged_tile_m) sums with the others.
+// The body on stripes (lane_gemm_striped, fp4 and u4; grid: num_tgs):
+// threadgroup tg takes work units tg x work_per_tg onward of the
+// column-major (tile, K slice) list, a part per run of one tile's slices: a
+// tile whole in the run goes to C; a tile shared with the threadgroups
+// before or after is a share (mq_fixup_arrive) whose partial is in the
+// plane of its first slice.
 template <int FMT>
 inline void mq_lane_gemm_striped(device const half *A, device const uint *codes,
                                  device const half *scales, device const uchar *zeros,
-                                 device half *C, constant MqParams &p, device float *workspace,
-                                 threadgroup half *smem, uint tg, uint tid, uint sg, uint lane)
+                                 device half *C, constant MqParams &p,
+                                 MQ_COHERENT device float *workspace, threadgroup half *smem,
+                                 uint tg, uint tid, uint sg, uint lane)
 {
-    const uint ks = p.k_slices, total = p.m_tiles * p.n_tiles * ks;
-    uint u = tg * p.work_per_tg;
-    const uint end = min(u + p.work_per_tg, total);
+    const uint ks = p.k_slices, wpt = p.work_per_tg, total = p.m_tiles * p.n_tiles * ks;
+    uint u = tg * wpt;
+    const uint end = min(u + wpt, total);
     while (u < end) {
         const uint tile = u / ks, s0 = u % ks, s1 = min(ks, s0 + (end - u));
         const uint2 kr = uint2(mq_k_range(p, s0).x, mq_k_range(p, s1 - 1u).y);
-        mq_lane_part<FMT>(A, codes, scales, zeros, C, p, workspace + size_t(s0) * p.M * p.N,
-                          s0 == 0u && s1 == ks, smem, nullptr, (threadgroup const uint *)smem,
-                          (tile % p.m_tiles) * uint(TILE_M), tile / p.m_tiles, kr, tid, sg,
-                          lane);
+        MqShare sh; // the threadgroups whose runs meet the tile's units
+        sh.tile = tile;
+        sh.first = tile * ks;
+        sh.shares = (sh.first + ks - 1u) / wpt - sh.first / wpt + 1u;
+        sh.every = wpt;
+        mq_lane_part<FMT>(A, codes, scales, zeros, C, p, workspace, s0, s0 == 0u && s1 == ks, sh,
+                          smem, nullptr, (threadgroup const uint *)smem,
+                          (tile % p.m_tiles) * uint(TILE_M), tile / p.m_tiles, kr, tid, sg, lane);
         // the K shares read from smem before the next part's copies land there
         threadgroup_barrier(mem_flags::mem_threadgroup);
         u += s1 - s0;

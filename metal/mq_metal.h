@@ -122,8 +122,6 @@ struct MqParams {
     uint work_per_tg;   // striped: ceil(work units / num_tgs)
     uint n_levels;      // trellis: codebook size
     uint lane_fold;     // fp4, lane layout: every scale under 4 (mq_lane.h folds 2^14 into it)
-    uint merged_tile_m, merged_tile_n; // stripes merged per threadgroup (lane_gemm_striped):
-                        // its tiles, for the reduction; 0: every slice has its plane
 };
 
 // The weights of one kernel, whichever format (unused pointers are null).

@@ -80,8 +80,10 @@
 #   scripts/gpu-run.sh timing    the cuda backend's idle and queued timings (MQ_CUDA_TIMING)
 #                                of AB_SPECS in alternating rounds -> results/CHIP/AB_DIR
 #                                (default timing)/{idle,queued}.csv, var.txt
-#   scripts/gpu-run.sh lane      the lane-layout kernel (issue 40): every legal lane_gemm
-#                                candidate (LANE_MAX, default 250) of LANE_SHAPES (default
+#   scripts/gpu-run.sh lane      the lane-layout kernel (issue 40): every legal lane_*
+#                                candidate (LANE_MAX, default 250; LANE_FILTER: an awk regex
+#                                on "variant tm tn tk tg sk", LANE_EXTRA: more such lines,
+#                                "|"-separated, timed with them) of LANE_SHAPES (default
 #                                M 16, 64, 512 of the decode shapes and N=K=4096) x
 #                                LANE_FORMATS (default fp4), cold weights, LANE_BUDGET s each
 #                                -> results/CHIP/LANE_DIR/lane.csv (default lane)
@@ -591,8 +593,12 @@ lane)
         for sh in ${LANE_SHAPES:-16x4096x14336 64x4096x14336 512x4096x14336 16x14336x4096 512x14336x4096 16x4096x4096 512x4096x4096}; do
             build/bench --chip "$CHIP" --shape "$sh" --formats "$f" --space full --explain \
                 > /tmp/explain.txt 2>&1
-            awk '$1 == "legal" && $2 ~ /^lane/ { gsub(/[a-z]+=/, ""); print $2, $3, $4, $5, $6, $7 }' \
+            awk -v re="${LANE_FILTER:-^lane}" '$1 == "legal" && $2 ~ /^lane/ {
+                    gsub(/[a-z]+=/, ""); s = $2 " " $3 " " $4 " " $5 " " $6 " " $7
+                    if (s ~ re) print s }' \
                 /tmp/explain.txt | head -n "${LANE_MAX:-250}" > /tmp/specs.txt
+            # the same bench's references (LANE_EXTRA: "variant tm tn tk tg sk|...")
+            [ -z "${LANE_EXTRA:-}" ] || echo "$LANE_EXTRA" | tr '|' '\n' >> /tmp/specs.txt
             say "== lane: $f $sh, $(wc -l < /tmp/specs.txt) candidates"
             split -l 60 /tmp/specs.txt /tmp/specs-part.
             for part in /tmp/specs-part.*; do
