@@ -25,9 +25,13 @@
 
 #ifdef MQ_PRELUDE_DEVICE_SCOPE
 #define MQ_LOAD_DEVICE_SCOPE(p) metal::mq_load_gpu_scope(p)
+#define MQ_LOAD4_DEVICE_SCOPE(p) metal::mq_load4_gpu_scope(p)
 #else
 #define MQ_LOAD_DEVICE_SCOPE(p) (*(p))
+#define MQ_LOAD4_DEVICE_SCOPE(p) (*(MQ_COHERENT device const float4 *)(p))
 #endif
+// planes read at once by the last share (each thread's loads in flight)
+#define MQ_FIXUP_BATCH 8
 
 // Where a part of a shared tile stands: the tile's counter (its index in
 // the column-major tile order), how many shares the tile has, and which
@@ -57,14 +61,43 @@ inline void mq_fixup_arrive(device half *C, MQ_COHERENT device float *workspace,
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (flag[0] + 1u == sh.shares) { // the last: the other shares' stores are visible
         atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
-        for (uint e = tid; e < uint(TILE_M * TILE_N); e += uint(THREADS)) {
+        // 4 columns a thread where the rows start on 16 bytes (N % 4 == 0),
+        // else 1; the planes of a batch loaded before they are added, in
+        // plane order either way
+        const uint vw = p.N % 4u == 0u ? 4u : 1u;
+        for (uint e = tid * vw; e < uint(TILE_M * TILE_N); e += uint(THREADS) * vw) {
             const uint m = row0 + e / uint(TILE_N), n = col0 + e % uint(TILE_N);
-            if (m < p.M && n < p.N) {
-                float sum = 0.0f;
-                for (uint s = 0; s < p.k_slices; s++)
-                    if (s == 0u || (sh.first + s) % sh.every == 0u)
-                        sum += MQ_LOAD_DEVICE_SCOPE(workspace + s * plane + size_t(m) * p.N + n);
-                C[size_t(m) * p.N + n] = half(sum);
+            if (m >= p.M || n >= p.N)
+                continue;
+            MQ_COHERENT device float *at = workspace + size_t(m) * p.N + n;
+            float4 sum = float4(0.0f);
+            for (uint s0 = 0; s0 < p.k_slices; s0 += uint(MQ_FIXUP_BATCH)) {
+                float4 v[MQ_FIXUP_BATCH];
+                MQ_UNROLL
+                for (uint j = 0; j < uint(MQ_FIXUP_BATCH); j++) {
+                    const uint s = s0 + j;
+                    v[j] = float4(0.0f);
+                    if (s < p.k_slices && (s == 0u || (sh.first + s) % sh.every == 0u)) {
+                        if (vw == 4u)
+                            v[j] = MQ_LOAD4_DEVICE_SCOPE(at + s * plane);
+                        else
+                            v[j].x = MQ_LOAD_DEVICE_SCOPE(at + s * plane);
+                    }
+                }
+                MQ_UNROLL
+                for (uint j = 0; j < uint(MQ_FIXUP_BATCH); j++) {
+                    sum.x += v[j].x;
+                    sum.y += v[j].y;
+                    sum.z += v[j].z;
+                    sum.w += v[j].w;
+                }
+            }
+            device half *out = C + size_t(m) * p.N + n;
+            out[0] = half(sum.x);
+            if (vw == 4u) { // (n + 3 < N: N and the tile's columns are multiples of 4)
+                out[1] = half(sum.y);
+                out[2] = half(sum.z);
+                out[3] = half(sum.w);
             }
         }
         if (tid == 0u)

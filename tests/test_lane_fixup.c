@@ -154,11 +154,12 @@ static void test_on_executor(const mq_limits *staged)
     for (int f = 0; f < 2; f++)
         ran += run_one(b, MQ_VAR_LANE_STRIPED, f ? MQ_FMT_U4 : MQ_FMT_FP4, 16, 256, 1024, 128,
                        staged_ranges[f], staged, 1);
-    /* the grid's shares: K in 2 to 8 slices, rows past a tile */
+    /* the grid's shares: K in 3 or 8 slices, rows past a tile, N a multiple
+     * of 4 (the last share's 4-column sums) and not (one column a thread) */
     static const int grid[][5] = {{16, 64, 128, 0, 8}, {8, 32, 64, 0, 3}};
     for (int f = 0; f < 2; f++)
-        ran += run_one(b, MQ_VAR_LANE_GEMM, f ? MQ_FMT_U4 : MQ_FMT_FP4, 20, 96, 1024, 64, grid[f],
-                       &apple, 0);
+        ran += run_one(b, MQ_VAR_LANE_GEMM, f ? MQ_FMT_U4 : MQ_FMT_FP4, 20, f ? 90 : 96, 1024, 64,
+                       grid[f], &apple, 0);
     CHECK(ran == 21, "expected 21 launches, ran %d", ran);
     mq_backend_close(b);
     printf("lane fixup: %d launches on the executor, all verified, counters left zero\n", ran);
