@@ -81,26 +81,6 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *
     return 0;
 }
 
-size_t mq_msl_counters_bytes(const mq_plan *plan)
-{
-    return plan->counters_at && plan->workspace_bytes > plan->counters_at
-               ? plan->workspace_bytes - plan->counters_at
-               : 0;
-}
-
-mq_status mq_msl_counters_check(const mq_plan *plan, const uint32_t *counters, mq_error *err)
-{
-    size_t n = mq_msl_counters_bytes(plan) / sizeof(uint32_t), set = 0;
-    for (size_t i = 0; i < n; i++)
-        set += counters[i] != 0;
-    if (set)
-        return mq_fail(err, MQ_E_ARG,
-                       "the kernel left %zu of its %zu split-tile counters set (a share of a "
-                       "tile never arrived, or its last share did not reset the counter)",
-                       set, n);
-    return MQ_OK;
-}
-
 void mq_msl_params_of(const mq_problem *p, const mq_plan *plan, const mq_weights *w,
                       mq_msl_params *out)
 {

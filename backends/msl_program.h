@@ -19,15 +19,6 @@
 #define MQ_MSL_REDUCE_FILE "marlin_gemm_fp4_striped.metal"
 #define MQ_MSL_REDUCE_FUNCTION "marlin_splitk_reduce"
 
-/* A plan whose kernel sums its split tiles itself (plan->counters_at;
- * kernels/variants.c, metal/mq_fixup.h): the bytes of its tiles' counters
- * at the end of the workspace (0: none), which a backend zeroes before each
- * launch; after it, MQ_OK when the kernel left every counter zero, else
- * MQ_E_ARG naming how many it left set (a share that never arrived, or a
- * last share that did not reset its tile's). */
-size_t mq_msl_counters_bytes(const mq_plan *plan);
-mq_status mq_msl_counters_check(const mq_plan *plan, const uint32_t *counters, mq_error *err);
-
 /* The kernels' MqParams (metal/mq_metal.h), field for field. */
 typedef struct {
     uint32_t M, N, K, group, m_tiles, n_tiles, k_slices, k_slice_len, num_tgs, work_per_tg,

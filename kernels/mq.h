@@ -263,7 +263,6 @@ typedef enum {
     MQ_VAR_GEMV_TRELLIS,         /* the same for the trellis formats */
     MQ_VAR_LANE_GEMM,            /* fp4/u4 on the lane layout: codes straight into fragments */
     MQ_VAR_LANE_TRELLIS,         /* the same for the trellis formats, a pair codebook */
-    MQ_VAR_LANE_STRIPED,         /* lane_gemm's body on Marlin's stripes, slices merged */
     MQ_VAR_COUNT                 /* the built-in variants; mq_variant_count() counts all */
 } mq_variant;
 
@@ -322,9 +321,6 @@ typedef struct {
     mq_buffer_kind msl_buffers[4]; /* extra buffers, MQ_BUF_END-terminated */
     const char *summary;
     mq_layout layout;          /* the weight arrays its kernel reads (SEED unless said) */
-    int fixup;                 /* a tile split between threadgroups is summed by the last of
-                                * them to finish its share (device-scope fences, a counter per
-                                * tile in the workspace): no reduction dispatch */
 } mq_variant_info;
 
 /* Every variant: the seeds' (mq_variant's constants) and any registered. */
@@ -370,10 +366,6 @@ typedef struct {
                             * filled by asynchronous copies (0: weights in registers) */
     int dispatches;        /* 1, or 2 with a reduction pass */
     size_t workspace_bytes;/* partial sums (FP32) */
-    size_t counters_at;    /* a variant that sums split tiles in its kernel (fixup): the
-                            * byte offset in the workspace, after the k_slices planes, of
-                            * one uint per output tile, which must be zero before the
-                            * kernel's first launch and which it leaves zero (0: none) */
 } mq_plan;
 
 /* Check a candidate against a problem and limits; on success fill plan.

@@ -126,7 +126,7 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
         .defaults = {16, 64, 128, 0, 1},
         .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_%s",
-        .msl_buffers = {MQ_BUF_WORKSPACE}, .fixup = 1,
+        .msl_buffers = {MQ_BUF_WORKSPACE},
         .summary = "lane layout: 16-byte code loads per lane into the MMA fragments, A "
                    "staged, K over simdgroups and split_k slices"},
     /* lane_gemm's body on the trellis formats' lane layout (128-K
@@ -141,26 +141,9 @@ static mq_variant_info variants[MAX_VARIANTS] = {
         .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
         .defaults = {16, 64, 128, 0, 1},
         .msl_file = "lane_trellis.metal", .msl_function = "lane_trellis",
-        .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU}, .fixup = 1,
+        .msl_buffers = {MQ_BUF_WORKSPACE, MQ_BUF_GRID, MQ_BUF_SU},
         .summary = "lane layout, trellis: 16-32-byte index loads per lane, a pair codebook in "
                    "threadgroup memory, scales on the products per 32 K, su on A, split_k"},
-    /* lane_gemm's body on IST-DASLab/marlin's stripes: a 1D grid of
-     * num_threadgroups, each a contiguous range of the column-major (tile,
-     * K slice) list, so every threadgroup has the same share of the weights
-     * however the tiles divide among the cores. A threadgroup sums its
-     * consecutive slices of a tile in its accumulators; a tile whole in one
-     * threadgroup goes straight to C, and only tiles shared between
-     * threadgroups leave partials for the reduction (merges_stripes). */
-    [MQ_VAR_LANE_STRIPED] = {
-        .name = "lane_gemm_striped", .enum_name = "MQ_VAR_LANE_STRIPED",
-        .formats = FMT(MQ_FMT_FP4) | FMT(MQ_FMT_U4), .schedule = MQ_SCHED_STRIPED,
-        .dequant = MQ_DEQ_LANE, .layout = MQ_LAYOUT_LANE, .a_stages = 2,
-        .tile_pad = MQ_TILE_PAD_HALVES, .sg_m = 8, .sg_n = 32, .tile_quantum = 32,
-        .defaults = {16, 64, 128, 0, 4}, .fixup = 1,
-        .msl_file = "lane_gemm.metal", .msl_function = "lane_gemm_striped_%s",
-        .msl_buffers = {MQ_BUF_WORKSPACE},
-        .summary = "lane layout on stripes: (tile, K slice) ranges per threadgroup, a "
-                   "threadgroup's slices of a tile summed in place, shared tiles reduced"},
 };
 static int nvariants = MQ_VAR_COUNT;
 
@@ -449,7 +432,6 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         plan->work_per_tg = mq_cdiv(plan->work_units, tgs);
         plan->grid_x = tgs;
         plan->grid_y = plan->grid_z = 1;
-
     } else {
         if (q->num_threadgroups && q->num_threadgroups != grid_total)
             return mq_fail(err, MQ_E_ILLEGAL,
@@ -462,13 +444,9 @@ mq_status mq_plan_candidate(const mq_problem *p, const mq_candidate *c, const mq
         plan->grid_y = plan->m_tiles;
         plan->grid_z = vi->schedule == MQ_SCHED_SPLITK ? q->split_k : 1;
     }
-    plan->dispatches = q->split_k > 1 && !vi->fixup ? 2 : 1;
+    plan->dispatches = q->split_k > 1 ? 2 : 1;
     plan->workspace_bytes =
         q->split_k > 1 ? (size_t)q->split_k * (size_t)p->M * (size_t)p->N * sizeof(float) : 0;
-    if (q->split_k > 1 && vi->fixup) { /* the tiles' counters after the planes */
-        plan->counters_at = plan->workspace_bytes;
-        plan->workspace_bytes += (size_t)plan->m_tiles * plan->n_tiles * sizeof(uint32_t);
-    }
     return mq_ok(err);
 }
 

@@ -31,7 +31,6 @@
 
 #include "mq_async_copy.h"
 #include "mq_metal.h"
-#include "mq_fixup.h"
 
 enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 
@@ -246,13 +245,11 @@ inline void mq_lane_fold_scales(thread MqLaneStage &s)
     }
 }
 
-// C (whole: the tile's whole K is in these sums) or the workspace plane ws,
-// from the accumulators of simdgroup kg = 0 plus the partials the others
-// left in red, in kg order.
+// C (k_slices == 1) or the workspace slice tg.z, from the accumulators of
+// simdgroup kg = 0 plus the partials the others left in red, in kg order.
 inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                           threadgroup const float *red, uint sgc, uint lane, uint row0,
-                          uint col0, constant MqParams &p, device half *C,
-                          MQ_COHERENT device float *ws, bool whole)
+                          uint col0, constant MqParams &p, device half *C, device float *ws)
 {
     const uint fr = mq_lane_frag_row(lane), fc = mq_lane_frag_col(lane);
     MQ_UNROLL
@@ -275,7 +272,7 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 for (uint j = 0; j < 2u; j++) {
                     const uint m = row0 + mi * 8u + fc + j;
                     if (m < p.M && n < p.N) {
-                        if (whole)
+                        if (p.k_slices == 1u)
                             C[m * p.N + n] = half(v[j]);
                         else
                             ws[m * p.N + n] = v[j];
@@ -440,22 +437,24 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
     } while (k0 < kr.y);
 }
 
-// One part of the output: the threadgroup's tile at rows row0, 16-column
-// blocks from tile_x x TILE_N / 16, over K range kr: into C when the part is
-// the tile's whole K, else into workspace plane `plane` and, as share sh of
-// the tile, summed by the last share (mq_fixup_arrive). Trellis: su the
-// signs and lut the pair codebook, filled by the caller before its first
-// barrier (unused for fp4 and u4).
+// The kernel body. Trellis: su the signs, grid the codebook and lut the
+// threadgroup memory of its codebook (unused, and may alias smem, for
+// fp4 and u4), filled here.
 template <int FMT>
-inline void mq_lane_part(device const half *A, device const uint *codes,
+inline void mq_lane_gemm(device const half *A, device const uint *codes,
                          device const half *scales, device const uchar *zeros, device half *C,
-                         constant MqParams &p, MQ_COHERENT device float *workspace,
-                         uint plane, bool whole, MqShare sh, threadgroup half *smem,
-                         device const float *su, threadgroup const uint *lut, uint row0,
-                         uint tile_x, uint2 kr, uint tid, uint sg, uint lane)
+                         constant MqParams &p, device float *workspace, threadgroup half *smem,
+                         device const float *grid, device const float *su,
+                         threadgroup uint *lut, uint3 tg, uint tid, uint sg, uint lane)
 {
+#ifdef MQ_LANE_TRELLIS
+    mq_lane_lut_fill(lut, grid, p.n_levels, tid); // read after the first barrier below
+#else
+    (void)grid;
+#endif
     const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
-    const uint col0 = tile_x * uint(TILE_N) + sgc * 32u;
+    const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
+    const uint2 kr = mq_k_range(p, tg.z);
     MqLaneAt w;
     w.nb0 = col0 / 16u;
     w.n16 = MQ_CDIV(p.N, 16u);
@@ -479,10 +478,10 @@ inline void mq_lane_part(device const half *A, device const uint *codes,
 #if LANE_STAGES
     if (FMT == LANE_FP4 && p.lane_fold != 0u)
         mq_lane_k_loop_staged<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
-                                         tile_x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
+                                         tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
     else
         mq_lane_k_loop_staged<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
-                                          tile_x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
+                                          tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
 #else
     if (FMT == LANE_FP4 && p.lane_fold != 0u)
         mq_lane_k_loop_registers<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
@@ -513,69 +512,7 @@ inline void mq_lane_part(device const half *A, device const uint *codes,
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (kg == 0u)
         mq_lane_store(acc, red, sgc, lane, row0, col0, p, C,
-                      workspace + size_t(plane) * p.M * p.N, whole);
-    if (!whole)
-        mq_fixup_arrive(C, workspace, p, sh, row0, tile_x * uint(TILE_N),
-                        (threadgroup uint *)smem, tid);
-}
-
-// The kernel body on the grid (n_tiles, m_tiles, split_k): one part, slice
-// tg.z, a share of its tile when K is split. Trellis: su the signs, grid the codebook and lut the threadgroup
-// memory of its codebook (unused, and may alias smem, for fp4 and u4),
-// filled here.
-template <int FMT>
-inline void mq_lane_gemm(device const half *A, device const uint *codes,
-                         device const half *scales, device const uchar *zeros, device half *C,
-                         constant MqParams &p, MQ_COHERENT device float *workspace,
-                         threadgroup half *smem, device const float *grid,
-                         device const float *su, threadgroup uint *lut, uint3 tg, uint tid,
-                         uint sg, uint lane)
-{
-#ifdef MQ_LANE_TRELLIS
-    mq_lane_lut_fill(lut, grid, p.n_levels, tid); // read after the first barrier below
-#else
-    (void)grid;
-#endif
-    MqShare sh;
-    sh.tile = tg.x * p.m_tiles + tg.y;
-    sh.shares = p.k_slices;
-    sh.first = 0u;
-    sh.every = 1u;
-    mq_lane_part<FMT>(A, codes, scales, zeros, C, p, workspace, tg.z, p.k_slices == 1u, sh, smem,
-                      su, lut, tg.y * uint(TILE_M), tg.x, mq_k_range(p, tg.z), tid, sg, lane);
-}
-
-// The body on stripes (lane_gemm_striped, fp4 and u4; grid: num_tgs):
-// threadgroup tg takes work units tg x work_per_tg onward of the
-// column-major (tile, K slice) list, a part per run of one tile's slices: a
-// tile whole in the run goes to C; a tile shared with the threadgroups
-// before or after is a share (mq_fixup_arrive) whose partial is in the
-// plane of its first slice.
-template <int FMT>
-inline void mq_lane_gemm_striped(device const half *A, device const uint *codes,
-                                 device const half *scales, device const uchar *zeros,
-                                 device half *C, constant MqParams &p,
-                                 MQ_COHERENT device float *workspace, threadgroup half *smem,
-                                 uint tg, uint tid, uint sg, uint lane)
-{
-    const uint ks = p.k_slices, wpt = p.work_per_tg, total = p.m_tiles * p.n_tiles * ks;
-    uint u = tg * wpt;
-    const uint end = min(u + wpt, total);
-    while (u < end) {
-        const uint tile = u / ks, s0 = u % ks, s1 = min(ks, s0 + (end - u));
-        const uint2 kr = uint2(mq_k_range(p, s0).x, mq_k_range(p, s1 - 1u).y);
-        MqShare sh; // the threadgroups whose runs meet the tile's units
-        sh.tile = tile;
-        sh.first = tile * ks;
-        sh.shares = (sh.first + ks - 1u) / wpt - sh.first / wpt + 1u;
-        sh.every = wpt;
-        mq_lane_part<FMT>(A, codes, scales, zeros, C, p, workspace, s0, s0 == 0u && s1 == ks, sh,
-                          smem, nullptr, (threadgroup const uint *)smem,
-                          (tile % p.m_tiles) * uint(TILE_M), tile / p.m_tiles, kr, tid, sg, lane);
-        // the K shares read from smem before the next part's copies land there
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        u += s1 - s0;
-    }
+                      workspace + size_t(tg.z) * p.M * p.N);
 }
 
 #endif

@@ -424,25 +424,18 @@ static void test_fragment_loads(void)
 }
 
 /* In a PTX file: the shfl.sync and mma.sync lines inside loops (between a
- * label and a later branch back to it), to *shfl and *mma, leaving out the
- * kernels (.entry, .func) whose name holds `skip` (NULL: none); -1 when the file
+ * label and a later branch back to it), to *shfl and *mma; -1 when the file
  * cannot be read. */
-static int ptx_loop_counts(const char *path, const char *skip, int *shfl, int *mma)
+static int ptx_loop_counts(const char *path, int *shfl, int *mma)
 {
     enum { MAXL = 200000 };
     FILE *f = fopen(path, "r");
     char **lines = calloc(MAXL, sizeof *lines);
     unsigned char *in = calloc(MAXL, 1);
-    int n = 0, skipping = 0;
+    int n = 0;
     char line[512];
-    while (f && lines && in && n < MAXL && fgets(line, sizeof line, f)) {
-        const char *entry = strstr(line, ".entry ");
-        if (!entry) /* (the prelude's kernels are functions its entries call) */
-            entry = strstr(line, ".func ");
-        if (entry)
-            skipping = skip && strstr(entry, skip);
-        lines[n++] = skipping ? NULL : strdup(line);
-    }
+    while (f && lines && in && n < MAXL && fgets(line, sizeof line, f))
+        lines[n++] = strdup(line);
     if (f)
         fclose(f);
     *shfl = *mma = 0;
@@ -477,20 +470,18 @@ static int ptx_loop_counts(const char *path, const char *skip, int *shfl, int *m
  * register order (MQ_FRAG_FILL) feed mma.m16n8k16 directly, so the K loop
  * (found as the code between a label and a branch back to it, holding the
  * MMAs) has no shuffle: the only shfl.sync are the epilogue's conversions of
- * the accumulators to Apple's layout, and nothing spills to local memory.
- * The striped kernels run the same part (mq_lane_part), epilogue included,
- * inside their loop over parts, so the loop test reads the grid kernels. */
+ * the accumulators to Apple's layout, and nothing spills to local memory. */
 static void test_lane_ptx(void)
 {
-    /* lane_gemm (fp4 and u4, on the grid and on stripes: four kernels) and
-     * lane_trellis (one kernel, whose 32-K scales go on the accumulators'
-     * own tensor-core pairs, mq_acc_add_scaled: no shuffle either) */
+    /* lane_gemm (fp4 and u4: two kernels) and lane_trellis (one kernel,
+     * whose 32-K scales go on the accumulators' own tensor-core pairs,
+     * mq_acc_add_scaled: no shuffle either) */
     static const struct {
         const char *file, *defs;
         int tm, kernels;
     } progs[] = {
-        {"lane_gemm.metal", "TILE_M=32 TILE_N=64 TILE_K=128 SG_M=8 SG_N=32 MQ_TILE_PAD=8", 32, 4},
-        {"lane_gemm.metal", "TILE_M=16 TILE_N=32 TILE_K=64 SG_M=8 SG_N=32 MQ_TILE_PAD=8", 16, 4},
+        {"lane_gemm.metal", "TILE_M=32 TILE_N=64 TILE_K=128 SG_M=8 SG_N=32 MQ_TILE_PAD=8", 32, 2},
+        {"lane_gemm.metal", "TILE_M=16 TILE_N=32 TILE_K=64 SG_M=8 SG_N=32 MQ_TILE_PAD=8", 16, 2},
         {"lane_trellis.metal",
          "TILE_M=16 TILE_N=64 TILE_K=256 SG_M=8 SG_N=32 MQ_TILE_PAD=8 TRELLIS_BITS=3", 16, 1},
     };
@@ -523,7 +514,7 @@ static void test_lane_ptx(void)
         if (f)
             fclose(f);
         int loop_shfl = 0, loop_mma = 0;
-        int lrc = ptx_loop_counts(ptx, "striped", &loop_shfl, &loop_mma);
+        int lrc = ptx_loop_counts(ptx, &loop_shfl, &loop_mma);
         unlink(ptx);
         CHECK(rc == 0 && lrc == 0 && loop_mma > 0 && loop_shfl == 0,
               "expected the K loop of %s (%s) with its MMAs and no shfl.sync, got %d mma.sync "

@@ -48,8 +48,8 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
     CUmodule gemm = mq_cuda_module_for(s, rp.file, rp.defines, err);
     CUmodule red =
-        gemm && plan->dispatches > 1 ? mq_cuda_module_for(s, MQ_MSL_REDUCE_FILE, "", err) : NULL;
-    if (!gemm || (plan->dispatches > 1 && !red))
+        gemm && plan->k_slices > 1 ? mq_cuda_module_for(s, MQ_MSL_REDUCE_FILE, "", err) : NULL;
+    if (!gemm || (plan->k_slices > 1 && !red))
         return err->code;
     weight_entry *we = mq_cuda_weights_for(s, w, err);
     if (!we)
@@ -68,9 +68,6 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
     CU(s->api.MemsetD8(s->c.p, 0xff, MN * 2), "poisoning C");
     if (plan->workspace_bytes)
         CU(s->api.MemsetD8(s->ws.p, 0xff, plan->workspace_bytes), "poisoning the workspace");
-    const size_t cnt_bytes = mq_msl_counters_bytes(plan);
-    if (cnt_bytes) /* a fixup kernel's tile counters start at zero */
-        CU(s->api.MemsetD8(s->ws.p + plan->counters_at, 0, cnt_bytes), "zeroing the counters");
     /* the binding of metal.c: A, weights, scales, C, params, then the
      * variant's own buffers from index 5 (rp.bind) */
     cuda_buffer_args g = {{s->a.p, 0, 0, s->c.p, s->params.p}};
@@ -101,17 +98,6 @@ static mq_status cuda_run(mq_backend *b, const mq_problem *p, const mq_weights *
         s->c_host_n = MN;
     }
     CU(s->api.MemcpyDtoH(s->c_host, s->c.p, MN * 2), "copying C back");
-    if (cnt_bytes) { /* and the kernel left them there */
-        uint32_t *cnt = malloc(cnt_bytes);
-        if (!cnt)
-            return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the counters");
-        CUresult r = s->api.MemcpyDtoH(cnt, s->ws.p + plan->counters_at, cnt_bytes);
-        st = r == 0 ? mq_msl_counters_check(plan, cnt, err)
-                               : mq_fail(err, MQ_E_SYSTEM, "cuda: copying the counters back failed (%d)", (int)r);
-        free(cnt);
-        if (st)
-            return st;
-    }
     for (size_t i = 0; i < MN; i++)
         C[i] = mq_half_to_float(s->c_host[i]);
     return MQ_OK;

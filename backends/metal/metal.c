@@ -342,11 +342,6 @@ static mq_status run_command_buffer(metal_state *s, const mq_problem *p, const m
     const uint16_t *out = MSG0(rt, const uint16_t *)(s->c_buf, rt->sel("contents"));
     for (size_t i = 0; i < MN; i++)
         C[i] = mq_half_to_float(out[i]);
-    if (mq_msl_counters_bytes(plan)) /* a fixup kernel left its tile counters at zero */
-        return mq_msl_counters_check(
-            plan,
-            (const uint32_t *)(MSG0(rt, char *)(s->ws_buf, rt->sel("contents")) + plan->counters_at),
-            err);
     return MQ_OK;
 }
 
@@ -372,11 +367,11 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
     void *pool = rt->pool_push();
     reserve_pipelines(s, 2); /* the GEMM and the reduction */
     pipeline_entry *pe = pipeline_for(s, rp.file, rp.function, rp.defines, err);
-    pipeline_entry *re = pe && plan->dispatches > 1 ? pipeline_for(s, MQ_MSL_REDUCE_FILE,
+    pipeline_entry *re = pe && plan->k_slices > 1 ? pipeline_for(s, MQ_MSL_REDUCE_FILE,
                                                                 MQ_MSL_REDUCE_FUNCTION, "", err)
                                                  : NULL;
     size_t MN = (size_t)p->M * p->N;
-    if (!pe || (plan->dispatches > 1 && !re))
+    if (!pe || (plan->k_slices > 1 && !re))
         st = err->code ? err->code : MQ_E_ARG;
     if (st == MQ_OK)
         st = pipeline_fits(s, pe, rp.function, plan->threads_per_tg, KERNEL_SIMD_WIDTH, err);
@@ -391,9 +386,6 @@ static mq_status metal_run(mq_backend *b, const mq_problem *p, const mq_weights 
         st = mq_fail(err, MQ_E_NOMEM, "metal: cannot allocate the A, C or workspace buffers");
     if (st == MQ_OK) {
         memcpy(MSG0(rt, void *)(s->a_buf, rt->sel("contents")), A, (size_t)p->M * p->K * 2);
-        if (mq_msl_counters_bytes(plan)) /* a fixup kernel's tile counters start at zero */
-            memset(MSG0(rt, char *)(s->ws_buf, rt->sel("contents")) + plan->counters_at, 0,
-                   mq_msl_counters_bytes(plan));
         st = run_command_buffer(s, p, &rp, pe, re, we, w, C, err);
     }
     rt->pool_pop(pool);

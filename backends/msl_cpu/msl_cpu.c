@@ -85,10 +85,10 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
     const mq_plan *plan = rp.plan;
     char msg[1024];
     mq_msl_module *gemm = module_for(s, rp.file, rp.defines, err);
-    mq_msl_module *red = gemm && plan->dispatches > 1
+    mq_msl_module *red = gemm && plan->k_slices > 1
                              ? module_for(s, MQ_MSL_REDUCE_FILE, "", err)
                              : NULL;
-    if (!gemm || (plan->dispatches > 1 && !red))
+    if (!gemm || (plan->k_slices > 1 && !red))
         return err->code;
 
     size_t MN = (size_t)p->M * (size_t)p->N;
@@ -101,9 +101,6 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
               /* outputs start as NaN: an element no thread writes cannot pass */
               upload(&buf[B_C], NULL, MN * 2, 0xff, err) ||
               upload(&buf[B_WS], NULL, plan->workspace_bytes ? plan->workspace_bytes : 16, 0xff, err);
-    const size_t cnt_bytes = mq_msl_counters_bytes(plan);
-    if (!bad && cnt_bytes) /* a fixup kernel's tile counters start at zero */
-        memset((char *)buf[B_WS].data + plan->counters_at, 0, cnt_bytes);
     const void *ptr[MQ_MSL_W_COUNT];
     size_t bytes[MQ_MSL_W_COUNT];
     mq_msl_weight_arrays(w, ptr, bytes);
@@ -135,10 +132,6 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
             }
         }
     }
-    if (!bad && cnt_bytes && mq_msl_counters_check(
-                                 plan, (const uint32_t *)((char *)buf[B_WS].data + plan->counters_at),
-                                 err))
-        bad = 1; /* and the kernel left them there */
     if (!bad) {
         const uint16_t *out = buf[B_C].data;
         for (size_t i = 0; i < MN; i++)
