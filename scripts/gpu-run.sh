@@ -59,9 +59,10 @@
 #                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
 #                                and counters are readable, with each one's SASS (ncu-decode:
 #                                the same stage's earlier name)
-#   scripts/gpu-run.sh variants  kernel-source variants (VARIANTS="NAME=DIR[:CHIPS] ...", each DIR a
-#                                copy of metal/ read through MQ_METAL_DIR, CHIPS a chips file for
-#                                bench --chips, e.g. one without async_copy_stages) of this build,
+#   scripts/gpu-run.sh variants  kernel-source variants (VARIANTS="NAME=DIR[:CHIPS[:VAR=VALUE]] ...",
+#                                each DIR a copy of metal/ read through MQ_METAL_DIR, CHIPS a chips
+#                                file for bench --chips, e.g. one without async_copy_stages, VAR=VALUE
+#                                its environment, e.g. MQ_CUDA_MIN_BLOCKS=2) of this build,
 #                                interleaved rounds over AB_SPECS -> results/CHIP/AB_DIR/var.txt
 #   scripts/gpu-run.sh cpu-decode  the CPU model's decode path (chip host, the CPU backend):
 #                                M=1 of the two decode shapes, fp4 u4 trellis3, a few GEMV
@@ -428,9 +429,10 @@ ab)
     ;;
 variants)
     # kernel-source variants for this one build, interleaved: VARIANTS is
-    # "NAME=DIR[:CHIPS] ..." (DIR: a copy of metal/ with a change, read through
-    # MQ_METAL_DIR; each its own compile cache; CHIPS: bench --chips, the
-    # planner's figures, e.g. async_copy_stages), AB_SPECS as in ab; round r
+    # "NAME=DIR[:CHIPS[:VAR=VALUE]] ..." (DIR: a copy of metal/ with a change,
+    # read through MQ_METAL_DIR; each its own compile cache; CHIPS: bench
+    # --chips, the planner's figures, e.g. async_copy_stages, or empty;
+    # VAR=VALUE: the environment, e.g. MQ_CUDA_MIN_BLOCKS=2), AB_SPECS as in ab; round r
     # runs every variant in VARIANTS' order, AB_ROUNDS rounds
     # -> results/CHIP/AB_DIR (default variants)/NAME.csv and .log; var.txt:
     # per candidate each variant's medians and its speed-up over the first
@@ -440,14 +442,16 @@ variants)
     r=1
     while [ "$r" -le "${AB_ROUNDS:-3}" ]; do
         for v in $VARIANTS; do
-            name=${v%%=*} dir=${v#*=} chips=
-            case $dir in *:*) chips=${dir#*:} dir=${dir%%:*} ;; esac
+            name=${v%%=*} dir=${v#*=} chips= envs=
+            case $dir in *:*) rest=${dir#*:} dir=${dir%%:*} chips=${rest%%:*}
+                case $rest in *:*) envs=${rest#*:} ;; esac ;; esac
             awk '{print $1, $2}' /tmp/var-specs.txt | sort -u | while read -r sh f; do
                 set --
                 while read -r s2 f2 spec; do
                     [ "$s2 $f2" = "$sh $f" ] && set -- "$@" --candidate "$spec"
                 done < /tmp/var-specs.txt
-                MQ_METAL_DIR=$dir MQ_CUDA_CACHE=/tmp/mq-cache/var-$name timeout "$STAGE_S" build/bench \
+                # shellcheck disable=SC2086 # ENV=VAL words
+                MQ_METAL_DIR=$dir MQ_CUDA_CACHE=/tmp/mq-cache/var-$name env $envs timeout "$STAGE_S" build/bench \
                     --backend cuda --shape "$sh" --formats "$f" --budget 0.05 --quiet \
                     --out "$D/$name.csv" ${chips:+--chips "$chips"} "$@" < /dev/null > /tmp/var.log 2>&1
                 e=$?
