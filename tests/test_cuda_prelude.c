@@ -537,6 +537,32 @@ static void test_lane_ptx(void)
     }
 }
 
+/* MQ_CUDA_MIN_BLOCKS: the entries' launch bounds ask for that many blocks
+ * an SM; a value that is not 1-32 is refused, naming it. */
+static void test_min_blocks(void)
+{
+    static const struct {
+        const char *value, *want;
+    } rows[] = {
+        {"2", "__launch_bounds__(MQ_PLAN_THREADS, 2)"},
+        {"abc", "MQ_CUDA_MIN_BLOCKS='abc' is not a whole number from 1 to 32"},
+        {"0", "MQ_CUDA_MIN_BLOCKS='0'"},
+        {"33", "MQ_CUDA_MIN_BLOCKS='33'"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char err[512] = "";
+        mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+        int nks = 0;
+        setenv("MQ_CUDA_MIN_BLOCKS", rows[i].value, 1);
+        char *cu = mq_cuda_source("marlin_gemm_fused.metal", NULL, "", ks, &nks, err, sizeof err);
+        CHECK(i == 0 ? cu && strstr(cu, rows[i].want) : !cu && strstr(err, rows[i].want),
+              "expected MQ_CUDA_MIN_BLOCKS=%s to give '%s', got %s: %s", rows[i].value,
+              rows[i].want, cu ? "a source" : "no source", err);
+        free(cu);
+    }
+    unsetenv("MQ_CUDA_MIN_BLOCKS");
+}
+
 static void test_unavailable(void)
 {
     mq_error e;
@@ -590,6 +616,7 @@ int main(void)
     test_mma_mappings();
     test_fragment_loads();
     test_lane_ptx();
+    test_min_blocks();
     test_unavailable();
     test_every_program();
     return check_done("cuda_prelude");

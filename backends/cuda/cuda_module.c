@@ -50,17 +50,24 @@ char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_
     mq_strbuf t = {0};
     mq_sb_printf(&t, "%s\n", cu);
     free(cu);
-    /* MQ_CUDA_MIN_BLOCKS=N (an experiment's knob): ask the compiler for
-     * registers that let N thread blocks share an SM */
+    /* MQ_CUDA_MIN_BLOCKS=N, 1..32 (an experiment's knob): ask the compiler
+     * for registers that let N thread blocks share an SM */
     const char *mb = getenv("MQ_CUDA_MIN_BLOCKS");
-    int min_blocks = mb ? atoi(mb) : 0;
+    char *mb_end = NULL;
+    long min_blocks = mb && *mb ? strtol(mb, &mb_end, 10) : 0;
+    if (mb && *mb && (*mb_end || min_blocks < 1 || min_blocks > 32)) {
+        snprintf(err, errlen, "MQ_CUDA_MIN_BLOCKS='%s' is not a whole number from 1 to 32", mb);
+        free(t.s);
+        free(sig);
+        return NULL;
+    }
     mq_sb_printf(&t, "\n// ---- the entries (backends/cuda/cuda_module.c) ----\n"
             "#if defined(__clang__) && !defined(__CUDACC_RTC__)\n"
             "#pragma clang force_cuda_host_device end\n"
             "#endif\n"
             "#ifdef MQ_PLAN_THREADS\n");
-    if (min_blocks > 0 && min_blocks <= 32)
-        mq_sb_printf(&t, "#define MQ_CUDA_BOUNDS __launch_bounds__(MQ_PLAN_THREADS, %d)\n",
+    if (min_blocks > 0)
+        mq_sb_printf(&t, "#define MQ_CUDA_BOUNDS __launch_bounds__(MQ_PLAN_THREADS, %ld)\n",
                      min_blocks);
     else
         mq_sb_printf(&t, "#define MQ_CUDA_BOUNDS __launch_bounds__(MQ_PLAN_THREADS)\n");
