@@ -22,9 +22,29 @@ const char *mq_cuda_include_dir(void)
     return d && *d ? d : MQ_SOURCE_DIR "/backends/cuda";
 }
 
+/* MQ_CUDA_MIN_BLOCKS=N, 1..32 (an experiment's knob): the entries ask the
+ * compiler for registers that let N thread blocks share an SM. 0 when it is
+ * unset, -1 and a message naming it when it is not such a number. */
+static long min_blocks_of(char *err, size_t errlen)
+{
+    const char *mb = getenv("MQ_CUDA_MIN_BLOCKS");
+    if (!mb || !*mb)
+        return 0;
+    char *end = NULL;
+    long v = strtol(mb, &end, 10);
+    if (*end || v < 1 || v > 32) {
+        snprintf(err, errlen, "MQ_CUDA_MIN_BLOCKS='%s' is not a whole number from 1 to 32", mb);
+        return -1;
+    }
+    return v;
+}
+
 char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_cuda_kernel *ks,
                      int *nk, char *err, size_t errlen)
 {
+    const long min_blocks = min_blocks_of(err, errlen);
+    if (min_blocks < 0)
+        return NULL;
     char *pre = mq_msl_preprocessed(file, src, defines, NULL, err, errlen);
     if (!pre)
         return NULL;
@@ -50,17 +70,6 @@ char *mq_cuda_source(const char *file, const char *src, const char *defines, mq_
     mq_strbuf t = {0};
     mq_sb_printf(&t, "%s\n", cu);
     free(cu);
-    /* MQ_CUDA_MIN_BLOCKS=N, 1..32 (an experiment's knob): ask the compiler
-     * for registers that let N thread blocks share an SM */
-    const char *mb = getenv("MQ_CUDA_MIN_BLOCKS");
-    char *mb_end = NULL;
-    long min_blocks = mb && *mb ? strtol(mb, &mb_end, 10) : 0;
-    if (mb && *mb && (*mb_end || min_blocks < 1 || min_blocks > 32)) {
-        snprintf(err, errlen, "MQ_CUDA_MIN_BLOCKS='%s' is not a whole number from 1 to 32", mb);
-        free(t.s);
-        free(sig);
-        return NULL;
-    }
     mq_sb_printf(&t, "\n// ---- the entries (backends/cuda/cuda_module.c) ----\n"
             "#if defined(__clang__) && !defined(__CUDACC_RTC__)\n"
             "#pragma clang force_cuda_host_device end\n"
