@@ -67,6 +67,14 @@ static size_t scale_index(const mq_lane_geom *g, int grp, int n)
            (size_t)((n >> 3) & 1);
 }
 
+/* fp4 pair p's magnitude and sign bits in each 16-bit half of its word:
+ * the decode (metal/mq_lane.h, mq_lane_fp4_bits) shifts them to an FP16's
+ * bits 9-11 and 15 with five shifts and six masks for the word's four
+ * pairs, where contiguous nibbles need seven shifts and eight masks. The
+ * positions are the cheapest of all placements by that count (pairs 0 and 2
+ * need one shift for both parts; no placement gives more than two such). */
+static const int fp4_mag_bit[4] = {0, 3, 8, 11}, fp4_sign_bit[4] = {6, 7, 14, 15};
+
 /* the bits of a slot in lane_codes (section 2 and 3 of the design) */
 static void slot_bits(const mq_lane_geom *g, int nb, int kb, int L, int q, int j,
                       mq_lane_slot *s)
@@ -74,7 +82,14 @@ static void slot_bits(const mq_lane_geom *g, int nb, int kb, int L, int q, int j
     size_t base = ((size_t)nb * (size_t)g->kb + (size_t)kb) * (size_t)g->sb_words;
     s->hi_word = 0;
     s->hi_bit = -1;
-    if (!mq_format_is_trellis(g->format)) { /* word a of the lane's uint4, nibble p + 4j */
+    s->hi_shift = 2;
+    if (g->format == MQ_FMT_FP4) { /* word a of the lane's uint4, split at MAG, SGN */
+        s->word = s->hi_word = base + (size_t)L * 4 + (size_t)(q >> 2);
+        s->bit = fp4_mag_bit[q & 3] + 16 * j;
+        s->width = 3;
+        s->hi_bit = fp4_sign_bit[q & 3] + 16 * j;
+        s->hi_shift = 3;
+    } else if (!mq_format_is_trellis(g->format)) { /* u4: word a, nibble p + 4j */
         s->word = base + (size_t)L * 4 + (size_t)(q >> 2);
         s->bit = 4 * ((q & 3) + 4 * j);
         s->width = 4;
@@ -105,7 +120,7 @@ static unsigned slot_get(const uint32_t *codes, const mq_lane_slot *s)
 {
     unsigned v = (codes[s->word] >> s->bit) & ((1u << s->width) - 1u);
     if (s->hi_bit >= 0)
-        v |= ((codes[s->hi_word] >> s->hi_bit) & 1u) << 2;
+        v |= ((codes[s->hi_word] >> s->hi_bit) & 1u) << s->hi_shift;
     return v;
 }
 
@@ -114,7 +129,7 @@ static void slot_put(uint32_t *codes, const mq_lane_slot *s, unsigned v)
 {
     codes[s->word] |= (v & ((1u << s->width) - 1u)) << s->bit;
     if (s->hi_bit >= 0)
-        codes[s->hi_word] |= ((v >> 2) & 1u) << s->hi_bit;
+        codes[s->hi_word] |= ((v >> s->hi_shift) & 1u) << s->hi_bit;
 }
 
 /* ---- the seed's codes ---- */

@@ -158,7 +158,11 @@ const char *mq_layout_name(mq_layout l); /* "seed", "lane" ("?" otherwise) */
  * the pair (n = 8h + frag_row(L), k = 16a + 8s + frag_col(L) + j), j = 0, 1,
  * Apple's (and MLX's) simdgroup-matrix fragment layout: one 16-byte load
  * (trellis: 16, 24, 32 bytes) gives a lane the codes of 16 fragments.
- * fp4/u4: word a of the lane's uint4, nibble p + 4j (Marlin's interleave).
+ * u4: word a of the lane's uint4, nibble p + 4j (Marlin's interleave).
+ * fp4: word a too, but each code split where the decode wants it: its
+ * magnitude (bits 0-2) at bit MAG[p] + 16j, its sign (bit 3) at SGN[p] + 16j,
+ * MAG = {0, 3, 8, 11}, SGN = {6, 7, 14, 15}: a shift (pairs 0, 2: one shift
+ * and one mask for both) puts them at an FP16's bits 9-11 and 15.
  * trellis, pair q = 4a + p, the pair's two indices adjacent (one pair-LUT
  * field): b=2 word L*4 + q/8, bits 4(q%8) + 2j; b=4 word (q/16)*128 + L*4 +
  * (q/4)%4, bits 8(q%4) + 4j; b=3 idx & 3 as b=2, idx >> 2 in word 128 +
@@ -189,11 +193,12 @@ mq_status mq_lane_geometry(mq_format f, int K, int N, int group, mq_lane_geom *g
 
 /* Where the code of weight (k, n) lives, k < kp, n < 16 n16 (padding too). */
 typedef struct {
-    size_t word;  /* lane_codes[word] holds the code (trellis3: its low 2 bits) */
+    size_t word;  /* lane_codes[word] holds the code (fp4: its magnitude; trellis3: its low 2 bits) */
     int bit;      /* from this bit */
-    int width;    /* this many bits: 4 (fp4, u4, trellis4), 2 (trellis2, trellis3) */
-    size_t hi_word; /* trellis3: the word of the code's bit 2 */
-    int hi_bit;     /* trellis3: its bit; -1 for the other formats */
+    int width;    /* this many bits: 4 (u4, trellis4), 3 (fp4), 2 (trellis2, trellis3) */
+    size_t hi_word; /* fp4, trellis3: the word of the code's top bit */
+    int hi_bit;     /* fp4, trellis3: its bit; -1 for the other formats */
+    int hi_shift;   /* that bit's place in the code: 3 (fp4, the sign), 2 (trellis3) */
     size_t scale;   /* lane_scales (and lane_zeros) index of (k / group, n) */
 } mq_lane_slot;
 void mq_lane_locate(const mq_lane_geom *g, int k, int n, mq_lane_slot *s);

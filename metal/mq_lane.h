@@ -194,33 +194,62 @@ inline void mq_right_pair(thread simdgroup_half8x8 &b_k0, thread simdgroup_half8
 #endif
 }
 
+// fp4 pair p of a lane word (kernels/layout_lane.c): its two codes'
+// magnitudes at bits MAG[p] and MAG[p] + 16, their signs at SGN[p] and SGN[p]
+// + 16 (MAG = {0, 3, 8, 11}, SGN = {6, 7, 14, 15}), moved to an FP16 pair's
+// bits 9-11 and 15: the pair's values times 2^-14, exactly. With p a
+// constant (the loops unroll) pairs 0 and 2 are one shift and one mask, 1 and
+// 3 two shifts and two masks: five shifts and six masks a word where the
+// nibbles as stored before (p + 4j) took seven and eight.
+inline uint mq_lane_fp4_bits(uint w, uint p)
+{
+    return p == 0u   ? (w << 9) & 0x8E008E00u
+           : p == 1u ? ((w << 6) & 0x0E000E00u) | ((w << 8) & 0x80008000u)
+           : p == 2u ? (w << 1) & 0x8E008E00u
+                     : ((w >> 2) & 0x0E000E00u) | (w & 0x80008000u);
+}
+
 // Pair p of the lane's word: weights (k, k + 1) of its column, exactly as
 // the fused kernels round them (one FP16 rounding of code x scale). Where
 // the backend has FP16 pair instructions (the cuda prelude's
-// MQ_PRELUDE_HALF2_OPS) the same values come from two of them per pair: fp4
-// codes as FP16 bit pairs (value x 2^-14, exact), times 2^14 (exact), times
-// the scale (one rounding), or, FOLD, times a scale that already holds the
-// 2^14 (mq_lane_fold_scales: exact where every scale is under 4, the
-// weights' lane_scales_small), one instruction; u4 as (1024 + q) - (1024 + z)
-// (exact small integers, Marlin's bias trick) times the scale (one
-// rounding). Elsewhere (Metal, the executor) in float, as mq_fp4_rows and
-// mq_u4_rows do.
+// MQ_PRELUDE_HALF2_OPS) the same values come from two or three of them per
+// pair: fp4 as FP16 bit pairs (mq_lane_fp4_bits: value x 2^-14, exact) times
+// 2^14 (exact) times the scale (one rounding), or, FOLD, times a scale that
+// already holds the 2^14 (mq_lane_fold_scales: exact where every scale is
+// under 4, the weights' lane_scales_small), one instruction; u4 as q - z
+// times the scale (one rounding), q - z exact by IST-DASLab/marlin's bias
+// trick: the even pairs' nibbles (bits 0 and 8 of each half) as (1024 + q) -
+// (1024 + z), the odd pairs' (bits 4 and 12) as (1024 + 16 q) / 16 - (64 +
+// z) in one fma, so that a word needs one shift (by 8) instead of three.
+// Elsewhere (Metal, the executor) in float, as mq_fp4_rows and mq_u4_rows do.
+// (The scale and zero point come as the pair's own, chosen by the caller:
+// a per-K-tile table of them made the NVRTC of CUDA 13 take minutes.)
 template <bool U4, bool FOLD>
 inline half2 mq_lane_pair(uint word, uint p, half scale, uint zero)
 {
 #ifdef MQ_PRELUDE_HALF2_OPS
-    const uint t = word >> (4u * p), s2 = uint(as_type<ushort>(scale)) * 0x10001u;
+    const uint s2 = uint(as_type<ushort>(scale)) * 0x10001u;
     if (U4) {
-        const uint q = (t & 0x000F000Fu) | 0x64006400u, zb = (0x6400u | zero) * 0x10001u;
-        return as_type<half2>(metal::mq_hmul2(metal::mq_hsub2(q, zb), s2));
+        const uint t = p < 2u ? word : word >> 8;
+        const uint q = (p & 1u) == 0u
+                           ? metal::mq_hsub2((t & 0x000F000Fu) | 0x64006400u,
+                                             (0x6400u | zero) * 0x10001u)
+                           : metal::mq_hfma2((t & 0x00F000F0u) | 0x64006400u, 0x2C002C00u,
+                                             (0xD400u | (zero << 4)) * 0x10001u);
+        return as_type<half2>(metal::mq_hmul2(q, s2));
     }
-    const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
+    const uint hb = mq_lane_fp4_bits(word, p);
     return as_type<half2>(FOLD ? metal::mq_hmul2(hb, s2)
                                : metal::mq_hmul2(metal::mq_hmul2(hb, 0x74007400u), s2));
 #else
     if (U4)
         return mq_u4_rows(word, p, as_type<float>(zero | 0x4B000000u), float(scale));
-    return mq_fp4_rows(word, p, FOLD ? float(scale) : float(scale) * 16384.0f);
+    const uint hb = mq_lane_fp4_bits(word, p);
+    const float s = FOLD ? float(scale) : float(scale) * 16384.0f;
+    half2 r; // set lane by lane, as mq_fp4_rows
+    r.x = half(float(as_type<half>(ushort(hb & 0xffffu))) * s);
+    r.y = half(float(as_type<half>(ushort(hb >> 16))) * s);
+    return r;
 #endif
 }
 

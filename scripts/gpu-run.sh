@@ -380,7 +380,9 @@ ab)
     # -> results/CHIP/AB_DIR (default ab)/{before,after}.csv and their logs;
     # ab.txt: per candidate the median of each round and after/before as
     # the ratio of the rounds' medians of medians (> 1: after is faster);
-    # cold.txt: each call's best row against a cold read of its size
+    # cold.txt: each call's best row against a cold read of its size;
+    # AB_FLAGS: more bench options (--no-probes: no probes and no cold reads,
+    # a call in seconds instead of half a minute)
     D=results/$CHIP/${AB_DIR:-ab}
     mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/ab.txt" "$D/cold.txt"
     build_before || { rc=2; continue; }
@@ -399,9 +401,10 @@ ab)
                 while read -r s2 f2 spec; do
                     [ "$s2 $f2" = "$sh $f" ] && set -- "$@" --candidate "$spec"
                 done < /tmp/ab-specs.txt
+                # shellcheck disable=SC2086 # AB_FLAGS: words for bench
                 MQ_CUDA_CACHE=/tmp/mq-cache/ab-$cfg timeout "$STAGE_S" "$bin" --backend cuda \
-                    --shape "$sh" --formats "$f" --budget 0.05 --quiet --out "$D/$cfg.csv" "$@" < /dev/null \
-                    > /tmp/ab.log 2>&1
+                    --shape "$sh" --formats "$f" --budget 0.05 --quiet --out "$D/$cfg.csv" \
+                    ${AB_FLAGS:-} "$@" < /dev/null > /tmp/ab.log 2>&1
                 e=$?
                 { echo "== round $r $cfg $f $sh exit $e"; cat /tmp/ab.log; } >> "$D/$cfg.log"
                 grep -E "wrong|error" /tmp/ab.log | head -3 | tee -a "$S"

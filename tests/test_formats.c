@@ -260,7 +260,7 @@ static unsigned slot_code(const mq_weights *w, const mq_lane_slot *s)
 {
     unsigned v = (w->lane_codes[s->word] >> s->bit) & ((1u << s->width) - 1u);
     if (s->hi_bit >= 0)
-        v |= ((w->lane_codes[s->hi_word] >> s->hi_bit) & 1u) << 2;
+        v |= ((w->lane_codes[s->hi_word] >> s->hi_bit) & 1u) << s->hi_shift;
     return v;
 }
 
@@ -331,7 +331,13 @@ static unsigned lane_bytes_code(const uint32_t *c, mq_format f, size_t base, int
                ((c[base + 128 + L * 2 + (q >> 4)] >> (2 * (q & 15) + j)) & 1u) << 2;
     case MQ_FMT_TRELLIS4:
         return (c[base + (q >> 4) * 128 + L * 4 + ((q >> 2) & 3)] >> (8 * (q & 3) + 4 * j)) & 15u;
-    default: /* the lane's uint4: word a = q / 4, nibble p + 4j */
+    case MQ_FMT_FP4: { /* word a = q / 4: magnitude at MAG[p] + 16j, sign at SGN[p] + 16j */
+        static const int mag[4] = {0, 3, 8, 11}, sign[4] = {6, 7, 14, 15};
+        uint32_t word = c[base + L * 4 + (q >> 2)];
+        return ((word >> (mag[q & 3] + 16 * j)) & 7u) |
+               ((word >> (sign[q & 3] + 16 * j)) & 1u) << 3;
+    }
+    default: /* u4, the lane's uint4: word a = q / 4, nibble p + 4j */
         return (c[base + L * 4 + (q >> 2)] >> (4 * ((q & 3) + 4 * j))) & 15u;
     }
 }
