@@ -131,7 +131,9 @@ static void planted(const char *what, const char *from, const char *to, mq_forma
     mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}};
     static mq_measurement m;
     int rc = td_run_planted("mq_lane_staged.h", from, to, &p, &c, lim, &m);
-    CHECK(rc != -1, "expected to plant %s in metal/mq_lane_staged.h", what);
+    CHECK(rc == 0,
+          "expected to plant %s in metal/mq_lane_staged.h and run it on the executor, got %d "
+          "(-1: nothing planted, -2: the executor did not open)", what, rc);
     if (rc == 0)
         CHECK(!strcmp(m.status, "wrong"), "expected %s to be caught (wrong), got %s: %s", what,
               m.status, m.error);

@@ -135,7 +135,9 @@ static void planted(const char *what, const char *file, const char *from, const 
     mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
     static mq_measurement m;
     int rc = td_run_planted(file, from, to, &p, &c, lim, &m);
-    CHECK(rc != -1, "expected to plant %s in metal/%s", what, file);
+    CHECK(rc == 0,
+          "expected to plant %s in metal/%s and run it on the executor, got %d (-1: nothing "
+          "planted, -2: the executor did not open)", what, file, rc);
     if (rc == 0)
         CHECK(!strcmp(m.status, "wrong"), "expected %s to be caught (wrong), got %s: %s", what,
               m.status, m.error);
