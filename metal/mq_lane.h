@@ -221,7 +221,7 @@ inline uint mq_lane_fp4_bits(uint w, uint p)
 // trick: the even pairs' nibbles (bits 0 and 8 of each half) as (1024 + q) -
 // (1024 + z), the odd pairs' (bits 4 and 12) as (1024 + 16 q) / 16 - (64 +
 // z) in one fma, so that a word needs one shift (by 8) instead of three.
-// Elsewhere (Metal, the executor) in float, as mq_fp4_rows and mq_u4_rows do.
+// Elsewhere (Metal, the executor) in float: mq_fp4_scaled and mq_u4_rows.
 // (The scale and zero point come as the pair's own, chosen by the caller:
 // a per-K-tile table of them made the NVRTC of CUDA 13 take minutes.)
 template <bool U4, bool FOLD>
@@ -244,12 +244,8 @@ inline half2 mq_lane_pair(uint word, uint p, half scale, uint zero)
 #else
     if (U4)
         return mq_u4_rows(word, p, as_type<float>(zero | 0x4B000000u), float(scale));
-    const uint hb = mq_lane_fp4_bits(word, p);
-    const float s = FOLD ? float(scale) : float(scale) * 16384.0f;
-    half2 r; // set lane by lane, as mq_fp4_rows
-    r.x = half(float(as_type<half>(ushort(hb & 0xffffu))) * s);
-    r.y = half(float(as_type<half>(ushort(hb >> 16))) * s);
-    return r;
+    return mq_fp4_scaled(mq_lane_fp4_bits(word, p),
+                         FOLD ? float(scale) : float(scale) * 16384.0f);
 #endif
 }
 

@@ -178,14 +178,20 @@ inline half mq_u4_to_half(uint q, uint zero)
 // each the code's value x 2^-14 exactly (subnormals included); times
 // s = scale x 2^14 in float the product is exact (a 2-bit significand times
 // an 11-bit one) and is rounded to half once.
-inline half2 mq_fp4_rows(uint word, uint i, float s)
+// (mq_fp4_scaled: such an FP16 bit pair times s, each rounded to half once;
+// the lane layout's decode makes its bit pairs its own way, mq_lane_fp4_bits.)
+inline half2 mq_fp4_scaled(uint hb, float s)
 {
-    const uint t = (word >> (4u * i));
-    const uint hb = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
     half2 r; // set lane by lane: Metal's half2(x, y) is no constructor of clang's vectors
     r.x = half(float(as_type<half>(ushort(hb & 0xffffu))) * s);
     r.y = half(float(as_type<half>(ushort(hb >> 16))) * s);
     return r;
+}
+
+inline half2 mq_fp4_rows(uint word, uint i, float s)
+{
+    const uint t = (word >> (4u * i));
+    return mq_fp4_scaled(((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u), s);
 }
 
 // u4: q - z exactly as the float (2^23 + q) - zb, zb = 2^23 + z, times the
