@@ -222,30 +222,36 @@ inline uint mq_lane_fp4_bits(uint w, uint p)
 // (1024 + z), the odd pairs' (bits 4 and 12) as (1024 + 16 q) / 16 - (64 +
 // z) in one fma, so that a word needs one shift (by 8) instead of three.
 // Elsewhere (Metal, the executor) in float: mq_fp4_scaled and mq_u4_rows.
-// (The scale and zero point come as the pair's own, chosen by the caller:
-// a per-K-tile table of them made the NVRTC of CUDA 13 take minutes.)
+// scales and zeros: the column halves' pair (x and byte 0 for even p, y and
+// byte 1 for odd), the pair's own picked here by one byte permute where the
+// prelude has it (a per-K-tile table of them made the NVRTC of CUDA 13 take
+// minutes).
 template <bool U4, bool FOLD>
-inline half2 mq_lane_pair(uint word, uint p, half scale, uint zero)
+inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
 {
+    // pair p's scale and zero point: those of its column half, p & 1
 #ifdef MQ_PRELUDE_HALF2_OPS
-    const uint s2 = uint(as_type<ushort>(scale)) * 0x10001u;
+    const uint hi = p & 1u; // (bytes 2-3 of the scale pair, byte 1 of the zero points)
+    const uint s2 = metal::mq_prmt(as_type<uint>(scales), 0u, hi ? 0x3232u : 0x1010u);
     if (U4) {
+        // the biases 1024 + z (even pairs) and -(64 + z) (odd: 0xD400 | z << 4)
         const uint t = p < 2u ? word : word >> 8;
         const uint q = (p & 1u) == 0u
                            ? metal::mq_hsub2((t & 0x000F000Fu) | 0x64006400u,
-                                             (0x6400u | zero) * 0x10001u)
+                                             metal::mq_prmt(zeros, 0x64646464u, 0x4040u))
                            : metal::mq_hfma2((t & 0x00F000F0u) | 0x64006400u, 0x2C002C00u,
-                                             (0xD400u | (zero << 4)) * 0x10001u);
+                                             metal::mq_prmt(zeros << 4, 0xD4D4D4D4u, 0x4141u));
         return as_type<half2>(metal::mq_hmul2(q, s2));
     }
     const uint hb = mq_lane_fp4_bits(word, p);
     return as_type<half2>(FOLD ? metal::mq_hmul2(hb, s2)
                                : metal::mq_hmul2(metal::mq_hmul2(hb, 0x74007400u), s2));
 #else
+    const float scale = float((p & 1u) ? scales.y : scales.x);
     if (U4)
-        return mq_u4_rows(word, p, as_type<float>(zero | 0x4B000000u), float(scale));
-    return mq_fp4_scaled(mq_lane_fp4_bits(word, p),
-                         FOLD ? float(scale) : float(scale) * 16384.0f);
+        return mq_u4_rows(word, p, as_type<float>(((p & 1u) ? zeros >> 8 : zeros & 0xffu) | 0x4B000000u),
+                          scale);
+    return mq_fp4_scaled(mq_lane_fp4_bits(word, p), FOLD ? scale : scale * 16384.0f);
 #endif
 }
 
@@ -353,8 +359,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 (void)word, (void)sc, (void)z;
 #else
                 (void)lut;
-                v = mq_lane_pair<FMT == LANE_U4, FOLD>(word, q, (q & 1u) ? sc.y : sc.x,
-                                                      (q & 1u) ? z >> 8 : z & 0xffu);
+                v = mq_lane_pair<FMT == LANE_U4, FOLD>(word, q, sc, z);
 #endif
                 MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
             }

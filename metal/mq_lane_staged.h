@@ -41,50 +41,97 @@ static_assert(LANE_A_HALVES % 8 == 0, "a stage's parts start on 16 bytes");
 // Each thread's share of `count` 16-byte copies: piece i = tid + j x THREADS.
 #define LANE_FOR_PIECES(count, i)                                                            \
     MQ_UNROLL                                                                                \
-    for (uint j_ = 0, i = tid; j_ < uint(MQ_CDIV(count, THREADS)); j_++, i += uint(THREADS)) \
+    for (uint j = 0, i = tid; j < uint(MQ_CDIV(count, THREADS)); j++, i += uint(THREADS))     \
         if ((count) % THREADS == 0 || i < uint(count))
+#define LANE_COPIES(count) MQ_MAX(MQ_CDIV(count, THREADS), 1)
+// no K reaches it: the K offset of a piece past M or N (K < 2^31)
+#define LANE_NEVER 0x7fffffffu
+
+// A thread's copies of every K tile, worked out once before the K loop: for
+// each of its pieces the offset that does not move with the tile (*_at) and
+// the K inside the tile it starts at (*_k; LANE_NEVER past M or N). A tile's
+// copy is then an add, a compare and a select. Recomputed per tile from the
+// piece's index, the 64-bit addresses were a third of the K loop on an H100
+// (16x64x256 fp4: 99 of its 303 instructions a tile and warp).
+struct MqLaneCopies {
+    uint a_at[LANE_COPIES(A_CHUNKS)], a_k[LANE_COPIES(A_CHUNKS)];
+    uint c_at[LANE_COPIES(LANE_STAGE_CODES)], c_k[LANE_COPIES(LANE_STAGE_CODES)];
+    uint s_at[LANE_COPIES(LANE_STAGE_SCALE_CHUNKS)], s_k[LANE_COPIES(LANE_STAGE_SCALE_CHUNKS)];
+    uint z_at[LANE_COPIES(LANE_STAGE_ZERO_CHUNKS)], z_k[LANE_COPIES(LANE_STAGE_ZERO_CHUNKS)];
+};
+
+// The copies of this thread for the threadgroup's rows from row0 and its
+// 16-column blocks from nbt (the layout's order: block, super-block, piece;
+// scales block, super-block, 32 K, piece; zero points block, super-block,
+// 32 K, in bytes).
+template <int FMT>
+inline void mq_lane_copies_init(thread MqLaneCopies &cp, constant MqParams &p,
+                                thread const MqLaneAt &w, uint row0, uint nbt, uint tid)
+{
+    LANE_FOR_PIECES(A_CHUNKS, i) {
+        const uint r = row0 + mq_a_chunk_row(i);
+        cp.a_at[j] = r * p.K + mq_a_chunk_k(i);
+        cp.a_k[j] = r < p.M ? mq_a_chunk_k(i) : LANE_NEVER;
+    }
+    LANE_FOR_PIECES(LANE_STAGE_CODES, i) {
+        const uint b = i / uint(LANE_SB_PIECES), nb = nbt + b / uint(LANE_KSG);
+        const uint bk = b % uint(LANE_KSG);
+        cp.c_at[j] = (nb * w.kbs + bk) * uint(LANE_SB_WORDS) + (i % uint(LANE_SB_PIECES)) * 4u;
+        cp.c_k[j] = nb < w.n16 ? bk * uint(LANE_KSB) : LANE_NEVER;
+    }
+    LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) {
+        const uint q = i / uint(LANE_SCALE_PIECES), b = q / uint(LANE_HALVES);
+        const uint nb = nbt + b / uint(LANE_KSG), bk = b % uint(LANE_KSG);
+        cp.s_at[j] = (nb * w.gp * uint(LANE_SCALE_PIECES) + i % uint(LANE_SCALE_PIECES)) * 8u;
+        cp.s_k[j] = nb < w.n16 ? bk * uint(LANE_KSB) + (q % uint(LANE_HALVES)) * 32u : LANE_NEVER;
+    }
+    if (FMT == LANE_U4) {
+        LANE_FOR_PIECES(LANE_STAGE_ZERO_CHUNKS, i) {
+            const uint b = i / 2u, nb = nbt + b / uint(LANE_KSG), bk = b % uint(LANE_KSG);
+            cp.z_at[j] = nb * w.gp * 16u;
+            cp.z_k[j] = nb < w.n16 ? bk * uint(LANE_KSB) + (i % 2u) * 32u : LANE_NEVER;
+        }
+    }
+}
 
 // Issue the copies of the K tile at k0 (of the slice ending at k_end) into
 // stage buffer sb: zeros past M, N and the slice (the layout's padding is
-// zero too). nbt: the threadgroup's first 16-column block.
+// zero too).
 template <int FMT>
 inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
                                 device const uint *codes, device const half *scales,
-                                device const uchar *zeros, constant MqParams &p,
-                                thread const MqLaneAt &w, uint row0, uint nbt, uint k0,
-                                uint k_end, uint tid)
+                                device const uchar *zeros, thread const MqLaneCopies &cp,
+                                uint gshift, uint k0, uint k_end, uint tid)
 {
-    mq_copy_a_tile(sb, A, row0, k0, k_end, p, tid);
+    // (32-bit offsets, as the other kernels' A and B: 64-bit arithmetic per
+    // copy was a fifth of the loop's instructions on an H100; the planner
+    // keeps weights of 2^32 uints of codes or more on the register path)
+    const uint left = k0 < k_end ? k_end - k0 : 0u; // a piece at K offset k is in if k < left
+    LANE_FOR_PIECES(A_CHUNKS, i) {
+        const bool in = cp.a_k[j] < left;
+        mq_copy16(sb + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i),
+                  A + (in ? cp.a_at[j] + k0 : 0u), in);
+    }
     threadgroup half *cs = sb + uint(LANE_A_HALVES);
     threadgroup half *ss = cs + uint(LANE_STAGE_CODES) * 8u;
     threadgroup half *zs = ss + uint(LANE_STAGE_SCALE_CHUNKS) * 8u;
-    // (32-bit indices, as the other kernels' A and B: 64-bit arithmetic
-    // per copy was a fifth of the loop's instructions on an H100; the planner
-    // keeps weights of 2^32 uints of codes or more on the register path)
-    const uint kb0 = k0 / uint(LANE_KSB);
-    LANE_FOR_PIECES(LANE_STAGE_CODES, i) { // (block, super-block, piece), as the layout has them
-        const uint b = i / uint(LANE_SB_PIECES), nb = nbt + b / uint(LANE_KSG);
-        const uint kb = kb0 + b % uint(LANE_KSG);
-        const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-        const uint at = (nb * w.kbs + kb) * uint(LANE_SB_WORDS) + (i % uint(LANE_SB_PIECES)) * 4u;
-        mq_copy16(cs + i * 8u, (device const half *)(codes + (in ? at : 0u)), in);
+    const uint kw = (k0 / uint(LANE_KSB)) * uint(LANE_SB_WORDS);
+    LANE_FOR_PIECES(LANE_STAGE_CODES, i) {
+        const bool in = cp.c_k[j] < left;
+        mq_copy16(cs + i * 8u, (device const half *)(codes + (in ? cp.c_at[j] + kw : 0u)), in);
     }
-    // (block, super-block, 32 K, piece); a piece is 8 halves of FP16 scales or 4 FP32
     LANE_FOR_PIECES(LANE_STAGE_SCALE_CHUNKS, i) {
-        const uint q = i / uint(LANE_SCALE_PIECES), b = q / uint(LANE_HALVES);
-        const uint nb = nbt + b / uint(LANE_KSG), kb = kb0 + b % uint(LANE_KSG);
-        const uint g = (kb * uint(LANE_KSB) + (q % uint(LANE_HALVES)) * 32u) >> w.gshift;
-        const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-        const uint at = ((nb * w.gp + g) * uint(LANE_SCALE_PIECES) + i % uint(LANE_SCALE_PIECES)) * 8u;
-        mq_copy16(ss + i * 8u, scales + (in ? at : 0u), in);
+        const bool in = cp.s_k[j] < left;
+        const uint g = (k0 + cp.s_k[j]) >> gshift;
+        mq_copy16(ss + i * 8u, scales + (in ? cp.s_at[j] + g * uint(LANE_SCALE_PIECES * 8) : 0u),
+                  in);
     }
     if (FMT == LANE_U4) {
-        LANE_FOR_PIECES(LANE_STAGE_ZERO_CHUNKS, i) { // (block, super-block, K half)
-            const uint b = i / 2u, nb = nbt + b / uint(LANE_KSG);
-            const uint kb = kb0 + b % uint(LANE_KSG), g = (kb * uint(LANE_KSB) + (i % 2u) * 32u) >> w.gshift;
-            const bool in = nb < w.n16 && kb * uint(LANE_KSB) < k_end;
-            const uint at = (nb * w.gp + g) * 16u; // in bytes
-            mq_copy16(zs + i * 8u, (device const half *)(zeros + (in ? at : 0u)), in);
+        LANE_FOR_PIECES(LANE_STAGE_ZERO_CHUNKS, i) {
+            const bool in = cp.z_k[j] < left;
+            const uint g = (k0 + cp.z_k[j]) >> gshift;
+            mq_copy16(zs + i * 8u, (device const half *)(zeros + (in ? cp.z_at[j] + g * 16u : 0u)),
+                      in);
         }
     }
 }
@@ -141,34 +188,37 @@ inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FR
                                   uint kg)
 {
     const uint tiles = kr.y > kr.x ? MQ_CDIV(kr.y - kr.x, uint(TILE_K)) : 1u;
+    MqLaneCopies cp;
+    mq_lane_copies_init<FMT>(cp, p, w, row0, nbt, tid);
     MQ_UNROLL
     for (uint s = 0; s + 1u < uint(LANE_STAGES); s++) {
         const uint k0 = kr.x + s * uint(TILE_K);
         if (s == 0u || k0 < kr.y)
             mq_lane_stage_issue<FMT>(smem + s * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
-                                     p, w, row0, nbt, k0, kr.y, tid);
+                                     cp, w.gshift, k0, kr.y, tid);
         mq_copy_commit();
     }
-    uint rd = 0, wr = uint(LANE_STAGES) - 1u;
+    // the buffers read (rd) and filled (wr) this step, as offsets into smem
+    uint rd = 0, wr = (uint(LANE_STAGES) - 1u) * uint(LANE_STAGE_HALVES);
+    const uint ring = uint(LANE_STAGES) * uint(LANE_STAGE_HALVES);
     for (uint t = 0; t < tiles; t++) {
         mq_copy_wait(uint(LANE_STAGES) - 2u);
         // (this thread's copies of tile t landed: trellis puts su on its A)
-        mq_lane_a_landed<FMT>(smem + rd * uint(LANE_STAGE_HALVES), su, kr.x + t * uint(TILE_K),
-                              kr.y, tid);
+        mq_lane_a_landed<FMT>(smem + rd, su, kr.x + t * uint(TILE_K), kr.y, tid);
         // tile t landed for every thread, and every simdgroup is done with
         // the buffer of tile t - 1, which the next copies fill
         threadgroup_barrier(mem_flags::mem_threadgroup);
         const uint kn = kr.x + (t + uint(LANE_STAGES) - 1u) * uint(TILE_K);
         if (kn < kr.y)
-            mq_lane_stage_issue<FMT>(smem + wr * uint(LANE_STAGE_HALVES), A, codes, scales, zeros,
-                                     p, w, row0, nbt, kn, kr.y, tid);
+            mq_lane_stage_issue<FMT>(smem + wr, A, codes, scales, zeros, cp, w.gshift, kn, kr.y,
+                                     tid);
         mq_copy_commit();
         MqLaneStage st;
-        mq_lane_stage_read<FMT>(st, smem + rd * uint(LANE_STAGE_HALVES), sgc, kg, w);
+        mq_lane_stage_read<FMT>(st, smem + rd, sgc, kg, w);
         mq_lane_fold_scales<FOLD>(st);
-        mq_lane_tile<FMT, FOLD>(acc, st, smem + rd * uint(LANE_STAGE_HALVES), kg, lut);
-        rd = rd + 1u == uint(LANE_STAGES) ? 0u : rd + 1u;
-        wr = wr + 1u == uint(LANE_STAGES) ? 0u : wr + 1u;
+        mq_lane_tile<FMT, FOLD>(acc, st, smem + rd, kg, lut);
+        rd = rd + uint(LANE_STAGE_HALVES) == ring ? 0u : rd + uint(LANE_STAGE_HALVES);
+        wr = wr + uint(LANE_STAGE_HALVES) == ring ? 0u : wr + uint(LANE_STAGE_HALVES);
     }
     mq_copy_wait(0u);
     threadgroup_barrier(mem_flags::mem_threadgroup);

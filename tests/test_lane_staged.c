@@ -175,10 +175,10 @@ int main(void)
     test_fold_both_ways(&lim);
     planted("the second 16 bytes of a scale pair read from the first",
             "+ i % uint(LANE_SCALE_PIECES)) * 8u;", "+ 0u) * 8u;", MQ_FMT_FP4, &lim);
-    planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u) >> w.gshift;\n            const bool",
-            "+ 0u) >> w.gshift;\n            const bool", MQ_FMT_U4, &lim);
-    planted("the ring's write buffer one behind", "wr = uint(LANE_STAGES) - 1u;",
-            "wr = uint(LANE_STAGES) - 2u;", MQ_FMT_FP4, &lim);
+    planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u : LANE_NEVER;",
+            "+ 0u : LANE_NEVER;", MQ_FMT_U4, &lim);
+    planted("the ring's write buffer one behind", "wr = (uint(LANE_STAGES) - 1u) *",
+            "wr = (uint(LANE_STAGES) - 2u) *", MQ_FMT_FP4, &lim);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     if (system(cmd)) {
