@@ -74,15 +74,6 @@ inline uint mq_lane_word(uint4 v, uint j)
 #else
 #define LANE_STAGES 0
 #endif
-// The staged A tiles as quads where the backend reads them so (the cuda
-// prelude's MQ_PRELUDE_A_QUADS, mq_copy16_quads): a lane's B pairs of two
-// 16-K steps one 16-byte load; fp4 and u4 (trellis puts its signs on the
-// chunks as they landed)
-#if LANE_STAGES && defined(MQ_PRELUDE_A_QUADS) && !defined(MQ_LANE_TRELLIS)
-#define LANE_A_QUADS 1
-#else
-#define LANE_A_QUADS 0
-#endif
 
 static_assert(TILE_N % 32 == 0 && TILE_K % LANE_KSB == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
               "lane tiles: 32 columns per simdgroup, whole super-blocks, up to 64 rows");
@@ -339,9 +330,6 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 #else
 #define LANE_SUMS acc
 #endif
-#if LANE_A_QUADS
-    simdgroup_half8x8 bq[LANE_FRAG_M][2];
-#endif
     MQ_UNROLL
     for (uint w = 0; w < uint(LANE_ATOMS); w++) { // the super-block's 16-K atoms
 #ifdef MQ_LANE_TRELLIS
@@ -379,16 +367,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
         MQ_UNROLL
         for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
             simdgroup_half8x8 b0, b1;
-#if LANE_A_QUADS // (the odd step's pair comes with the even one's)
-            if (w % 2u == 0u)
-                metal::mq_load_right_quad(b0, b1, bq[mi][0], bq[mi][1],
-                                          As + mi * 8u * uint(A_LD) + kg * uint(LANE_KSB) + w * 16u,
-                                          uint(A_LD));
-            else
-                b0 = bq[mi][0], b1 = bq[mi][1];
-#else
             mq_right_pair(b0, b1, As + mi * 8u * uint(A_LD) + kg * uint(LANE_KSB) + w * 16u);
-#endif
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++)
                 mq_mma_16x8x16(LANE_SUMS[i][0][mi], LANE_SUMS[i][1][mi], wf[i][0][0],

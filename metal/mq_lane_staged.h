@@ -109,13 +109,8 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
     const uint left = k0 < k_end ? k_end - k0 : 0u; // a piece at K offset k is in if k < left
     LANE_FOR_PIECES(A_CHUNKS, i) {
         const bool in = cp.a_k[j] < left;
-        const uint kc = mq_a_chunk_k(i);
-#if LANE_A_QUADS // chunk c of a 32-K group: its pairs at halves 8p + 2c
-        metal::mq_copy16_quads(sb + mq_a_chunk_row(i) * uint(A_LD) + (kc & ~31u) + ((kc >> 2) & 6u),
-                               A + (in ? cp.a_at[j] + k0 : 0u), in);
-#else
-        mq_copy16(sb + mq_a_chunk_row(i) * uint(A_LD) + kc, A + (in ? cp.a_at[j] + k0 : 0u), in);
-#endif
+        mq_copy16(sb + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i),
+                  A + (in ? cp.a_at[j] + k0 : 0u), in);
     }
     threadgroup half *cs = sb + uint(LANE_A_HALVES);
     threadgroup half *ss = cs + uint(LANE_STAGE_CODES) * 8u;
