@@ -82,7 +82,8 @@ static void slot_bits(const mq_lane_geom *g, int nb, int kb, int L, int q, int j
     size_t base = ((size_t)nb * (size_t)g->kb + (size_t)kb) * (size_t)g->sb_words;
     s->hi_word = 0;
     s->hi_bit = -1;
-    s->hi_shift = 2;
+    s->hi_width = 1;
+    s->hi_shift = 0;
     if (g->format == MQ_FMT_FP4) { /* word a of the lane's uint4, split at MAG, SGN */
         s->word = s->hi_word = base + (size_t)L * 4 + (size_t)(q >> 2);
         s->bit = fp4_mag_bit[q & 3] + 16 * j;
@@ -97,14 +98,27 @@ static void slot_bits(const mq_lane_geom *g, int nb, int kb, int L, int q, int j
         s->word = base + (size_t)(q >> 4) * 128 + (size_t)L * 4 + (size_t)((q >> 2) & 3);
         s->bit = 8 * (q & 3) + 4 * j;
         s->width = 4;
-    } else { /* b=2, and b=3's idx & 3: a nibble per pair */
+    } else if (g->bits == 3) {
+        /* six bits a pair, one after the other through the lane's six
+         * words (its uint4 of the first 128 words, then its uint2 of the
+         * next 64): pair q's code idx0 | idx1 << 3 at bit 6q of that run,
+         * so the decode takes it with a shift and a mask (a funnel shift
+         * where it runs into the next word) */
+        int at = 6 * q + 3 * j, t = at / 32;
+        s->word = base + (t < 4 ? (size_t)L * 4 + (size_t)t : 128 + (size_t)L * 2 + (size_t)(t - 4));
+        s->bit = at % 32;
+        s->width = s->bit + 3 > 32 ? 32 - s->bit : 3;
+        if (s->width < 3) {
+            t++;
+            s->hi_word = base + (t < 4 ? (size_t)L * 4 + (size_t)t : 128 + (size_t)L * 2 + (size_t)(t - 4));
+            s->hi_bit = 0;
+            s->hi_width = 3 - s->width;
+            s->hi_shift = s->width;
+        }
+    } else { /* b=2: a nibble per pair */
         s->word = base + (size_t)L * 4 + (size_t)(q >> 3);
         s->bit = 4 * (q & 7) + 2 * j;
         s->width = 2;
-        if (g->bits == 3) { /* idx >> 2: a uint2 plane after the first 128 words */
-            s->hi_word = base + 128 + (size_t)L * 2 + (size_t)(q >> 4);
-            s->hi_bit = 2 * (q & 15) + j;
-        }
     }
 }
 
@@ -120,7 +134,7 @@ static unsigned slot_get(const uint32_t *codes, const mq_lane_slot *s)
 {
     unsigned v = (codes[s->word] >> s->bit) & ((1u << s->width) - 1u);
     if (s->hi_bit >= 0)
-        v |= ((codes[s->hi_word] >> s->hi_bit) & 1u) << s->hi_shift;
+        v |= ((codes[s->hi_word] >> s->hi_bit) & ((1u << s->hi_width) - 1u)) << s->hi_shift;
     return v;
 }
 
@@ -129,7 +143,7 @@ static void slot_put(uint32_t *codes, const mq_lane_slot *s, unsigned v)
 {
     codes[s->word] |= (v & ((1u << s->width) - 1u)) << s->bit;
     if (s->hi_bit >= 0)
-        codes[s->hi_word] |= ((v >> s->hi_shift) & 1u) << s->hi_bit;
+        codes[s->hi_word] |= ((v >> s->hi_shift) & ((1u << s->hi_width) - 1u)) << s->hi_bit;
 }
 
 /* ---- the seed's codes ---- */

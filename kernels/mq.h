@@ -165,8 +165,9 @@ const char *mq_layout_name(mq_layout l); /* "seed", "lane" ("?" otherwise) */
  * and one mask for both) puts them at an FP16's bits 9-11 and 15.
  * trellis, pair q = 4a + p, the pair's two indices adjacent (one pair-LUT
  * field): b=2 word L*4 + q/8, bits 4(q%8) + 2j; b=4 word (q/16)*128 + L*4 +
- * (q/4)%4, bits 8(q%4) + 4j; b=3 idx & 3 as b=2, idx >> 2 in word 128 +
- * L*2 + q/16, bit 2(q%16) + j. Scales (and u4 zeros): [N16][Gp][8][2], the
+ * (q/4)%4, bits 8(q%4) + 4j; b=3 the lane's six words (L*4 .. L*4 + 3,
+ * then 128 + L*2, 128 + L*2 + 1) as one 192-bit run, idx_j of pair q at bit
+ * 6q + 3j of it (a code may run into the next word). Scales (and u4 zeros): [N16][Gp][8][2], the
  * pair (column n, n + 8) of each group and row n % 8 adjacent; trellis scales
  * are tscales x sv (exact: sv is +-1). Padding: the code of every (k, n)
  * with n >= N or k >= K is 0, the scale and zero of every column n >= N or
@@ -193,12 +194,15 @@ mq_status mq_lane_geometry(mq_format f, int K, int N, int group, mq_lane_geom *g
 
 /* Where the code of weight (k, n) lives, k < kp, n < 16 n16 (padding too). */
 typedef struct {
-    size_t word;  /* lane_codes[word] holds the code (fp4: its magnitude; trellis3: its low 2 bits) */
+    size_t word;  /* lane_codes[word] holds the code (fp4: its magnitude; trellis3: its low
+                   * bits where the code runs into the next word) */
     int bit;      /* from this bit */
-    int width;    /* this many bits: 4 (u4, trellis4), 3 (fp4), 2 (trellis2, trellis3) */
-    size_t hi_word; /* fp4, trellis3: the word of the code's top bit */
-    int hi_bit;     /* fp4, trellis3: its bit; -1 for the other formats */
-    int hi_shift;   /* that bit's place in the code: 3 (fp4, the sign), 2 (trellis3) */
+    int width;    /* this many bits: 4 (u4, trellis4), 3 (fp4, trellis3), 2 (trellis2);
+                   * trellis3 fewer where it runs on */
+    size_t hi_word; /* fp4: the word of the sign; trellis3: the next word */
+    int hi_bit;     /* from this bit; -1 where the code has no second part */
+    int hi_width;   /* this many bits: 1 (fp4), 1 or 2 (trellis3) */
+    int hi_shift;   /* their place in the code: 3 (fp4, the sign), trellis3 width */
     size_t scale;   /* lane_scales (and lane_zeros) index of (k / group, n) */
 } mq_lane_slot;
 void mq_lane_locate(const mq_lane_geom *g, int k, int n, mq_lane_slot *s);

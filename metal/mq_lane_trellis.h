@@ -25,19 +25,14 @@
 #define LANE_TR_WORDS (64 * TRELLIS_BITS)          // uints of a 16 x 128 super-block
 
 // Entry c of the pair codebook: the levels of the pair whose code is c
-// (b=2: idx0 | idx1 << 2; b=4: idx0 | idx1 << 4; b=3: the low two bits of
-// each as b=2, then bit 2 of idx0 and of idx1 at bits 4 and 5), each rounded
-// to FP16, as a half2's bits; clamped to the codebook (indices are validated
-// < n_levels when loaded; the clamp keeps a bad one inside the table).
+// (idx0 | idx1 << bits), each rounded to FP16, as a half2's bits; clamped to
+// the codebook (indices are validated < n_levels when loaded; the clamp
+// keeps a bad one inside the table).
 inline void mq_lane_lut_fill(threadgroup uint *lut, device const float *grid, uint n_levels,
                              uint tid)
 {
     for (uint c = tid; c < uint(LANE_LUT_ENTRIES); c += uint(THREADS)) {
-#if TRELLIS_BITS == 3
-        const uint i0 = (c & 3u) | ((c >> 2) & 4u), i1 = ((c >> 2) & 3u) | ((c >> 3) & 4u);
-#else
         const uint i0 = c & ((1u << TRELLIS_BITS) - 1u), i1 = c >> TRELLIS_BITS;
-#endif
         half2 v; // (set per component: strict MSL's vectors have no such constructor)
         v.x = half(grid[min(i0, n_levels - 1u)]);
         v.y = half(grid[min(i1, n_levels - 1u)]);
@@ -45,9 +40,9 @@ inline void mq_lane_lut_fill(threadgroup uint *lut, device const float *grid, ui
     }
 }
 
-// Lane L's words of the super-block at sb: b=2 and b=3 the lane's uint4 of
-// the 2-bit plane (cw), b=3 its uint2 of the bit-2 plane after the first 128
-// words (cx.xy), b=4 its uint4 of each plane (cw, cx).
+// Lane L's words of the super-block at sb: b=2 its uint4 (cw), b=3 its
+// uint4 and its uint2 of the 64 words after the first 128 (cx.xy: the six
+// words its codes run through), b=4 its uint4 of each plane (cw, cx).
 inline void mq_lane_tr_words(device const uint *sb, uint L, thread uint4 &cw, thread uint4 &cx)
 {
     cw = ((device const uint4 *)sb)[L];
@@ -82,21 +77,34 @@ inline uint mq_lane_bits_at(uint x, int s, uint m)
     return (s >= 0 ? x >> uint(s) : x << uint(-s)) & m;
 }
 
+// Word t (0-5) of the lane's six trellis3 words: cw, then cx.x and cx.y.
+inline uint mq_lane_tr_word6(uint4 cw, uint4 cx, uint t)
+{
+    return t < 4u ? mq_lane_word(cw, t) : t == 4u ? cx.x : cx.y;
+}
+
 // The byte offset in the pair codebook of the entry of pair q (column half
 // q & 1, K half q >> 1) of 16-K atom w (0-7) of the super-block's words
-// (kernels/layout_lane.c, slot_bits): its code times 4, made by the shifts
-// and masks that extract it (two instructions a field, no scaling after).
+// (kernels/layout_lane.c, slot_bits): its code times 4, one shift and one
+// mask (w and q are constants once the loops unroll). trellis3's six-bit
+// codes run through the lane's six words, pair 4w + q at bit 6 (4w + q):
+// where one runs into the next word, a funnel shift of the two (one
+// instruction on NVIDIA's SHF). The split planes before (the low two bits
+// of each index, then a plane of their third bits) took two shifts, two
+// masks and an or a pair.
 inline uint mq_lane_tr_entry(uint4 cw, uint4 cx, uint w, uint q)
 {
 #if TRELLIS_BITS == 4
     const uint word = w < 4u ? mq_lane_word(cw, w) : mq_lane_word(cx, w - 4u);
     return mq_lane_bits_at(word, int(8u * q) - 2, 0x3fcu);
+#elif TRELLIS_BITS == 3
+    const uint at = 24u * w + 6u * q, t = at / 32u, s = at % 32u;
+    const uint x = mq_lane_tr_word6(cw, cx, t);
+    if (s + 6u <= 32u)
+        return mq_lane_bits_at(x, int(s) - 2, 0xfcu);
+    return ((x >> (s - 2u)) | (mq_lane_tr_word6(cw, cx, t + 1u) << (34u - s))) & 0xfcu;
 #else
-    uint c = mq_lane_bits_at(mq_lane_word(cw, w / 2u), int(16u * (w % 2u) + 4u * q) - 2, 0x3cu);
-#if TRELLIS_BITS == 3
-    c |= mq_lane_bits_at(mq_lane_word(cx, w / 4u), int(8u * (w % 4u) + 2u * q) - 6, 0xc0u);
-#endif
-    return c;
+    return mq_lane_bits_at(mq_lane_word(cw, w / 2u), int(16u * (w % 2u) + 4u * q) - 2, 0x3cu);
 #endif
 }
 

@@ -260,7 +260,7 @@ static unsigned slot_code(const mq_weights *w, const mq_lane_slot *s)
 {
     unsigned v = (w->lane_codes[s->word] >> s->bit) & ((1u << s->width) - 1u);
     if (s->hi_bit >= 0)
-        v |= ((w->lane_codes[s->hi_word] >> s->hi_bit) & 1u) << s->hi_shift;
+        v |= ((w->lane_codes[s->hi_word] >> s->hi_bit) & ((1u << s->hi_width) - 1u)) << s->hi_shift;
     return v;
 }
 
@@ -290,9 +290,9 @@ static void lane_check_locate(const mq_weights *w, const mq_lane_geom *g, const 
             bad += slot_code(w, &s) != seed_code(w, k, n);
             badscale += !scale_matches(w, &s, k / w->group, n);
             sused[s.scale] = 1;
-            for (int b = 0; b < s.width + (s.hi_bit >= 0); b++) {
+            for (int b = 0; b < s.width + (s.hi_bit >= 0 ? s.hi_width : 0); b++) {
                 size_t word = b < s.width ? s.word : s.hi_word;
-                uint32_t m = 1u << (b < s.width ? s.bit + b : s.hi_bit);
+                uint32_t m = 1u << (b < s.width ? s.bit + b : s.hi_bit + b - s.width);
                 shared += (used[word] & m) != 0;
                 used[word] |= m;
                 nbits++;
@@ -327,8 +327,20 @@ static unsigned lane_bytes_code(const uint32_t *c, mq_format f, size_t base, int
     case MQ_FMT_TRELLIS2:
         return (c[base + L * 4 + (q >> 3)] >> (4 * (q & 7) + 2 * j)) & 3u;
     case MQ_FMT_TRELLIS3:
-        return ((c[base + L * 4 + (q >> 3)] >> (4 * (q & 7) + 2 * j)) & 3u) |
-               ((c[base + 128 + L * 2 + (q >> 4)] >> (2 * (q & 15) + j)) & 1u) << 2;
+    { /* the lane's six words as one 192-bit run: code j of pair q at bit 6q + 3j */
+        uint64_t run[3];
+        for (int i = 0; i < 3; i++) {
+            int t0 = 2 * i, t1 = 2 * i + 1;
+            uint32_t lo = c[base + (t0 < 4 ? L * 4 + t0 : 128 + L * 2 + t0 - 4)];
+            uint32_t hi = c[base + (t1 < 4 ? L * 4 + t1 : 128 + L * 2 + t1 - 4)];
+            run[i] = (uint64_t)hi << 32 | lo;
+        }
+        int at = 6 * q + 3 * j;
+        unsigned v = (unsigned)(run[at / 64] >> (at % 64)) & 7u;
+        if (at % 64 > 61) /* runs into the next 64 bits */
+            v = (v | (unsigned)(run[at / 64 + 1] << (64 - at % 64))) & 7u;
+        return v;
+    }
     case MQ_FMT_TRELLIS4:
         return (c[base + (q >> 4) * 128 + L * 4 + ((q >> 2) & 3)] >> (8 * (q & 3) + 4 * j)) & 15u;
     case MQ_FMT_FP4: { /* word a = q / 4: magnitude at MAG[p] + 16j, sign at SGN[p] + 16j */

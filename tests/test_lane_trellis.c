@@ -164,8 +164,11 @@ int main(void)
     const mq_limits apple = mq_limits_default();
     planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, su, k0, k_end, tid);",
             "        (void)su;", MQ_FMT_TRELLIS2, &apple);
-    planted("the bit-2 plane of atoms 4-7 read from atoms 0-3's word", "mq_lane_trellis.h",
-            "mq_lane_word(cx, w / 4u)", "mq_lane_word(cx, 0u)", MQ_FMT_TRELLIS3, &apple);
+    planted("a trellis3 code's bits in the next word dropped", "mq_lane_trellis.h",
+            "(mq_lane_tr_word6(cw, cx, t + 1u) << (34u - s))", "(0u << (34u - s))",
+            MQ_FMT_TRELLIS3, &apple);
+    planted("trellis3's last two words read from the first two", "mq_lane_trellis.h",
+            "t == 4u ? cx.x : cx.y", "t == 4u ? cw.x : cw.y", MQ_FMT_TRELLIS3, &apple);
     planted("a staged 4-bit super-block's second plane read from the first", "mq_lane_trellis.h",
             "cx = as_type<uint4>(((threadgroup const float4 *)(sb + 128u))[L]);",
             "cx = as_type<uint4>(((threadgroup const float4 *)(sb))[L]);", MQ_FMT_TRELLIS4, &lim);
