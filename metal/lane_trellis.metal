@@ -4,7 +4,8 @@
 // on the activations (mq_lane_trellis.h); grid (n_tiles, m_tiles, split_k)
 // as lane_gemm. Threadgroup memory: lane_gemm's (two A tiles, or the
 // planner's stages of A, codes and FP32 scales; reused for the K shares of
-// the simdgroups) and the pair codebook, 4^TRELLIS_BITS half2.
+// the simdgroups) and the pair codebook, 4^TRELLIS_BITS half2 in
+// LANE_LUT_COPIES copies (mq_lane_trellis.h).
 #define MQ_LANE 1
 #define MQ_LANE_TRELLIS 1
 #include "mq_lane.h"
@@ -23,7 +24,7 @@ kernel void lane_trellis(device const half *A [[buffer(0)]],
                          uint lane [[thread_index_in_simdgroup]])
 {
     threadgroup half smem[LANE_SMEM_HALVES];
-    threadgroup uint lut[LANE_LUT_ENTRIES];
+    threadgroup uint lut[LANE_LUT_ENTRIES * LANE_LUT_COPIES];
     MQ_CHECK_PLAN(sizeof(smem) + sizeof(lut));
     mq_lane_gemm<LANE_TRELLIS>(A, codes, (device const half *)scales, nullptr, C, p, workspace,
                                smem, grid, su, lut, tg, tid, sg, lane);

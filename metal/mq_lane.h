@@ -55,6 +55,11 @@ inline uint mq_lane_word(uint4 v, uint j)
 }
 #ifdef MQ_LANE_TRELLIS
 #include "mq_lane_trellis.h"
+// the byte offset of lane w.L's copy in each entry of the pair codebook (a
+// bank of its own: any one lane per bank does)
+#define LANE_LUT_LANE(w) (((w).L % uint(LANE_LUT_COPIES)) * 4u)
+#else
+#define LANE_LUT_LANE(w) 0u
 #endif
 #define LANE_SG_COLS (TILE_N / 32)
 #define LANE_KSG (TILE_K / LANE_KSB)
@@ -322,7 +327,7 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 template <int FMT, bool FOLD>
 inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                          thread const MqLaneStage &s, threadgroup const half *As, uint kg,
-                         threadgroup const uint *lut)
+                         threadgroup const uint *lut, uint lut_lane)
 {
 #ifdef MQ_LANE_TRELLIS
     simdgroup_float8x8 part[2][2][LANE_FRAG_M];
@@ -355,10 +360,10 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             for (uint q = 0; q < 4u; q++) { // pair q: column half q & 1, K half q >> 1
                 half2 v;
 #ifdef MQ_LANE_TRELLIS
-                v = mq_lane_tr_pair(lut, mq_lane_tr_entry(s.cw[i], s.cx[i], w, q));
+                v = mq_lane_tr_pair(lut, mq_lane_tr_entry(s.cw[i], s.cx[i], w, q) | lut_lane);
                 (void)word, (void)sc, (void)z;
 #else
-                (void)lut;
+                (void)lut, (void)lut_lane;
                 v = mq_lane_pair<FMT == LANE_U4, FOLD>(word, q, sc, z);
 #endif
                 MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
@@ -452,7 +457,8 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
         mq_lane_fetch<FMT>(st[LANE_AHEAD], codes, scales, zeros, w,
                            kb + uint(LANE_AHEAD * LANE_KSG), k0 + uint(LANE_AHEAD * TILE_K) < kr.y);
         mq_lane_fold_scales<FOLD>(st[0]);
-        mq_lane_tile<FMT, FOLD>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg, lut);
+        mq_lane_tile<FMT, FOLD>(acc, st[0], smem + buf * uint(LANE_A_HALVES), kg, lut,
+                                LANE_LUT_LANE(w));
         if (kn < kr.y) {
             mq_a_tile_end(next, ra, A, row0, kn, kr.y, p, tid);
             mq_lane_a_landed<FMT>(next, su, kn, kr.y, tid);

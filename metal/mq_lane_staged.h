@@ -216,7 +216,7 @@ inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FR
         MqLaneStage st;
         mq_lane_stage_read<FMT>(st, smem + rd, sgc, kg, w);
         mq_lane_fold_scales<FOLD>(st);
-        mq_lane_tile<FMT, FOLD>(acc, st, smem + rd, kg, lut);
+        mq_lane_tile<FMT, FOLD>(acc, st, smem + rd, kg, lut, LANE_LUT_LANE(w));
         rd = rd + uint(LANE_STAGE_HALVES) == ring ? 0u : rd + uint(LANE_STAGE_HALVES);
         wr = wr + uint(LANE_STAGE_HALVES) == ring ? 0u : wr + uint(LANE_STAGE_HALVES);
     }

@@ -22,6 +22,19 @@
 #include "mq_metal.h"
 
 #define LANE_LUT_ENTRIES (1 << (2 * TRELLIS_BITS)) // pair codes: 16, 64, 256
+// Copies of the codebook, entry c's copies side by side, lane l reading
+// copy l % LANE_LUT_COPIES (its byte offset or-ed into the entry's, whose
+// low bits are zero: LANE_LUT_LANE in mq_lane.h): 32 give each lane its own bank, so a simdgroup's
+// 32 lookups are one shared-memory wavefront whatever codes they hold (one
+// copy of 64 entries spans two words a bank: two wavefronts when two lanes
+// want the two words of one bank). b=2: 2 KiB, b=3: 8 KiB; b=4 keeps one
+// copy (32 copies would be 32 KiB).
+#if TRELLIS_BITS == 4
+#define LANE_LUT_SHIFT 0
+#else
+#define LANE_LUT_SHIFT 5
+#endif
+#define LANE_LUT_COPIES (1 << LANE_LUT_SHIFT)
 #define LANE_TR_WORDS (64 * TRELLIS_BITS)          // uints of a 16 x 128 super-block
 
 // Entry c of the pair codebook: the levels of the pair whose code is c
@@ -31,12 +44,13 @@
 inline void mq_lane_lut_fill(threadgroup uint *lut, device const float *grid, uint n_levels,
                              uint tid)
 {
-    for (uint c = tid; c < uint(LANE_LUT_ENTRIES); c += uint(THREADS)) {
+    for (uint e = tid; e < uint(LANE_LUT_ENTRIES * LANE_LUT_COPIES); e += uint(THREADS)) {
+        const uint c = e >> LANE_LUT_SHIFT;
         const uint i0 = c & ((1u << TRELLIS_BITS) - 1u), i1 = c >> TRELLIS_BITS;
         half2 v; // (set per component: strict MSL's vectors have no such constructor)
         v.x = half(grid[min(i0, n_levels - 1u)]);
         v.y = half(grid[min(i1, n_levels - 1u)]);
-        lut[c] = as_type<uint>(v);
+        lut[e] = as_type<uint>(v);
     }
 }
 
@@ -85,8 +99,9 @@ inline uint mq_lane_tr_word6(uint4 cw, uint4 cx, uint t)
 
 // The byte offset in the pair codebook of the entry of pair q (column half
 // q & 1, K half q >> 1) of 16-K atom w (0-7) of the super-block's words
-// (kernels/layout_lane.c, slot_bits): its code times 4, one shift and one
-// mask (w and q are constants once the loops unroll). trellis3's six-bit
+// (kernels/layout_lane.c, slot_bits): its code times 4 LANE_LUT_COPIES
+// (the caller ors in its lane's copy), one shift and one mask (w and q are
+// constants once the loops unroll). trellis3's six-bit
 // codes run through the lane's six words, pair 4w + q at bit 6 (4w + q):
 // where one runs into the next word, a funnel shift of the two (one
 // instruction on NVIDIA's SHF). The split planes before (the low two bits
@@ -94,17 +109,21 @@ inline uint mq_lane_tr_word6(uint4 cw, uint4 cx, uint t)
 // masks and an or a pair.
 inline uint mq_lane_tr_entry(uint4 cw, uint4 cx, uint w, uint q)
 {
+    const int up = 2 + LANE_LUT_SHIFT; // code x 4 x copies
 #if TRELLIS_BITS == 4
     const uint word = w < 4u ? mq_lane_word(cw, w) : mq_lane_word(cx, w - 4u);
-    return mq_lane_bits_at(word, int(8u * q) - 2, 0x3fcu);
+    return mq_lane_bits_at(word, int(8u * q) - up, 0xffu << up);
 #elif TRELLIS_BITS == 3
     const uint at = 24u * w + 6u * q, t = at / 32u, s = at % 32u;
     const uint x = mq_lane_tr_word6(cw, cx, t);
     if (s + 6u <= 32u)
-        return mq_lane_bits_at(x, int(s) - 2, 0xfcu);
-    return ((x >> (s - 2u)) | (mq_lane_tr_word6(cw, cx, t + 1u) << (34u - s))) & 0xfcu;
+        return mq_lane_bits_at(x, int(s) - up, 0x3fu << up);
+    // (s >= 27 here, so s - up >= 20)
+    return ((x >> (s - uint(up))) | (mq_lane_tr_word6(cw, cx, t + 1u) << (32u + uint(up) - s))) &
+           (0x3fu << up);
 #else
-    return mq_lane_bits_at(mq_lane_word(cw, w / 2u), int(16u * (w % 2u) + 4u * q) - 2, 0x3cu);
+    return mq_lane_bits_at(mq_lane_word(cw, w / 2u), int(16u * (w % 2u) + 4u * q) - up,
+                           0xfu << up);
 #endif
 }
 

@@ -46,20 +46,20 @@ static void test_rules(const mq_limits *h100)
                    (mq_candidate){MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}},
                    "does not serve format fp4");
     /* registers: two A tiles of 16 x (128 + 8) halves (one simdgroup along
-     * K: no K shares to sum), the 3-bit pair codebook of 64 half2 */
+     * K: no K shares to sum), the 3-bit pair codebook of 64 half2 in 32 copies */
     mq_plan plan;
     mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
     int rc = mq_plan_candidate(&t3, &c, NULL, &plan, NULL);
-    int want = 2 * 2 * 16 * 136 + 64 * 4;
+    int want = 2 * 2 * 16 * 136 + 64 * 4 * 32;
     CHECK(rc == MQ_OK && plan.stages == 0 && plan.tg_mem_bytes == want,
           "expected lane_trellis 16x64x128 trellis3 on Apple's limits in registers with %d B, "
           "got rc %d, %d stages, %d B", want, rc, plan.stages, plan.tg_mem_bytes);
     /* h100: 4 stages of A (2 x 16 x 136 B), codes (4 blocks x 768 B) and
-     * FP32 scales (4 blocks x 4 x 32 K x 64 B), plus the codebook */
+     * FP32 scales (4 blocks x 4 x 32 K x 64 B), plus the codebook's 32 copies */
     rc = mq_plan_candidate(&t3, &c, h100, &plan, NULL);
     int stage = 2 * 16 * 136 + 4 * 768 + 4 * 4 * 64;
-    CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 4,
-          "expected 4 stages of %d B plus 256 B of codebook on h100, got rc %d, %d stages, %d B",
+    CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 4 * 32,
+          "expected 4 stages of %d B plus 8192 B of codebook on h100, got rc %d, %d stages, %d B",
           stage, rc, plan.stages, plan.tg_mem_bytes);
 }
 
@@ -77,7 +77,7 @@ static void test_on_executor(const mq_limits *staged)
     /* in registers: three tiles; staged: one a shape (its programs are the
      * costly ones to compile), each fitting stages in 32 KB */
     static const int tiles[2][3][3] = {{{8, 32, 128}, {16, 64, 256}, {32, 128, 128}},
-                                       {{8, 32, 128}, {16, 64, 128}, {32, 64, 128}}};
+                                       {{8, 32, 128}, {16, 64, 128}, {8, 64, 128}}};
     static const struct {
         int M, N, K, group, split_k;
     } shapes[] = {
@@ -165,8 +165,12 @@ int main(void)
     planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, su, k0, k_end, tid);",
             "        (void)su;", MQ_FMT_TRELLIS2, &apple);
     planted("a trellis3 code's bits in the next word dropped", "mq_lane_trellis.h",
-            "(mq_lane_tr_word6(cw, cx, t + 1u) << (34u - s))", "(0u << (34u - s))",
+            "(mq_lane_tr_word6(cw, cx, t + 1u) << (32u + uint(up) - s))",
+            "(0u << (32u + uint(up) - s))",
             MQ_FMT_TRELLIS3, &apple);
+    planted("the codebook's copies laid entry after entry, not side by side",
+            "mq_lane_trellis.h", "const uint c = e >> LANE_LUT_SHIFT;",
+            "const uint c = e % uint(LANE_LUT_ENTRIES);", MQ_FMT_TRELLIS3, &apple);
     planted("trellis3's last two words read from the first two", "mq_lane_trellis.h",
             "t == 4u ? cx.x : cx.y", "t == 4u ? cw.x : cw.y", MQ_FMT_TRELLIS3, &apple);
     planted("a staged 4-bit super-block's second plane read from the first", "mq_lane_trellis.h",
