@@ -276,14 +276,14 @@ static mq_status gemv_plan(const mq_problem *p, const mq_params *q, const mq_lim
  * copies), its bytes per 16-column block, the bytes of a scale pair (8
  * pairs per 32 K of a block), the zero-point bytes per 32 K of a block (a
  * fp4 stage holds them too, unused), and the trellis pair codebook (4^bits
- * half2; b=2 and b=3 in 32 copies, one a bank: mq_lane_trellis.h). */
+ * half2; b=3's in 32 copies, one a bank: mq_lane_trellis.h). */
 typedef struct {
     int sb_k, sb_bytes, scale_pair_bytes, zero_half_bytes, lut_bytes;
 } lane_sizes;
 
 static const lane_sizes lane_sizes_of[MQ_FMT_COUNT] = {
     [MQ_FMT_FP4] = {64, 512, 4, 16, 0},          [MQ_FMT_U4] = {64, 512, 4, 16, 0},
-    [MQ_FMT_TRELLIS2] = {128, 512, 8, 0, 16 * 4 * 32}, [MQ_FMT_TRELLIS3] = {128, 768, 8, 0, 64 * 4 * 32},
+    [MQ_FMT_TRELLIS2] = {128, 512, 8, 0, 16 * 4}, [MQ_FMT_TRELLIS3] = {128, 768, 8, 0, 64 * 4 * 32},
     [MQ_FMT_TRELLIS4] = {128, 1024, 8, 0, 256 * 4},
 };
 

@@ -4,7 +4,8 @@
 // lane, a simdgroup's unit of a K tile (LANE_KSB). A pair's
 // two indices sit next to each other, so one lookup in a pair codebook
 // (4^bits half2 in threadgroup memory, the grid's levels rounded to FP16,
-// built when the kernel starts) gives both; the MMAs take these unscaled
+// built when the kernel starts; trellis3's in LANE_LUT_COPIES copies) gives
+// both; the MMAs take these unscaled
 // levels, and each 32 K's products are scaled once per output element by
 // the FP32 scale (tscale x sv, the layout's lane_scales) and added to the
 // sums. Each weight is then its level rounded to FP16 times the exact scale:
@@ -24,15 +25,16 @@
 #define LANE_LUT_ENTRIES (1 << (2 * TRELLIS_BITS)) // pair codes: 16, 64, 256
 // Copies of the codebook, entry c's copies side by side, lane l reading
 // copy l % LANE_LUT_COPIES (its byte offset or-ed into the entry's, whose
-// low bits are zero: LANE_LUT_LANE in mq_lane.h): 32 give each lane its own bank, so a simdgroup's
-// 32 lookups are one shared-memory wavefront whatever codes they hold (one
-// copy of 64 entries spans two words a bank: two wavefronts when two lanes
-// want the two words of one bank). b=2: 2 KiB, b=3: 8 KiB; b=4 keeps one
-// copy (32 copies would be 32 KiB).
-#if TRELLIS_BITS == 4
-#define LANE_LUT_SHIFT 0
-#else
+// low bits are zero: LANE_LUT_LANE in mq_lane.h). b=3: 32 copies (8 KiB)
+// give each lane its own bank, so a simdgroup's 32 lookups are one
+// shared-memory wavefront whatever codes they hold (one copy of 64 entries
+// spans two words a bank: two wavefronts whenever two lanes want the two
+// words of one bank). b=2's 16 entries take one word of half the banks, so
+// one copy never conflicts; b=4 keeps one copy too (32 would be 32 KiB).
+#if TRELLIS_BITS == 3
 #define LANE_LUT_SHIFT 5
+#else
+#define LANE_LUT_SHIFT 0
 #endif
 #define LANE_LUT_COPIES (1 << LANE_LUT_SHIFT)
 #define LANE_TR_WORDS (64 * TRELLIS_BITS)          // uints of a 16 x 128 super-block

@@ -331,9 +331,8 @@ static unsigned lane_bytes_code(const uint32_t *c, mq_format f, size_t base, int
         uint64_t run[3];
         for (int i = 0; i < 3; i++) {
             int t0 = 2 * i, t1 = 2 * i + 1;
-            uint32_t lo = c[base + (t0 < 4 ? L * 4 + t0 : 128 + L * 2 + t0 - 4)];
-            uint32_t hi = c[base + (t1 < 4 ? L * 4 + t1 : 128 + L * 2 + t1 - 4)];
-            run[i] = (uint64_t)hi << 32 | lo;
+            run[i] = (uint64_t)c[base + (t1 < 4 ? L * 4 + t1 : 128 + L * 2 + t1 - 4)] << 32 |
+                     c[base + (t0 < 4 ? L * 4 + t0 : 128 + L * 2 + t0 - 4)];
         }
         int at = 6 * q + 3 * j;
         unsigned v = (unsigned)(run[at / 64] >> (at % 64)) & 7u;

@@ -7,9 +7,9 @@
  * a partial column block, rows inside and past a tile, groups of 32, 64 and
  * 128 and one to three K slices, each launch verified against the float64
  * reference (the bench's trellis weights carry pseudo-random signs su and
- * sv); and planted faults (the signs dropped, the bit-2 plane's second
- * word, a staged super-block's second plane, a staged FP32 scale's second
- * float) that the check must catch. */
+ * sv); and planted faults (the signs dropped, trellis3's run-on bits and
+ * last two words, the codebook's copies, a staged super-block's second
+ * plane, a staged FP32 scale's second float) that the check must catch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
