@@ -1,6 +1,7 @@
 #!/bin/sh
 # install.sh - what `make install` does, from a finished build: libmq.a,
-# mq.h, the tools as mq-NAME and a pkg-config file mq.pc.
+# mq.h (with mq_lane_layout.h, which it includes), the tools as mq-NAME and
+# a pkg-config file mq.pc.
 # usage: scripts/install.sh BUILD_DIR DEST_PREFIX [PREFIX_IN_PC]
 #   DEST_PREFIX is where files go ($DESTDIR$PREFIX); PREFIX_IN_PC is the
 #   prefix mq.pc names (default DEST_PREFIX).
@@ -27,7 +28,7 @@ prefix=${3:-$2}
 for f in libmq.a $tools; do
     [ -f "$B/$f" ] || fail "'$(oneline "$B/$f")' is missing: '$(oneline "$B")' is not a finished build (make all)"
 done
-for f in "$src/kernels/mq.h" "$src/harness/version.h"; do
+for f in "$src/kernels/mq.h" "$src/kernels/mq_lane_layout.h" "$src/harness/version.h"; do
     [ -f "$f" ] || fail "'$f' is missing: the script runs from its source tree"
 done
 # each directory to make: the first path up from it that exists must be a
@@ -39,13 +40,14 @@ for d in "$dest/lib/pkgconfig" "$dest/include" "$dest/bin"; do
     [ -d "$p" ] || fail "'$(oneline "$p")' is in the way of DEST_PREFIX '$(oneline "$dest")' (not a directory)"
     [ -w "$p" ] || fail "cannot write in '$(oneline "$p")' (DEST_PREFIX '$(oneline "$dest")')"
 done
-for f in lib/libmq.a include/mq.h lib/pkgconfig/mq.pc $(printf 'bin/mq-%s ' $tools); do
+for f in lib/libmq.a include/mq.h include/mq_lane_layout.h lib/pkgconfig/mq.pc $(printf 'bin/mq-%s ' $tools); do
     [ ! -d "$dest/$f" ] || fail "'$(oneline "$dest/$f")' is in the way (a directory where a file goes)"
 done
 version=$(sed -n 's/^#define MQ_TOOL_VERSION "\(.*\)"/\1/p' "$src/harness/version.h")
 install -d "$dest/lib/pkgconfig" "$dest/include" "$dest/bin"
 install -m 644 "$B/libmq.a" "$dest/lib/libmq.a"
 install -m 644 "$src/kernels/mq.h" "$dest/include/mq.h"
+install -m 644 "$src/kernels/mq_lane_layout.h" "$dest/include/mq_lane_layout.h"
 for t in $tools; do
     install -m 755 "$B/$t" "$dest/bin/mq-$t"
 done

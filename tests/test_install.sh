@@ -17,7 +17,7 @@ check() {
 d=$(mktemp -d)
 scripts/install.sh "$B" "$d/prefix" >"$d/install.log" 2>&1; rc=$?
 check "the install (make install's script) exits 0 (rc $rc: $(tail -n 3 "$d/install.log"))" [ "$rc" -eq 0 ]
-for f in lib/libmq.a include/mq.h lib/pkgconfig/mq.pc bin/mq-tune bin/mq-bench bin/mq-merge bin/mq-compare bin/mq-plot bin/mq-kernel-bench; do
+for f in lib/libmq.a include/mq.h include/mq_lane_layout.h lib/pkgconfig/mq.pc bin/mq-tune bin/mq-bench bin/mq-merge bin/mq-compare bin/mq-plot bin/mq-kernel-bench; do
     check "installs $f" test -s "$d/prefix/$f"
 done
 if command -v pkg-config >/dev/null 2>&1; then
