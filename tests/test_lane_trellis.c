@@ -93,7 +93,11 @@ static void test_on_executor(const mq_limits *staged)
                 for (size_t t = 0; t < 3; t++) {
                     mq_format fmt = (mq_format)(MQ_FMT_TRELLIS2 + f);
                     mq_problem p = {fmt, shapes[s].M, shapes[s].N, shapes[s].K, shapes[s].group};
-                    const int *tl = tiles[li][t];
+                    /* trellis3's codebook copies (8 KiB) leave no room
+                     * for two stages of 32 rows under the executor's 32 KB */
+                    static const int staged32[3] = {32, 64, 128};
+                    const int *tl = li == 1 && t == 2 && fmt != MQ_FMT_TRELLIS3
+                                        ? staged32 : tiles[li][t];
                     mq_candidate c = {MQ_VAR_LANE_TRELLIS,
                                       {tl[0], tl[1], tl[2], 0, shapes[s].split_k}};
                     mq_plan plan;
