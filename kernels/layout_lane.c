@@ -75,6 +75,13 @@ static size_t scale_index(const mq_lane_geom *g, int grp, int n)
  * need one shift for both parts; no placement gives more than two such). */
 static const int fp4_mag_bit[4] = {0, 3, 8, 11}, fp4_sign_bit[4] = {6, 7, 14, 15};
 
+/* word t (0-5) of trellis3 lane L's six in the super-block at base: its
+ * uint4 of the first 128 words, then its uint2 of the next 64 */
+static size_t tr3_word(size_t base, int L, int t)
+{
+    return base + (t < 4 ? (size_t)L * 4 + (size_t)t : 128 + (size_t)L * 2 + (size_t)(t - 4));
+}
+
 /* the bits of a slot in lane_codes (section 2 and 3 of the design) */
 static void slot_bits(const mq_lane_geom *g, int nb, int kb, int L, int q, int j,
                       mq_lane_slot *s)
@@ -100,17 +107,15 @@ static void slot_bits(const mq_lane_geom *g, int nb, int kb, int L, int q, int j
         s->width = 4;
     } else if (g->bits == 3) {
         /* six bits a pair, one after the other through the lane's six
-         * words (its uint4 of the first 128 words, then its uint2 of the
-         * next 64): pair q's code idx0 | idx1 << 3 at bit 6q of that run,
-         * so the decode takes it with a shift and a mask (a funnel shift
-         * where it runs into the next word) */
+         * words (tr3_word): pair q's code idx0 | idx1 << 3 at bit 6q of
+         * that run, so the decode takes it with a shift and a mask (a
+         * funnel shift where it runs into the next word) */
         int at = 6 * q + 3 * j, t = at / 32;
-        s->word = base + (t < 4 ? (size_t)L * 4 + (size_t)t : 128 + (size_t)L * 2 + (size_t)(t - 4));
+        s->word = tr3_word(base, L, t);
         s->bit = at % 32;
         s->width = s->bit + 3 > 32 ? 32 - s->bit : 3;
         if (s->width < 3) {
-            t++;
-            s->hi_word = base + (t < 4 ? (size_t)L * 4 + (size_t)t : 128 + (size_t)L * 2 + (size_t)(t - 4));
+            s->hi_word = tr3_word(base, L, t + 1);
             s->hi_bit = 0;
             s->hi_width = 3 - s->width;
             s->hi_shift = s->width;

@@ -105,8 +105,8 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
 {
     // (32-bit offsets, as the other kernels' A and B: when the copies were
     // first staged, 64-bit arithmetic per copy was a fifth of the loop's
-    // instructions on an H100; the planner
-    // keeps weights of 2^32 uints of codes or more on the register path)
+    // instructions on an H100; the planner keeps weights of 2^32 uints of
+    // codes or more on the register path)
     const uint left = k0 < k_end ? k_end - k0 : 0u; // a piece at K offset k is in if k < left
     LANE_FOR_PIECES(A_CHUNKS, i) {
         const bool in = cp.a_k[j] < left;

@@ -1,22 +1,20 @@
 // mq_lane_trellis.h - what the lane kernel (mq_lane.h) does differently for
 // the trellis formats (lane_trellis.metal, MQ_LANE_TRELLIS): a super-block
 // is 16 columns x 128 K (kernels/layout_lane.c), 16, 24 or 32 bytes per
-// lane, a simdgroup's unit of a K tile (LANE_KSB). A pair's
-// two indices sit next to each other, so one lookup in a pair codebook
-// (4^bits half2 in threadgroup memory, the grid's levels rounded to FP16,
-// built when the kernel starts; trellis3's in LANE_LUT_COPIES copies) gives
-// both; the MMAs take these unscaled
-// levels, and each 32 K's products are scaled once per output element by
-// the FP32 scale (tscale x sv, the layout's lane_scales) and added to the
-// sums. Each weight is then its level rounded to FP16 times the exact scale:
-// the relative error the verification bound allows a weight rounded to FP16
-// (harness/measure.c), as the fused trellis kernels' FP16 grid x tscale x su
-// x sv has; scaling every pair instead (two FP32 products and a conversion
-// per pair) made the kernel 1.28-1.31x slower on an H100
-// (results/h100/lane/trellis). The
-// signs su are put on the activations (the A tile's sign bits flipped once
-// per K tile in threadgroup memory: su is +-1, so the products are the same
-// bits).
+// lane, a simdgroup's unit of a K tile (LANE_KSB). A pair's two indices sit
+// next to each other, so one lookup in a pair codebook (4^bits half2 in
+// threadgroup memory, the grid's levels rounded to FP16, built when the
+// kernel starts; trellis3's in LANE_LUT_COPIES copies) gives both; the MMAs
+// take these unscaled levels, and each 32 K's products are scaled once per
+// output element by the FP32 scale (tscale x sv, the layout's lane_scales)
+// and added to the sums. Each weight is then its level rounded to FP16 times
+// the exact scale: the relative error the verification bound allows a weight
+// rounded to FP16 (harness/measure.c), as the fused trellis kernels' FP16
+// grid x tscale x su x sv has; scaling every pair instead (two FP32 products
+// and a conversion per pair) made the kernel 1.28-1.31x slower on an H100
+// (results/h100/lane/trellis). The signs su are put on the activations (the
+// A tile's sign bits flipped once per K tile in threadgroup memory: su is
+// +-1, so the products are the same bits).
 #ifndef MQ_LANE_TRELLIS_H
 #define MQ_LANE_TRELLIS_H
 
@@ -103,12 +101,11 @@ inline uint mq_lane_tr_word6(uint4 cw, uint4 cx, uint t)
 // q & 1, K half q >> 1) of 16-K atom w (0-7) of the super-block's words
 // (kernels/layout_lane.c, slot_bits): its code times 4 LANE_LUT_COPIES
 // (the caller ors in its lane's copy), one shift and one mask (w and q are
-// constants once the loops unroll). trellis3's six-bit
-// codes run through the lane's six words, pair 4w + q at bit 6 (4w + q):
-// where one runs into the next word, a funnel shift of the two (one
-// instruction on NVIDIA's SHF). The split planes before (the low two bits
-// of each index, then a plane of their third bits) took two shifts, two
-// masks and an or a pair.
+// constants once the loops unroll). trellis3's six-bit codes run through
+// the lane's six words, pair 4w + q at bit 6 (4w + q): where one runs into
+// the next word, a funnel shift of the two (one instruction on NVIDIA's
+// SHF). The split planes before (the low two bits of each index, then a
+// plane of their third bits) took two shifts, two masks and an or a pair.
 inline uint mq_lane_tr_entry(uint4 cw, uint4 cx, uint w, uint q)
 {
     const int up = 2 + LANE_LUT_SHIFT; // code x 4 x copies
@@ -120,7 +117,7 @@ inline uint mq_lane_tr_entry(uint4 cw, uint4 cx, uint w, uint q)
     const uint x = mq_lane_tr_word6(cw, cx, t);
     if (s + 6u <= 32u)
         return mq_lane_bits_at(x, int(s) - up, 0x3fu << up);
-    // (s >= 27 here, so s - up >= 20)
+    // (s is 28 or 30 here: both shifts in range)
     return ((x >> (s - uint(up))) | (mq_lane_tr_word6(cw, cx, t + 1u) << (32u + uint(up) - s))) &
            (0x3fu << up);
 #else
