@@ -396,14 +396,18 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 }
 
 // The A tile of K tile k0 just put in As by this thread: the trellis signs
-// su on its chunks (mq_lane_a_signs), before the barrier; nothing for fp4, u4.
+// su on its chunks (loaded now: the register path's; the staged loop loads
+// them a tile ahead), before the barrier; nothing for fp4, u4.
 template <int FMT>
 inline void mq_lane_a_landed(threadgroup half *As, device const float *su, uint k0, uint k_end,
                              uint tid)
 {
 #ifdef MQ_LANE_TRELLIS
-    if (FMT == LANE_TRELLIS)
-        mq_lane_a_signs(As, su, k0, k_end, tid);
+    if (FMT == LANE_TRELLIS) {
+        MqLaneSigns g;
+        mq_lane_signs_load(g, su, k0, k_end, tid);
+        mq_lane_a_signs(As, g, k0, k_end, tid);
+    }
 #else
     (void)As, (void)su, (void)k0, (void)k_end, (void)tid;
 #endif

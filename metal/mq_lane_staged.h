@@ -202,14 +202,25 @@ inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FR
     // the buffers read (rd) and filled (wr) this step, as offsets into smem
     uint rd = 0, wr = (uint(LANE_STAGES) - 1u) * uint(LANE_STAGE_HALVES);
     const uint ring = uint(LANE_STAGES) * uint(LANE_STAGE_HALVES);
+#ifdef MQ_LANE_TRELLIS
+    MqLaneSigns sgn; // trellis: the signs of tile t, loaded during tile t - 1
+    mq_lane_signs_load(sgn, su, kr.x, kr.y, tid);
+#else
+    (void)su;
+#endif
     for (uint t = 0; t < tiles; t++) {
+        const uint k0 = kr.x + t * uint(TILE_K);
         mq_copy_wait(uint(LANE_STAGES) - 2u);
-        // (this thread's copies of tile t landed: trellis puts su on its A)
-        mq_lane_a_landed<FMT>(smem + rd, su, kr.x + t * uint(TILE_K), kr.y, tid);
+#ifdef MQ_LANE_TRELLIS
+        // this thread's copies of tile t landed: its signs on its A chunks,
+        // and the next tile's signs in flight
+        mq_lane_a_signs(smem + rd, sgn, k0, kr.y, tid);
+        mq_lane_signs_load(sgn, su, k0 + uint(TILE_K), kr.y, tid);
+#endif
         // tile t landed for every thread, and every simdgroup is done with
         // the buffer of tile t - 1, which the next copies fill
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        const uint kn = kr.x + (t + uint(LANE_STAGES) - 1u) * uint(TILE_K);
+        const uint kn = k0 + (uint(LANE_STAGES) - 1u) * uint(TILE_K);
         if (kn < kr.y)
             mq_lane_stage_issue<FMT>(smem + wr, A, codes, scales, zeros, cp, w.gshift, kn, kr.y,
                                      tid);

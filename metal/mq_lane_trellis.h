@@ -147,29 +147,59 @@ inline void mq_lane_acc_add_scaled(thread simdgroup_float8x8 &acc,
 #endif
 }
 
-// The signs su on the A tile at As (K tile k0, slice end k_end): each thread
-// flips the sign bits of the 16-byte chunks it put there itself (the chunks
-// i = tid + j x THREADS of mq_put_a and mq_copy_a_tile), after they landed
-// and before the barrier that shows them to the others. Chunks from k_end on
-// are zero and their su is not read.
-inline void mq_lane_a_signs(threadgroup half *As, device const float *su, uint k0, uint k_end,
-                            uint tid)
+// The signs su of the K where this thread's 16-byte A chunks start, 8
+// floats: every chunk i = tid + j x THREADS of a thread (mq_put_a,
+// mq_copy_a_tile) sits at the same K of the tile, since THREADS (32 per
+// 32 columns and 128-K super-block) is a multiple of a tile row's TILE_K / 8
+// chunks, so one load serves them all. The staged K loop loads a tile's signs
+// one tile ahead, plain loads in flight while the tile before is multiplied:
+// loaded as the A tile landed, before the barrier, they left every K tile
+// waiting on one device-memory round trip.
+struct MqLaneSigns {
+    float4 s0, s1;
+};
+static_assert(THREADS % (TILE_K / 8) == 0, "a thread's A chunks share one K of the tile");
+
+// The signs of K tile k0 (slice end k_end) for this thread's chunks; zeros
+// past the slice (whose chunks are zero and keep their bits).
+inline void mq_lane_signs_load(thread MqLaneSigns &g, device const float *su, uint k0,
+                               uint k_end, uint tid)
 {
-    for (uint i = tid; i < uint(A_CHUNKS); i += uint(THREADS)) {
-        const uint k = k0 + mq_a_chunk_k(i);
-        if (k >= k_end)
-            continue;
-        const float4 s0 = *(device const float4 *)(su + k);
-        const float4 s1 = *(device const float4 *)(su + k + 4u);
+    const uint k = k0 + mq_a_chunk_k(tid);
+    g.s0 = float4(0.0f);
+    g.s1 = float4(0.0f);
+    if (k < k_end) {
+        g.s0 = *(device const float4 *)(su + k);
+        g.s1 = *(device const float4 *)(su + k + 4u);
+    }
+}
+
+// The signs g (mq_lane_signs_load of the same tile) on the A tile at As (K
+// tile k0, slice end k_end): each thread flips the sign bits of the chunks it
+// put there itself, after they landed and before the barrier that shows them
+// to the others. Chunks from k_end on are zero and stay so.
+inline void mq_lane_a_signs(threadgroup half *As, thread const MqLaneSigns &g, uint k0,
+                            uint k_end, uint tid)
+{
+    if (k0 + mq_a_chunk_k(tid) >= k_end)
+        return;
+    // (per component: the executor's vectors have no operators, strict MSL's
+    // no such constructor)
+    const uint m0 = ((as_type<uint>(g.s0.x) >> 16) & 0x8000u) | (as_type<uint>(g.s0.y) & 0x80000000u);
+    const uint m1 = ((as_type<uint>(g.s0.z) >> 16) & 0x8000u) | (as_type<uint>(g.s0.w) & 0x80000000u);
+    const uint m2 = ((as_type<uint>(g.s1.x) >> 16) & 0x8000u) | (as_type<uint>(g.s1.y) & 0x80000000u);
+    const uint m3 = ((as_type<uint>(g.s1.z) >> 16) & 0x8000u) | (as_type<uint>(g.s1.w) & 0x80000000u);
+    MQ_UNROLL
+    for (uint j = 0, i = tid; j < uint(A_PER_THREAD); j++, i += uint(THREADS)) {
+        if (A_CHUNKS % THREADS != 0 && i >= uint(A_CHUNKS))
+            break;
         threadgroup float4 *at =
             (threadgroup float4 *)(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i));
-        // (per component: the executor's vectors have no operators, strict
-        // MSL's no such constructor)
         uint4 v = as_type<uint4>(*at);
-        v.x ^= ((as_type<uint>(s0.x) >> 16) & 0x8000u) | (as_type<uint>(s0.y) & 0x80000000u);
-        v.y ^= ((as_type<uint>(s0.z) >> 16) & 0x8000u) | (as_type<uint>(s0.w) & 0x80000000u);
-        v.z ^= ((as_type<uint>(s1.x) >> 16) & 0x8000u) | (as_type<uint>(s1.y) & 0x80000000u);
-        v.w ^= ((as_type<uint>(s1.z) >> 16) & 0x8000u) | (as_type<uint>(s1.w) & 0x80000000u);
+        v.x ^= m0;
+        v.y ^= m1;
+        v.z ^= m2;
+        v.w ^= m3;
         *at = as_type<float4>(v);
     }
 }

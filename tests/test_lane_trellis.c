@@ -166,8 +166,13 @@ int main(void)
     lim.tg_mem_bytes = 32768;
     test_on_executor(&lim);
     const mq_limits apple = mq_limits_default();
-    planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, su, k0, k_end, tid);",
-            "        (void)su;", MQ_FMT_TRELLIS2, &apple);
+    planted("the signs su dropped", "mq_lane.h", "        mq_lane_a_signs(As, g, k0, k_end, tid);",
+            "        (void)g;", MQ_FMT_TRELLIS2, &apple);
+    planted("the staged signs su dropped", "mq_lane_staged.h",
+            "        mq_lane_a_signs(smem + rd, sgn, k0, kr.y, tid);", "", MQ_FMT_TRELLIS2, &lim);
+    planted("the staged loop's first tile's signs kept for every tile", "mq_lane_staged.h",
+            "        mq_lane_signs_load(sgn, su, k0 + uint(TILE_K), kr.y, tid);", "",
+            MQ_FMT_TRELLIS3, &lim);
     planted("a trellis3 code's bits in the next word dropped", "mq_lane_trellis.h",
             "(mq_lane_tr_word6(cw, cx, t + 1u) << (32u + uint(up) - s))",
             "(0u << (32u + uint(up) - s))",
