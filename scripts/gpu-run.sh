@@ -55,7 +55,7 @@
 #   scripts/gpu-run.sh ab        the same candidates (AB_SPECS) under the tree in .debs/before.tar.gz
 #                                and this one, alternating for AB_ROUNDS rounds -> results/CHIP/ab/
 #                                (AB_DIR), ab.txt: the after/before speed-up per candidate
-#   scripts/gpu-run.sh ncu       Nsight Compute sections (NCU_SECTIONS) of given candidates
+#   scripts/gpu-run.sh ncu       Nsight Compute sections (NCU_SECTIONS) and metrics (NCU_METRICS) of given candidates
 #                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
 #                                and counters are readable, with each one's SASS (ncu-decode:
 #                                the same stage's earlier name)
@@ -342,8 +342,8 @@ ncu-decode|ncu)
     # Nsight Compute on given candidates (default: the best M=1 decode one),
     # when the machine has it and lets us read the counters. NCU_SPECS: "shape
     # format variant tm tn tk tg sk" lines; NCU_SECTIONS: the sections (default
-    # below); each candidate's cubin SASS goes to $OUT/ncu-N.sass when cuobjdump
-    # is there.
+    # below), NCU_METRICS: metrics besides them; each candidate's cubin SASS
+    # goes to $OUT/ncu-N.sass when cuobjdump is there.
     NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
     if [ -z "$NCU" ]; then say "ncu: not on this machine"; else
         i=0
@@ -355,6 +355,9 @@ ncu-decode|ncu)
             for sec in ${NCU_SECTIONS:-SpeedOfLight MemoryWorkloadAnalysis Occupancy LaunchStats WarpStateStats}; do
                 set -- "$@" --section "$sec"
             done
+            # NCU_METRICS: metrics too (e.g. regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio,
+            # the stall reasons per issued instruction)
+            [ -n "${NCU_METRICS:-}" ] && set -- "$@" --metrics "$NCU_METRICS"
             rm -rf "/tmp/ncu-cache-$i"
             # the candidate's own kernel (bench's probes are mq_cuda_entry_* kernels too)
             MQ_CUDA_CACHE=/tmp/ncu-cache-$i timeout 240 "$NCU" \
@@ -362,7 +365,7 @@ ncu-decode|ncu)
                 build/bench --backend cuda --shape "$sh" --formats "$f" --candidate "$spec" \
                 --budget 0.01 --max-reps 5 --out /tmp/ncu.csv > "$OUT/ncu-$i.log" 2>&1
             say "ncu exit $?"
-            grep -E "Duration|Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles|Issue|Executed Ipc|ERR" \
+            grep -E "Duration|Throughput|Achieved Occupancy|Registers|Stall|stalled|Warp Cycles|Issue|Executed Ipc|ERR" \
                 "$OUT/ncu-$i.log" | head -40 | tee -a "$S"
             [ -n "$CUOBJDUMP" ] && for c in /tmp/ncu-cache-$i/*.cubin; do "$CUOBJDUMP" -sass "$c"; done \
                 > "$OUT/ncu-$i.sass" 2>&1
@@ -435,7 +438,7 @@ variants)
     # "NAME=DIR[:CHIPS[:VAR=VALUE]] ..." (DIR: a copy of metal/ with a change,
     # read through MQ_METAL_DIR; each its own compile cache; CHIPS: bench
     # --chips, the planner's figures, e.g. async_copy_stages, or empty;
-    # VAR=VALUE: the environment, e.g. MQ_CUDA_MIN_BLOCKS=2), AB_SPECS as in ab; round r
+    # VAR=VALUE: the environment, e.g. MQ_CUDA_MIN_BLOCKS=2), AB_SPECS and AB_FLAGS as in ab; round r
     # runs every variant in VARIANTS' order, AB_ROUNDS rounds
     # -> results/CHIP/AB_DIR (default variants)/NAME.csv and .log; var.txt:
     # per candidate each variant's medians and its speed-up over the first
@@ -456,7 +459,7 @@ variants)
                 # shellcheck disable=SC2086 # ENV=VAL words
                 MQ_METAL_DIR=$dir MQ_CUDA_CACHE=/tmp/mq-cache/var-$name env $envs timeout "$STAGE_S" build/bench \
                     --backend cuda --shape "$sh" --formats "$f" --budget 0.05 --quiet \
-                    --out "$D/$name.csv" ${chips:+--chips "$chips"} "$@" < /dev/null > /tmp/var.log 2>&1
+                    --out "$D/$name.csv" ${chips:+--chips "$chips"} ${AB_FLAGS:-} "$@" < /dev/null > /tmp/var.log 2>&1
                 e=$?
                 { echo "== round $r $name $f $sh exit $e"; cat /tmp/var.log; } >> "$D/$name.log"
                 grep -E "wrong|error" /tmp/var.log | sed "s/^/$name: /" | head -3 | tee -a "$S"

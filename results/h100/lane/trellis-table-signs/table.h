@@ -1,0 +1,1 @@
+tables/current/table.h
