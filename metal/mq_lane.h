@@ -44,6 +44,14 @@ enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 #define LANE_SB_WORDS 128
 #endif
 #define LANE_ATOMS (LANE_KSB / 16)
+// trellis: the 16-K atoms one scale covers, the planner's MQ_PLAN_SCALE_K
+// (the group, at most a super-block; 32 K without it): one scaled add per
+// window instead of one per 32 K (at 16 rows, 128 K: 16 FFMA a lane and
+// super-block instead of 64)
+#ifndef MQ_PLAN_SCALE_K
+#define MQ_PLAN_SCALE_K 32
+#endif
+#define LANE_SCALE_ATOMS (MQ_PLAN_SCALE_K / 16)
 #define LANE_HALVES (LANE_KSB / 32)
 // element j of a stage's per-32-K array, and word j of a uint4: selects,
 // not an index, so a register however the loops unroll
@@ -83,6 +91,8 @@ inline uint mq_lane_word(uint4 v, uint j)
 static_assert(TILE_N % 32 == 0 && TILE_K % LANE_KSB == 0 && TILE_M % 8 == 0 && TILE_M <= 64,
               "lane tiles: 32 columns per simdgroup, whole super-blocks, up to 64 rows");
 static_assert(SIMDGROUPS == LANE_SG_COLS * LANE_KSG, "the lane kernel's simdgroups");
+static_assert(MQ_PLAN_SCALE_K % 32 == 0 && LANE_KSB % MQ_PLAN_SCALE_K == 0,
+              "a scale window is whole 32-K pieces of a super-block");
 
 // The (row, column) of lane l's first element in an 8x8 fragment (Apple's
 // layout; its second element is the next column).
@@ -322,8 +332,9 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
 // One K tile's multiply: the 16-K atoms of super-block kg of the tile (A at
 // As), the weights of stage s decoded into fragments atom by atom. Trellis:
 // the levels through the pair codebook lut, multiplied unscaled into part,
-// which each 32 K (a group holds whole ones) adds to acc times the rows'
-// scales (mq_lane_acc_add_scaled).
+// which each window of K one scale covers (LANE_SCALE_ATOMS atoms: the group,
+// at most the super-block) adds to acc times the rows' scales
+// (mq_lane_acc_add_scaled).
 template <int FMT, bool FOLD>
 inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                          thread const MqLaneStage &s, threadgroup const half *As, uint kg,
@@ -338,7 +349,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     MQ_UNROLL
     for (uint w = 0; w < uint(LANE_ATOMS); w++) { // the super-block's 16-K atoms
 #ifdef MQ_LANE_TRELLIS
-        if (w % 2u == 0u) {
+        if (w % uint(LANE_SCALE_ATOMS) == 0u) {
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++) {
                 MQ_UNROLL
@@ -379,10 +390,12 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                wf[i][1][0], wf[i][0][1], wf[i][1][1], b0, b1);
         }
 #ifdef MQ_LANE_TRELLIS
-        if (w % 2u == 1u) { // 32 K done: their scales
+        if (w % uint(LANE_SCALE_ATOMS) == uint(LANE_SCALE_ATOMS) - 1u) { // a scale's K done
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++) {
-                const float2 ts = LANE_PICK(s.ts[i], w / 2u);
+                // the scale of the window's first 32 K: a slice's last tile
+                // copies none past its end (zeros), a window's first is in
+                const float2 ts = LANE_PICK(s.ts[i], (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u);
                 MQ_UNROLL
                 for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
                     mq_lane_acc_add_scaled(acc[i][0][mi], part[i][0][mi], ts.x);

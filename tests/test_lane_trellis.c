@@ -61,6 +61,31 @@ static void test_rules(const mq_limits *h100)
     CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 4 * 32,
           "expected 4 stages of %d B plus 8192 B of codebook on h100, got rc %d, %d stages, %d B",
           stage, rc, plan.stages, plan.tg_mem_bytes);
+    /* the program's scale window: the group, at most a super-block; none
+     * for the fp4 lane kernel (its scales go on the weights) */
+    static const struct {
+        mq_format fmt;
+        mq_variant v;
+        int group;
+        const char *want;
+    } windows[] = {{MQ_FMT_TRELLIS3, MQ_VAR_LANE_TRELLIS, 32, " MQ_PLAN_SCALE_K=32"},
+                   {MQ_FMT_TRELLIS2, MQ_VAR_LANE_TRELLIS, 64, " MQ_PLAN_SCALE_K=64"},
+                   {MQ_FMT_TRELLIS4, MQ_VAR_LANE_TRELLIS, 128, " MQ_PLAN_SCALE_K=128"},
+                   {MQ_FMT_FP4, MQ_VAR_LANE_GEMM, 128, NULL}};
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+        mq_problem p = {windows[i].fmt, 16, 4096, 4096, windows[i].group};
+        mq_candidate wc = {windows[i].v, {16, 64, 128, 0, 1}};
+        const char *file, *fn;
+        char defines[512] = "", err[256] = "";
+        int r = td_metal_program(&p, &wc, h100, &file, &fn, defines, sizeof defines, err,
+                                 sizeof err);
+        const char *at = strstr(defines, "MQ_PLAN_SCALE_K");
+        int ok = r == 0 && (windows[i].want ? at && !strcmp(at - 1, windows[i].want) : !at);
+        CHECK(ok, "expected %s group %d's program to %s%s, got '%s' %s",
+              mq_format_name(windows[i].fmt), windows[i].group,
+              windows[i].want ? "end with" : "have no scale window",
+              windows[i].want ? windows[i].want : "", defines, err);
+    }
 }
 
 /* Every format on both K loops, verified. */
@@ -131,11 +156,11 @@ static void test_on_executor(const mq_limits *staged)
            ran[0], ran[1]);
 }
 
-/* A fault planted in a metal/ file must make the check fail. */
-static void planted(const char *what, const char *file, const char *from, const char *to,
-                    mq_format fmt, const mq_limits *lim)
+/* A fault planted in a metal/ file must make the check fail on problem p
+ * (lane_trellis 16x64x128). */
+static void planted_on(const char *what, const char *file, const char *from, const char *to,
+                       mq_problem p, const mq_limits *lim)
 {
-    mq_problem p = {fmt, 9, 96, 1024, 64};
     mq_candidate c = {MQ_VAR_LANE_TRELLIS, {16, 64, 128, 0, 1}};
     static mq_measurement m;
     int rc = td_run_planted(file, from, to, &p, &c, lim, &m);
@@ -145,6 +170,13 @@ static void planted(const char *what, const char *file, const char *from, const 
     if (rc == 0)
         CHECK(!strcmp(m.status, "wrong"), "expected %s to be caught (wrong), got %s: %s", what,
               m.status, m.error);
+}
+
+/* ... on 9 x 96 x 1024, group 64 */
+static void planted(const char *what, const char *file, const char *from, const char *to,
+                    mq_format fmt, const mq_limits *lim)
+{
+    planted_on(what, file, from, to, (mq_problem){fmt, 9, 96, 1024, 64}, lim);
 }
 
 int main(void)
@@ -188,6 +220,12 @@ int main(void)
     planted("a staged FP32 scale pair's second float from the first", "mq_lane_staged.h",
             "as_type<float>(ss[at * 2u + 1u])", "as_type<float>(ss[at * 2u])", MQ_FMT_TRELLIS3,
             &lim);
+    /* one scale a 128-K window (group 128): a partial last super-block's
+     * staged scales are zero past K, so the window takes its first 32 K's */
+    planted_on("the scale window's last 32 K's scale taken", "mq_lane.h",
+               "LANE_PICK(s.ts[i], (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u)",
+               "LANE_PICK(s.ts[i], w / 2u)", (mq_problem){MQ_FMT_TRELLIS3, 9, 96, 400, 128},
+               &lim);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     if (system(cmd)) {
