@@ -44,10 +44,21 @@ enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 #define LANE_SB_WORDS 128
 #endif
 #define LANE_ATOMS (LANE_KSB / 16)
-// trellis: the 16-K atoms one scale covers, the planner's MQ_PLAN_SCALE_K
-// (the group, at most a super-block; 32 K without it): one scaled add per
-// window instead of one per 32 K (at 16 rows, 128 K: 16 FFMA a lane and
-// super-block instead of 64)
+// LANE_ACC_SCALE: the MMAs take unscaled weights and each window of K one
+// scale covers adds its products to the sums times the scales, once per
+// output element (mq_lane_acc_add_scaled): trellis always (its levels come
+// unscaled from the codebook), u4 where the planner asks (MQ_PLAN_SCALE_K:
+// at up to 16 rows, where the adds cost less than a multiply a weight pair).
+// The window, MQ_PLAN_SCALE_K: the group, at most a super-block (trellis 32
+// K without it): at 16 rows and 128 K, 16 FFMA a lane instead of 64.
+// (fp4 and u4 are two kernels of one program: the u4 one's choice)
+#if defined(MQ_LANE_TRELLIS)
+#define LANE_ACC_SCALE(FMT) true
+#elif defined(MQ_PLAN_SCALE_K)
+#define LANE_ACC_SCALE(FMT) ((FMT) == LANE_U4)
+#else
+#define LANE_ACC_SCALE(FMT) false
+#endif
 #ifndef MQ_PLAN_SCALE_K
 #define MQ_PLAN_SCALE_K 32
 #endif
@@ -61,6 +72,21 @@ inline uint mq_lane_word(uint4 v, uint j)
 {
     return j == 0u ? v.x : j == 1u ? v.y : j == 2u ? v.z : v.w;
 }
+// acc += part x s, s the FP32 scale of the rows of the lane's pairs: the
+// products of a group's unscaled levels scaled once per group and output
+// element (on the tensor cores the accumulators' own pairs, no shuffle:
+// the cuda prelude's MQ_PRELUDE_ACC_SCALE), not once per weight pair.
+inline void mq_lane_acc_add_scaled(thread simdgroup_float8x8 &acc,
+                                   thread simdgroup_float8x8 &part, float s)
+{
+#ifdef MQ_PRELUDE_ACC_SCALE
+    metal::mq_acc_add_scaled(acc, part, s);
+#else
+    acc.thread_elements()[0] += part.thread_elements()[0] * s;
+    acc.thread_elements()[1] += part.thread_elements()[1] * s;
+#endif
+}
+
 #ifdef MQ_LANE_TRELLIS
 #include "mq_lane_trellis.h"
 // the byte offset of lane w.L's copy in each entry of the pair codebook (a
@@ -241,7 +267,7 @@ inline uint mq_lane_fp4_bits(uint w, uint p)
 // byte 1 for odd), the pair's own picked here by one byte permute where the
 // prelude has it (a per-K-tile table of them made the NVRTC of CUDA 13 take
 // minutes).
-template <bool U4, bool FOLD>
+template <bool U4, bool FOLD, bool ACC>
 inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
 {
     // pair p's scale and zero point: those of its column half, p & 1
@@ -256,7 +282,7 @@ inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
                                              metal::mq_prmt(zeros, 0x64646464u, 0x4040u))
                            : metal::mq_hfma2((t & 0x00F000F0u) | 0x64006400u, 0x2C002C00u,
                                              metal::mq_prmt(zeros << 4, 0xD4D4D4D4u, 0x4141u));
-        return as_type<half2>(metal::mq_hmul2(q, s2));
+        return as_type<half2>(ACC ? q : metal::mq_hmul2(q, s2));
     }
     const uint hb = mq_lane_fp4_bits(word, p);
     return as_type<half2>(FOLD ? metal::mq_hmul2(hb, s2)
@@ -265,7 +291,7 @@ inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
     const float scale = float((p & 1u) ? scales.y : scales.x);
     if (U4)
         return mq_u4_rows(word, p, as_type<float>(((p & 1u) ? zeros >> 8 : zeros & 0xffu) | 0x4B000000u),
-                          scale);
+                          ACC ? 1.0f : scale);
     return mq_fp4_scaled(mq_lane_fp4_bits(word, p), FOLD ? scale : scale * 16384.0f);
 #endif
 }
@@ -340,16 +366,12 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                          thread const MqLaneStage &s, threadgroup const half *As, uint kg,
                          threadgroup const uint *lut, uint lut_lane)
 {
-#ifdef MQ_LANE_TRELLIS
+    // the MMAs' sums: the window's (part) where the products are scaled, else acc
     simdgroup_float8x8 part[2][2][LANE_FRAG_M];
-#define LANE_SUMS part
-#else
-#define LANE_SUMS acc
-#endif
+    thread simdgroup_float8x8(&sums)[2][2][LANE_FRAG_M] = LANE_ACC_SCALE(FMT) ? part : acc;
     MQ_UNROLL
     for (uint w = 0; w < uint(LANE_ATOMS); w++) { // the super-block's 16-K atoms
-#ifdef MQ_LANE_TRELLIS
-        if (w % uint(LANE_SCALE_ATOMS) == 0u) {
+        if (LANE_ACC_SCALE(FMT) && w % uint(LANE_SCALE_ATOMS) == 0u) {
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++) {
                 MQ_UNROLL
@@ -360,7 +382,6 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 }
             }
         }
-#endif
         simdgroup_half8x8 wf[2][2][2]; // [column block][column half][K half]
         MQ_UNROLL
         for (uint i = 0; i < 2u; i++) {
@@ -375,7 +396,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 (void)word, (void)sc, (void)z;
 #else
                 (void)lut, (void)lut_lane;
-                v = mq_lane_pair<FMT == LANE_U4, FOLD>(word, q, sc, z);
+                v = mq_lane_pair<FMT == LANE_U4, FOLD, LANE_ACC_SCALE(FMT)>(word, q, sc, z);
 #endif
                 MQ_FRAG_FILL(wf[i][q & 1u][q >> 1], v);
             }
@@ -386,16 +407,25 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
             mq_right_pair(b0, b1, As + mi * 8u * uint(A_LD) + kg * uint(LANE_KSB) + w * 16u);
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++)
-                mq_mma_16x8x16(LANE_SUMS[i][0][mi], LANE_SUMS[i][1][mi], wf[i][0][0],
+                mq_mma_16x8x16(sums[i][0][mi], sums[i][1][mi], wf[i][0][0],
                                wf[i][1][0], wf[i][0][1], wf[i][1][1], b0, b1);
         }
-#ifdef MQ_LANE_TRELLIS
-        if (w % uint(LANE_SCALE_ATOMS) == uint(LANE_SCALE_ATOMS) - 1u) { // a scale's K done
+        if (LANE_ACC_SCALE(FMT) &&
+            w % uint(LANE_SCALE_ATOMS) == uint(LANE_SCALE_ATOMS) - 1u) { // a scale's K done
             MQ_UNROLL
             for (uint i = 0; i < 2u; i++) {
                 // the scale of the window's first 32 K: a slice's last tile
                 // copies none past its end (zeros), a window's first is in
-                const float2 ts = LANE_PICK(s.ts[i], (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u);
+                const uint first = (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u;
+#ifdef MQ_LANE_TRELLIS
+                const float2 ts = LANE_PICK(s.ts[i], first);
+#else // u4: the FP16 pair of the column halves' scales (per component:
+      // strict MSL's float2 has no such constructor)
+                const half2 hs = LANE_PICK(s.sc[i], first);
+                float2 ts;
+                ts.x = float(hs.x);
+                ts.y = float(hs.y);
+#endif
                 MQ_UNROLL
                 for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
                     mq_lane_acc_add_scaled(acc[i][0][mi], part[i][0][mi], ts.x);
@@ -403,9 +433,7 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 }
             }
         }
-#endif
     }
-#undef LANE_SUMS
 }
 
 // The A tile of K tile k0 just put in As by this thread: the trellis signs

@@ -132,21 +132,6 @@ inline half2 mq_lane_tr_pair(threadgroup const uint *lut, uint entry)
     return as_type<half2>(*(threadgroup const uint *)((threadgroup const uchar *)lut + entry));
 }
 
-// acc += part x s, s the FP32 scale of the rows of the lane's pairs: the
-// products of a group's unscaled levels scaled once per group and output
-// element (on the tensor cores the accumulators' own pairs, no shuffle:
-// the cuda prelude's MQ_PRELUDE_ACC_SCALE), not once per weight pair.
-inline void mq_lane_acc_add_scaled(thread simdgroup_float8x8 &acc,
-                                   thread simdgroup_float8x8 &part, float s)
-{
-#ifdef MQ_PRELUDE_ACC_SCALE
-    metal::mq_acc_add_scaled(acc, part, s);
-#else
-    acc.thread_elements()[0] += part.thread_elements()[0] * s;
-    acc.thread_elements()[1] += part.thread_elements()[1] * s;
-#endif
-}
-
 // The signs su of the K where this thread's 16-byte A chunks start, 8
 // floats: every chunk i = tid + j x THREADS of a thread (mq_put_a,
 // mq_copy_a_tile) sits at the same K of the tile, since THREADS (32 per

@@ -61,28 +61,32 @@ static void test_rules(const mq_limits *h100)
     CHECK(rc == MQ_OK && plan.stages == 4 && plan.tg_mem_bytes == 4 * stage + 64 * 4 * 32,
           "expected 4 stages of %d B plus 8192 B of codebook on h100, got rc %d, %d stages, %d B",
           stage, rc, plan.stages, plan.tg_mem_bytes);
-    /* the program's scale window: the group, at most a super-block; none
-     * for the fp4 lane kernel (its scales go on the weights) */
+    /* the program's scale window: the group, at most a super-block (128 K
+     * trellis, 64 K u4); u4 only at up to 16 rows; none for fp4 (its scales
+     * go on the weights) */
     static const struct {
         mq_format fmt;
         mq_variant v;
-        int group;
+        int group, tile_m;
         const char *want;
-    } windows[] = {{MQ_FMT_TRELLIS3, MQ_VAR_LANE_TRELLIS, 32, " MQ_PLAN_SCALE_K=32"},
-                   {MQ_FMT_TRELLIS2, MQ_VAR_LANE_TRELLIS, 64, " MQ_PLAN_SCALE_K=64"},
-                   {MQ_FMT_TRELLIS4, MQ_VAR_LANE_TRELLIS, 128, " MQ_PLAN_SCALE_K=128"},
-                   {MQ_FMT_FP4, MQ_VAR_LANE_GEMM, 128, NULL}};
+    } windows[] = {{MQ_FMT_TRELLIS3, MQ_VAR_LANE_TRELLIS, 32, 16, " MQ_PLAN_SCALE_K=32"},
+                   {MQ_FMT_TRELLIS2, MQ_VAR_LANE_TRELLIS, 64, 16, " MQ_PLAN_SCALE_K=64"},
+                   {MQ_FMT_TRELLIS4, MQ_VAR_LANE_TRELLIS, 128, 32, " MQ_PLAN_SCALE_K=128"},
+                   {MQ_FMT_U4, MQ_VAR_LANE_GEMM, 128, 16, " MQ_PLAN_SCALE_K=64"},
+                   {MQ_FMT_U4, MQ_VAR_LANE_GEMM, 32, 8, " MQ_PLAN_SCALE_K=32"},
+                   {MQ_FMT_U4, MQ_VAR_LANE_GEMM, 128, 32, NULL},
+                   {MQ_FMT_FP4, MQ_VAR_LANE_GEMM, 128, 16, NULL}};
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
         mq_problem p = {windows[i].fmt, 16, 4096, 4096, windows[i].group};
-        mq_candidate wc = {windows[i].v, {16, 64, 128, 0, 1}};
+        mq_candidate wc = {windows[i].v, {windows[i].tile_m, 64, 128, 0, 1}};
         const char *file, *fn;
         char defines[512] = "", err[256] = "";
         int r = td_metal_program(&p, &wc, h100, &file, &fn, defines, sizeof defines, err,
                                  sizeof err);
         const char *at = strstr(defines, "MQ_PLAN_SCALE_K");
         int ok = r == 0 && (windows[i].want ? at && !strcmp(at - 1, windows[i].want) : !at);
-        CHECK(ok, "expected %s group %d's program to %s%s, got '%s' %s",
-              mq_format_name(windows[i].fmt), windows[i].group,
+        CHECK(ok, "expected %s group %d tile_m %d's program to %s%s, got '%s' %s",
+              mq_format_name(windows[i].fmt), windows[i].group, windows[i].tile_m,
               windows[i].want ? "end with" : "have no scale window",
               windows[i].want ? windows[i].want : "", defines, err);
     }
@@ -223,8 +227,8 @@ int main(void)
     /* one scale a 128-K window (group 128): a partial last super-block's
      * staged scales are zero past K, so the window takes its first 32 K's */
     planted_on("the scale window's last 32 K's scale taken", "mq_lane.h",
-               "LANE_PICK(s.ts[i], (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u)",
-               "LANE_PICK(s.ts[i], w / 2u)", (mq_problem){MQ_FMT_TRELLIS3, 9, 96, 400, 128},
+               "const uint first = (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u;",
+               "const uint first = w / 2u;", (mq_problem){MQ_FMT_TRELLIS3, 9, 96, 400, 128},
                &lim);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
