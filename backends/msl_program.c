@@ -81,11 +81,12 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *
     /* the lane kernel scales its products, not its weights, once per window
      * of K that one scale covers: the group, at most a super-block (128 K
      * trellis, 64 K u4; metal/mq_lane.h's LANE_ACC_SCALE): always for the
-     * trellis formats, for u4 at up to 16 rows (then the adds cost less than
-     * a multiply a weight pair); fp4 scales its weights */
+     * trellis formats, for u4 at up to 8 rows, where the adds cost less than
+     * a multiply a weight pair (on an H100 1.03-1.05x at M=1; at 16 rows
+     * 0.99-1.02x, so not there); fp4 scales its weights */
     int super_k = mq_format_is_trellis(p->format) ? 128 : 64;
     if (vi->dequant == MQ_DEQ_LANE &&
-        (mq_format_is_trellis(p->format) || (p->format == MQ_FMT_U4 && c->p.tile_m <= 16))) {
+        (mq_format_is_trellis(p->format) || (p->format == MQ_FMT_U4 && c->p.tile_m <= 8))) {
         size_t used = strlen(defines);
         snprintf(defines + used, n > used ? n - used : 0, " MQ_PLAN_SCALE_K=%d",
                  p->group < super_k ? p->group : super_k);

@@ -48,7 +48,7 @@ enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 // scale covers adds its products to the sums times the scales, once per
 // output element (mq_lane_acc_add_scaled): trellis always (its levels come
 // unscaled from the codebook), u4 where the planner asks (MQ_PLAN_SCALE_K:
-// at up to 16 rows, where the adds cost less than a multiply a weight pair).
+// at up to 8 rows, where the adds cost less than a multiply a weight pair).
 // The window, MQ_PLAN_SCALE_K: the group, at most a super-block (trellis 32
 // K without it): at 16 rows and 128 K, 16 FFMA a lane instead of 64.
 // (fp4 and u4 are two kernels of one program: the u4 one's choice)

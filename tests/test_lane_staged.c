@@ -122,13 +122,14 @@ static void test_fold_both_ways(const mq_limits *staged)
     mq_backend_close(b);
 }
 
-/* A fault planted in metal/FILE must make the check fail. */
+/* A fault planted in metal/FILE must make the check fail (lane_gemm
+ * tile_m x 64 x 64). */
 static void planted_in(const char *file, const char *what, const char *from, const char *to,
-                       mq_format fmt, const mq_limits *lim)
+                       mq_format fmt, int tile_m, const mq_limits *lim)
 {
     /* 32 K tiles a slice: the ring of buffers wraps many times */
     mq_problem p = {fmt, 9, 96, 2048, 32};
-    mq_candidate c = {MQ_VAR_LANE_GEMM, {16, 64, 64, 0, 1}};
+    mq_candidate c = {MQ_VAR_LANE_GEMM, {tile_m, 64, 64, 0, 1}};
     static mq_measurement m;
     int rc = td_run_planted(file, from, to, &p, &c, lim, &m);
     CHECK(rc == 0,
@@ -142,7 +143,7 @@ static void planted_in(const char *file, const char *what, const char *from, con
 static void planted(const char *what, const char *from, const char *to, mq_format fmt,
                     const mq_limits *lim)
 {
-    planted_in("mq_lane_staged.h", what, from, to, fmt, lim);
+    planted_in("mq_lane_staged.h", what, from, to, fmt, 16, lim);
 }
 
 int main(void)
@@ -179,12 +180,13 @@ int main(void)
     lim.tg_mem_bytes = 32768;
     test_staged_on_executor(&lim, "h100");
     test_fold_both_ways(&lim);
-    /* u4 at 16 rows scales its sums once per group, not its weights */
+    /* u4 at up to 8 rows scales its sums once per group, not its weights */
     planted_in("mq_lane.h", "u4's weights scaled as well as its sums", "ACC ? 1.0f : scale",
-               "scale", MQ_FMT_U4, &lim);
+               "scale", MQ_FMT_U4, 8, &lim);
     planted_in("mq_lane.h", "u4's sums left unscaled",
                "mq_lane_acc_add_scaled(acc[i][1][mi], part[i][1][mi], ts.y);",
-               "mq_lane_acc_add_scaled(acc[i][1][mi], part[i][1][mi], 1.0f);", MQ_FMT_U4, &lim);
+               "mq_lane_acc_add_scaled(acc[i][1][mi], part[i][1][mi], 1.0f);", MQ_FMT_U4, 8,
+               &lim);
     planted("the second 16 bytes of a scale pair read from the first",
             "+ i % uint(LANE_SCALE_PIECES)) * 8u;", "+ 0u) * 8u;", MQ_FMT_FP4, &lim);
     planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u : LANE_NEVER;",
