@@ -78,18 +78,11 @@ int mq_metal_program(const mq_problem *p, const mq_candidate *c, const mq_plan *
              c->p.tile_m, c->p.tile_n, c->p.tile_k, vi->sg_m, vi->sg_n,
              mq_format_is_trellis(p->format) ? mq_format_bits(p->format) : 4, vi->tile_pad,
              plan->tg_mem_bytes, plan->threads_per_tg, plan->stages);
-    /* the lane kernel scales its products, not its weights, once per window
-     * of K that one scale covers: the group, at most a super-block (128 K
-     * trellis, 64 K u4; metal/mq_lane.h's LANE_ACC_SCALE): always for the
-     * trellis formats, for u4 at up to 8 rows, where the adds cost less than
-     * a multiply a weight pair (on an H100 1.03-1.05x at M=1; at 16 rows
-     * 0.99-1.02x, so not there); fp4 scales its weights */
-    int super_k = mq_format_is_trellis(p->format) ? 128 : 64;
-    if (vi->dequant == MQ_DEQ_LANE &&
-        (mq_format_is_trellis(p->format) || (p->format == MQ_FMT_U4 && c->p.tile_m <= 8))) {
+    /* the lane kernel's window of K per scaled add of its sums, where the
+     * planner chose one (metal/mq_lane.h's LANE_ACC_SCALE) */
+    if (plan->scale_k) {
         size_t used = strlen(defines);
-        snprintf(defines + used, n > used ? n - used : 0, " MQ_PLAN_SCALE_K=%d",
-                 p->group < super_k ? p->group : super_k);
+        snprintf(defines + used, n > used ? n - used : 0, " MQ_PLAN_SCALE_K=%d", plan->scale_k);
     }
     return 0;
 }

@@ -282,6 +282,8 @@ typedef struct {
     int simdgroups, threads_per_tg, tg_mem_bytes;
     int stages;            /* lane kernel: K tiles of A and weights in threadgroup memory,
                             * filled by asynchronous copies (0: weights in registers) */
+    int scale_k;           /* lane kernel: K one scaled add of the sums covers (the group,
+                            * at most a super-block); 0: the weights carry their scales */
     int dispatches;        /* 1, or 2 with a reduction pass */
     size_t workspace_bytes;/* partial sums (FP32) */
 } mq_plan;

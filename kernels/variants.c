@@ -322,6 +322,15 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
     int stage = a_tile + nb * ksg * (z->sb_bytes + z->sb_k / 32 * (z->scale_pair_bytes * 8 +
                                                                    z->zero_half_bytes));
     plan->stages = 0;
+    /* the sums scaled once per window one scale covers, not the weights: the
+     * trellis formats always (their levels come unscaled from the codebook),
+     * u4 at up to 8 rows, where the adds cost less than a multiply a weight
+     * pair (on an H100 1.03-1.05x at M=1; at 16 rows 0.99-1.02x, so not
+     * there); fp4 scales its weights (its 2^-14-scaled codes would reach
+     * the MMAs as FP16 subnormals) */
+    plan->scale_k = mq_format_is_trellis(p->format) || (p->format == MQ_FMT_U4 && q->tile_m <= 8)
+                        ? mq_min(p->group, z->sb_k)
+                        : 0;
     /* the staged copies index the codes in 32 bits */
     double code_uints = (double)mq_cdiv(p->N, 16) * mq_cdiv(p->K, z->sb_k) * (z->sb_bytes / 4);
     for (int s = code_uints < 4294967296.0 ? lim->async_copy_stages : 0; s >= 2 && !plan->stages;

@@ -55,8 +55,8 @@
 #   scripts/gpu-run.sh ab        the same candidates (AB_SPECS) under the tree in .debs/before.tar.gz
 #                                and this one, alternating for AB_ROUNDS rounds -> results/CHIP/ab/
 #                                (AB_DIR), ab.txt: the after/before speed-up per candidate
-#   scripts/gpu-run.sh ncu       Nsight Compute sections (NCU_SECTIONS) and metrics (NCU_METRICS) of given candidates
-#                                (NCU_SPECS; default the best M=1 decode one), when ncu is there
+#   scripts/gpu-run.sh ncu       Nsight Compute sections (NCU_SECTIONS) and metrics (NCU_METRICS)
+#                                of given candidates (NCU_SPECS; default the best M=1 decode one), when ncu is there
 #                                and counters are readable, with each one's SASS (ncu-decode:
 #                                the same stage's earlier name)
 #   scripts/gpu-run.sh variants  kernel-source variants (VARIANTS="NAME=DIR[:CHIPS[:VAR=VALUE]] ...",
