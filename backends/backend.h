@@ -86,12 +86,15 @@ struct mq_backend {
      * not measured */
     mq_status (*probe_read_at)(mq_backend *b, size_t bytes, double *gbs, double *empty_s,
                                mq_error *err);
-    /* the MoE block (gemm_trellis_moe, metal/gemm_trellis_moe.metal) with a
-     * candidate: out [tokens][hidden] FP32; timed as run() is (device_time).
-     * NULL: this backend does not run it */
+    /* the MoE block (gemm_trellis_moe, metal/gemm_trellis_moe.metal; on the
+     * lane layout metal/lane_trellis_moe.metal) with a candidate, planned
+     * under the target's limits (lim; NULL: mq_limits_default): out [tokens]
+     * [hidden] FP32; timed as run() is (device_time). NULL: this backend
+     * does not run it */
     mq_status (*run_moe)(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
                          const uint16_t *x, const int32_t *expert_ids, const float *probs,
-                         float *out, const mq_moe_candidate *c, mq_error *err);
+                         float *out, const mq_moe_candidate *c, const mq_limits *lim,
+                         mq_error *err);
     /* the unfused baseline of the same block (each touched expert's rows
      * gathered, the dense kernels per expert and projection, SwiGLU and the
      * weighted sum as passes of their own), timed as run_moe is; each dense

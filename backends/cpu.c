@@ -110,8 +110,10 @@ static mq_status cpu_probe_read_at(mq_backend *b, size_t bytes, double *gbs, dou
 
 static mq_status cpu_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
                              const uint16_t *x, const int32_t *ids, const float *probs,
-                             float *out, const mq_moe_candidate *c, mq_error *err)
+                             float *out, const mq_moe_candidate *c, const mq_limits *lim,
+                             mq_error *err)
 {
+    (void)lim; /* the CPU model plans its own workers */
     return mq_moe_run((mq_ctx *)b->state, p, mw, x, ids, probs, out, c, err);
 }
 

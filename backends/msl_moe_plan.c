@@ -32,6 +32,14 @@ size_t mq_msl_moe_field_bytes(const mq_moe_weights *mw, mq_msl_moe_buffer f, int
         return E * (size_t)K * sizeof(float);
     case MQ_MSL_MOE_SV:
         return E * (size_t)N * sizeof(float);
+    case MQ_MSL_MOE_LCODES:
+    case MQ_MSL_MOE_LSCALES: {
+        mq_lane_geom g;
+        if (mq_lane_geometry(mw->format, K, N, mw->group, &g, NULL))
+            return 0; /* (the shapes passed mq_moe_problem_check) */
+        return E * (f == MQ_MSL_MOE_LCODES ? g.code_words * sizeof(uint32_t)
+                                           : g.scale_count * g.scale_size);
+    }
     default:
         return 16 * sizeof(float); /* the codebook, padded to 16 levels */
     }
@@ -40,12 +48,15 @@ size_t mq_msl_moe_field_bytes(const mq_moe_weights *mw, mq_msl_moe_buffer f, int
 #define CDIV(a, b) (((a) + (b)-1) / (b))
 
 mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
-                             const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err)
+                             const mq_moe_candidate *c, const mq_limits *lim,
+                             mq_msl_moe_plan *out, mq_error *err)
 {
     memset(out, 0, sizeof *out);
     mq_status st = mq_moe_candidate_check(p, c, err);
     if (st)
         return st;
+    if (c->inner.variant == MQ_VAR_LANE_TRELLIS)
+        return mq_msl_moe_lane_plan(p, mw, c, lim, out, err);
     const mq_params *q = &c->inner.p;
     if (c->inner.variant != MQ_VAR_GEMV_TRELLIS)
         return mq_fail(err, MQ_E_ILLEGAL,
@@ -92,14 +103,17 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     /* the grids are sized for every expert a routing could touch (the
      * touched ones are known on the device only) */
     unsigned slots = (unsigned)(R < E ? R : E);
-    static const char *const fn[MQ_MSL_MOE_DISPATCHES] = {
+    static const char *const fn[4] = {
         "moe_route", "gemm_trellis_moe", "gemm_trellis_moe_down", "moe_combine"};
-    const unsigned grids[MQ_MSL_MOE_DISPATCHES][3] = {
+    const unsigned grids[4][3] = {
         {1, 1, 1},
         {(unsigned)CDIV(p->inter, q->tile_n), slots, 1},
         {(unsigned)CDIV(p->hidden, dtn), slots, (unsigned)c->i_split},
         {(unsigned)CDIV(p->tokens * p->hidden, (int)threads), 1, 1}};
-    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
+    out->nd = 4;
+    out->nbuf = MQ_MSL_MOE_FUSED_NBUF;
+    for (int k = 0; k < out->nd; k++) {
+        out->d[k].file = MQ_MSL_MOE_FILE;
         out->d[k].function = fn[k];
         memcpy(out->d[k].grid, grids[k], sizeof grids[k]);
         out->d[k].threads = k == 2 ? 32u * (unsigned)dsg : threads;
@@ -128,8 +142,35 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     return MQ_OK;
 }
 
-int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
-                     int i_splits, mq_moe_candidate *cs, int cap)
+/* The lane block's candidates (mq_msl_moe_space) after the n there are. */
+static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
+                      int max_rows, int i_splits, mq_moe_candidate *cs, int n, int cap)
+{
+    static const int splits[] = {1, 2, 4, 8}, tns[] = {64, 128}, tks[] = {128, 256};
+    int lo = 8, hi = 16;
+    if (max_rows > 0) {
+        while (lo < 64 && lo < max_rows)
+            lo *= 2;
+        hi = lo;
+    }
+    for (int s = 0; s < (i_splits ? 4 : 1); s++)
+        for (int tm = lo; tm <= hi; tm *= 2)
+            for (int t = 0; t < 2; t++)
+                for (int k = 0; k < 2; k++) {
+                    mq_moe_candidate c;
+                    memset(&c, 0, sizeof c);
+                    c.inner.variant = MQ_VAR_LANE_TRELLIS;
+                    c.inner.p = (mq_params){tm, tns[t], tks[k], 0, 1};
+                    c.i_split = splits[s];
+                    mq_msl_moe_plan plan;
+                    if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
+                        cs[n++] = c;
+                }
+    return n;
+}
+
+int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
+                     int max_rows, int i_splits, mq_moe_candidate *cs, int cap)
 {
     static const int splits[] = {1, 2, 4, 8, 16}, tns[] = {64, 32, 128, 16};
     int lo = 1, hi = 16, n = 0;
@@ -151,14 +192,17 @@ int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_
                         c.i_split = splits[s];
                         c.fuse_gate_up = fuse;
                         mq_msl_moe_plan plan;
-                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, &plan, NULL) == MQ_OK)
+                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
                             cs[n++] = c;
                     }
-    return n;
+    return lane_space(p, mw, lim, max_rows, i_splits, cs, n, cap);
 }
 
-void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst)
+mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst,
+                           mq_error *err)
 {
+    if (f == MQ_MSL_MOE_LCODES || f == MQ_MSL_MOE_LSCALES)
+        return mq_msl_moe_lane_field(mw, f, dst, err);
     char *d = dst;
     for (int j = 0; j < MQ_MOE_PROJS; j++) {
         size_t n = mq_msl_moe_field_bytes(mw, f, j);
@@ -175,4 +219,5 @@ void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst)
         }
         d += n;
     }
+    return MQ_OK;
 }

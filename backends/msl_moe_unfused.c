@@ -91,7 +91,7 @@ mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights 
     fc.inner.variant = MQ_VAR_GEMV_TRELLIS;
     fc.inner.p = (mq_params){1, 64, 128, 0, 1}; /* the glue's module: 256 threads */
     fc.i_split = fc.fuse_gate_up = 1;
-    mq_status st = mq_msl_moe_plan_of(p, mw, &fc, &out->base, err);
+    mq_status st = mq_msl_moe_plan_of(p, mw, &fc, NULL, &out->base, err);
     if (st)
         return st;
     size_t R = (size_t)p->tokens * p->top_k, E = (size_t)p->experts;

@@ -126,57 +126,80 @@ typedef struct {
  * h, the partial planes, out; then the unfused baseline's own: the gathered
  * rows, the dense gate and up outputs [2][rows][inter] and down outputs
  * [rows][hidden] (FP16, the dense kernels' C), the dense launches'
- * parameters (one mq_msl_params every MQ_MSL_MOE_DPARAMS_STRIDE bytes). */
+ * parameters (one mq_msl_params every MQ_MSL_MOE_DPARAMS_STRIDE bytes);
+ * then the lane block's (metal/lane_trellis_moe.metal): the weights' lane
+ * codes and scales (kernels/layout_lane.c per expert, the projections
+ * concatenated as the seed fields are) and its two mq_msl_params (gate/up,
+ * down). */
 typedef enum {
     MQ_MSL_MOE_X, MQ_MSL_MOE_IDS, MQ_MSL_MOE_PROBS, MQ_MSL_MOE_PARAMS, MQ_MSL_MOE_ROUTE,
     MQ_MSL_MOE_INDICES, MQ_MSL_MOE_TSCALES, MQ_MSL_MOE_SU, MQ_MSL_MOE_SV, MQ_MSL_MOE_GRID,
     MQ_MSL_MOE_H, MQ_MSL_MOE_Y, MQ_MSL_MOE_OUT,
-    MQ_MSL_MOE_XG, MQ_MSL_MOE_GU, MQ_MSL_MOE_YH, MQ_MSL_MOE_DPARAMS, MQ_MSL_MOE_NBUF
+    MQ_MSL_MOE_XG, MQ_MSL_MOE_GU, MQ_MSL_MOE_YH, MQ_MSL_MOE_DPARAMS,
+    MQ_MSL_MOE_LCODES, MQ_MSL_MOE_LSCALES, MQ_MSL_MOE_LPARAMS, MQ_MSL_MOE_NBUF
 } mq_msl_moe_buffer;
 #define MQ_MSL_MOE_FUSED_NBUF MQ_MSL_MOE_XG /* the fused block binds the ones before */
 #define MQ_MSL_MOE_DPARAMS_STRIDE 256
+#define MQ_MSL_MOE_LANE_FILE "lane_trellis_moe.metal"
 
-/* One dispatch: the kernel, its module's defines, threadgroups per grid,
- * threads per threadgroup (every dispatch binds the buffers at their
- * mq_msl_moe_buffer index). */
+/* Is buffer f a weight field (mq_msl_moe_field fills it from the weights)? */
+static inline int mq_msl_moe_is_field(int f)
+{
+    return (f >= MQ_MSL_MOE_INDICES && f <= MQ_MSL_MOE_GRID) || f == MQ_MSL_MOE_LCODES ||
+           f == MQ_MSL_MOE_LSCALES;
+}
+
+/* One dispatch: the source file and kernel, its module's defines,
+ * threadgroups per grid, threads per threadgroup (every dispatch binds the
+ * buffers at their mq_msl_moe_buffer index). */
 typedef struct {
-    const char *function;
-    char defines[96];
+    const char *file, *function;
+    char defines[256];
     unsigned grid[3], threads;
 } mq_msl_dispatch;
 
-#define MQ_MSL_MOE_DISPATCHES 4 /* route, gate/up/SwiGLU, down, combine */
+#define MQ_MSL_MOE_DISPATCHES 5 /* at most: route, (gather,) gate/up, down, combine */
 
-/* What the MSL kernel takes of a candidate (legal for the CPU model
- * first: mq_moe_candidate_check): the inner kernel must be the streaming
- * form (gemv_trellis_decode: tile_m rows a pass, tile_n columns, tile_k of
- * K a threadgroup step; the tile engine is the CPU model's), gate and up
- * in one pass over K (fuse_gate_up 1: both projections decoded each step)
- * or two (0: gate, then up, in the same threadgroup; one projection's
- * weights and sums held at a time; SwiGLU stays in that kernel either
- * way), i_split chunks of the intermediate dimension for down, the down
- * kernel's own tile_n and tile_k where set; its parameters, the defines of
- * the gate/up kernel ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128
- * MOE_FUSE=1"; each
- * dispatch carries its own), the dispatches in order and every buffer's
- * size in bytes.
+/* What the MSL kernels take of a candidate (legal first:
+ * mq_moe_candidate_check). The seed-layout block (inner
+ * gemv_trellis_decode, metal/gemm_trellis_moe.metal): tile_m rows a pass,
+ * tile_n columns, tile_k of K a threadgroup step, gate and up in one pass
+ * over K (fuse_gate_up 1: both projections decoded each step) or two (0:
+ * gate, then up, in the same threadgroup; one projection's weights and sums
+ * held at a time; SwiGLU stays in that kernel either way), i_split chunks
+ * of the intermediate dimension for down, the down kernel's own tile_n and
+ * tile_k where set; four dispatches. The lane-layout block (inner
+ * lane_trellis, metal/lane_trellis_moe.metal): the dense lane kernel's plan
+ * under lim (NULL: mq_limits_default) for each projection at `tokens` rows,
+ * down split into i_split K slices, gate and up always two passes of one
+ * threadgroup; five dispatches (route, gather, gate/up, down, combine), its
+ * parameters in lane[]. Out: its parameters, the defines of the seed block's
+ * module ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128 MOE_FUSE=1"; each
+ * dispatch carries its own), the dispatches in order (nd), the buffers they
+ * bind (the first nbuf) and every buffer's size in bytes.
  * MQ_E_ILLEGAL with the reason for a candidate it cannot run. */
 typedef struct {
     mq_msl_moe_params mp;
     char defines[96];
     mq_msl_dispatch d[MQ_MSL_MOE_DISPATCHES];
+    int nd, nbuf;
+    mq_msl_params lane[2];
     size_t bytes[MQ_MSL_MOE_NBUF];
 } mq_msl_moe_plan;
 
 mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
-                             const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err);
-/* The MSL kernel's candidate space for p, legal ones only, likeliest
- * first: tile_m the smallest power of two that holds max_rows rows (at most
- * 16; max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along
- * K, gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0:
- * 1 only). The count, at most cap. */
-int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
-                     int i_splits, mq_moe_candidate *cs, int cap);
+                             const mq_moe_candidate *c, const mq_limits *lim,
+                             mq_msl_moe_plan *out, mq_error *err);
+/* The MSL kernels' candidate space for p under lim (NULL:
+ * mq_limits_default), legal ones only, likeliest first. The seed block:
+ * tile_m the smallest power of two that holds max_rows rows (at most 16;
+ * max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along K,
+ * gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0: 1
+ * only). Then the lane block: tile_m the smallest of 8..64 that holds
+ * max_rows (0: 8 and 16), tile_n 64 and 128, tile_k 128 and 256, i_split
+ * 1, 2, 4, 8 (i_splits 0: 1). The count, at most cap. */
+int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
+                     int max_rows, int i_splits, mq_moe_candidate *cs, int cap);
 /* The unfused baseline for one routing: route, gather, per touched
  * expert the dense kernel of gate, up and down (the one `dense` gives for
  * its rows and shape, mq_table_lookup; NULL: gemv_trellis_decode at up to
@@ -207,9 +230,18 @@ mq_status mq_msl_moe_unfused_plan(const mq_moe_problem *p, const mq_moe_weights 
                                   const int32_t *expert_ids, const mq_table *dense,
                                   mq_msl_moe_unfused *out, mq_error *err);
 void mq_msl_moe_unfused_free(mq_msl_moe_unfused *u);
-/* Weight field f (MQ_MSL_MOE_INDICES .. MQ_MSL_MOE_GRID) in the kernel's
- * layout into dst (plan->bytes[f] bytes). */
-void mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst);
+/* Weight field f (mq_msl_moe_is_field) in the kernels' layout into dst
+ * (mq_msl_moe_field_bytes summed over the projections; the lane fields
+ * repacked here, MQ_E_NOMEM or a weight error possible). */
+mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst,
+                           mq_error *err);
+/* The lane-layout block's plan and fields (msl_moe_lane.c; through
+ * mq_msl_moe_plan_of and mq_msl_moe_field). */
+mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
+                               const mq_moe_candidate *c, const mq_limits *lim,
+                               mq_msl_moe_plan *out, mq_error *err);
+mq_status mq_msl_moe_lane_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst,
+                                mq_error *err);
 /* K and N of projection j (gate, up: hidden -> inter; down: inter ->
  * hidden), and the bytes of weight field f of projection j for all experts
  * (each field holds the three projections in turn, each the experts in

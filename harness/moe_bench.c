@@ -290,7 +290,7 @@ static int bench_case(const moe_run *run, const mq_moe_model *md, const mq_moe_p
                                              rs.max_tokens, o->quiet);
     mq_moe_candidate cs[MOE_MAX_CANDIDATES];
     int nc = strcmp(b->name, "cpu")
-                 ? mq_msl_moe_space(p, mw, rs.max_tokens, 1, cs, MOE_MAX_CANDIDATES)
+                 ? mq_msl_moe_space(p, mw, o->lim, rs.max_tokens, 1, cs, MOE_MAX_CANDIDATES)
                  : mq_moe_fused_space(p, rs.max_tokens, cs, MOE_MAX_CANDIDATES);
     /* the device's read rate of the same bytes, rotated past its cache
      * as the routings rotate the experts */

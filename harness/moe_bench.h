@@ -49,6 +49,8 @@ typedef struct {
     int rotations;            /* routings cycled through while timing (cold-ish weights) */
     uint64_t seed;
     int quiet;
+    const mq_limits *lim;     /* the target's limits the MSL kernels are planned under
+                               * (--chip; NULL: mq_limits_default, Apple's) */
 } mq_moe_bench_opts;
 
 /* Measure each model x token count; each row appended whole to out_path as

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "chips.h"
 #include "cli.h"
 #include "moe_bench.h"
 
@@ -33,6 +34,9 @@ static void usage(FILE *f)
         "                     NVIDIA GPU), msl-cpu (the Metal kernels on the CPU executor:\n"
         "                     verified, not timed), auto\n"
         "  --threads N        CPU-model workers (default: one per core)\n"
+        "  --chip NAME        plan the Metal kernels under this chip's limits (harness/chips.csv;\n"
+        "                     h100: its asynchronous copies stage the lane block's weights;\n"
+        "                     default: Apple's)\n"
         "  --budget S         timed seconds per fused candidate (default 0.2; the baseline 4x)\n"
         "  --max-candidates N the first N of the fused space only (default: all)\n"
         "  --rotations N      routings (seeds) cycled through while timing, so that the\n"
@@ -67,7 +71,8 @@ int main(int argc, char **argv)
 {
     const char *suite = "qwen3-30b-a3b", *tokens_s = "1,4,16", *out = "results/host/moe.csv";
     int group = 128, seed = 1;
-    mq_moe_bench_opts o = {"cpu", "uniform", 1.2, MQ_FMT_TRELLIS3, 128, 0, 0.2, 0, 8, 1, 0};
+    const char *chip = NULL;
+    mq_moe_bench_opts o = {"cpu", "uniform", 1.2, MQ_FMT_TRELLIS3, 128, 0, 0.2, 0, 8, 1, 0, NULL};
     const mq_arg args[] = {
         MQ_OPT_STR("--suite", &suite),
         MQ_OPT_STR("--tokens", &tokens_s),
@@ -82,6 +87,7 @@ int main(int argc, char **argv)
         MQ_OPT_INT("--rotations", &o.rotations, 1, 64, "bad --rotations (1..64)"),
         MQ_OPT_INT("--seed", &seed, 0, 1 << 30, "bad --seed"),
         MQ_OPT_STR("--out", &out),
+        MQ_OPT_STR("--chip", &chip),
     };
     int rc = mq_args_parse("moe-bench", argc, argv, 1, args, sizeof args / sizeof args[0], NULL,
                            0, NULL);
@@ -95,6 +101,15 @@ int main(int argc, char **argv)
         return mq_cli_fail("moe-bench", "bad --group (32, 64 or 128)", "");
     o.group = group;
     o.seed = (uint64_t)seed;
+    mq_chip target;
+    if (chip) {
+        char cerr[512];
+        if (mq_chip_load_named(mq_chips_default_path(), chip, &target, cerr, sizeof cerr)) {
+            fprintf(stderr, "moe-bench: %s\n", cerr);
+            return 2;
+        }
+        o.lim = &target.lim;
+    }
     const mq_moe_model *models[8];
     char err[512];
     int nm = mq_moe_suite(suite, models, 8, err, sizeof err);

@@ -31,14 +31,21 @@ static void case_samples(mq_moe_case *mc)
     }
 }
 
+int mq_moe_case_arith(const mq_moe_case *mc, const mq_moe_candidate *c)
+{
+    if (!c) /* the dense kernels' FP16 weights and outputs (a device) */
+        return mc->half_mid ? MQ_MOE_HALF_WEIGHTS | MQ_MOE_HALF_STORES : 0;
+    /* the lane block decodes its levels as FP16; the seed block in FP32 */
+    return mq_variant_get(c->inner.variant)->layout == MQ_LAYOUT_LANE ? MQ_MOE_HALF_WEIGHTS : 0;
+}
+
 /* The float64 reference of the sampled tokens of routing r (a sub-problem
  * of those tokens alone: a token's output depends on its row and routing
- * only), and its bound for the path checked (unfused with half_mid: the
- * FP16-intermediate one); made once per routing and path. */
-int mq_moe_case_reference(mq_moe_case *mc, int r, int unfused, char *err, size_t errlen)
+ * only), and its bound for the path's arithmetic; made once per routing
+ * and path. */
+int mq_moe_case_reference(mq_moe_case *mc, int r, int arith, char *err, size_t errlen)
 {
-    int half = unfused && mc->half_mid;
-    if (mc->ref[r] && (half ? mc->bound_h[r] : mc->bound[r]))
+    if (mc->ref[r] && mc->bound[arith][r])
         return 0;
     const mq_moe_problem *p = mc->p;
     int H = p->hidden, K = p->top_k;
@@ -59,15 +66,14 @@ int mq_moe_case_reference(mq_moe_case *mc, int r, int unfused, char *err, size_t
             memcpy(ids + i * K, mc->ids[r] + (size_t)t * K, (size_t)K * sizeof *ids);
             memcpy(pr + i * K, mc->probs[r] + (size_t)t * K, (size_t)K * sizeof *pr);
         }
-        rc = mq_moe_reference_arith(&sp, mc->mw, xs, ids, pr, half, ref, bound, &e) ? -1 : 0;
+        rc = mq_moe_reference_arith(&sp, mc->mw, xs, ids, pr, arith, ref, bound, &e) ? -1 : 0;
     }
     if (!rc) {
         if (!mc->ref[r]) {
             mc->ref[r] = ref;
             ref = NULL;
         }
-        double **slot = half ? &mc->bound_h[r] : &mc->bound[r];
-        *slot = bound;
+        mc->bound[arith][r] = bound;
         bound = NULL;
     } else {
         snprintf(err, errlen, "the reference of routing %d: %s", r, e.msg);
@@ -82,12 +88,12 @@ int mq_moe_case_reference(mq_moe_case *mc, int r, int unfused, char *err, size_t
 
 /* Outputs of the sampled tokens of routing r outside the bound of the path
  * checked; the worst ratio (made worse only) */
-static long case_verify(const mq_moe_case *mc, int r, int unfused, double *worst)
+static long case_verify(const mq_moe_case *mc, int r, int arith, double *worst)
 {
     long bad = 0;
     int H = mc->p->hidden;
     const double *ref = mc->ref[r];
-    const double *bound = unfused && mc->half_mid ? mc->bound_h[r] : mc->bound[r];
+    const double *bound = mc->bound[arith][r];
     for (int i = 0; i < mc->nsample; i++)
         for (int n = 0; n < H; n++) {
             double got = mc->out[(size_t)mc->sample[i] * H + n];
@@ -135,12 +141,13 @@ void mq_moe_case_measure(mq_backend *b, mq_moe_case *mc, const mq_moe_candidate 
         snprintf(m->cand, sizeof m->cand, "unfused[per expert: dense trellis x3 (%s), SwiGLU, sum]",
                  mc->dense ? "tuned per shape in this run" : "the dense rule");
     const mq_moe_problem *p = mc->p;
+    const int arith = mq_moe_case_arith(mc, c);
 #define RUN(r)                                                                                 \
-    (c ? b->run_moe(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, &e)            \
+    (c ? b->run_moe(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out, c, mc->lim, &e)   \
        : b->run_moe_unfused(b, p, mc->mw, mc->x, mc->ids[r], mc->probs[r], mc->out,        \
                             mc->dense, &e))
     char err[300];
-    if (mq_moe_case_reference(mc, 0, !c, err, sizeof err)) {
+    if (mq_moe_case_reference(mc, 0, arith, err, sizeof err)) {
         snprintf(m->status, sizeof m->status, "error");
         snprintf(m->error, sizeof m->error, "%.200s", err);
         return;
@@ -150,7 +157,7 @@ void mq_moe_case_measure(mq_backend *b, mq_moe_case *mc, const mq_moe_candidate 
         snprintf(m->error, sizeof m->error, "%s", e.msg);
         return;
     }
-    long bad = case_verify(mc, 0, !c, &m->worst);
+    long bad = case_verify(mc, 0, arith, &m->worst);
     if (bad) {
         snprintf(m->status, sizeof m->status, "wrong");
         snprintf(m->error, sizeof m->error,
@@ -168,7 +175,7 @@ void mq_moe_case_measure(mq_backend *b, mq_moe_case *mc, const mq_moe_candidate 
         int r = (n + 1) % mc->rotations;
         /* every routing's output is checked too (its reference made once, before its
          * first timed run, outside the timed region) */
-        if (mq_moe_case_reference(mc, r, !c, err, sizeof err)) {
+        if (mq_moe_case_reference(mc, r, arith, err, sizeof err)) {
             snprintf(m->status, sizeof m->status, "error");
             snprintf(m->error, sizeof m->error, "%.200s", err);
             return;
@@ -181,7 +188,7 @@ void mq_moe_case_measure(mq_backend *b, mq_moe_case *mc, const mq_moe_candidate 
         }
         double dt = b->device_time ? b->device_time(b) : -1;
         samples[n++] = dt >= 0 ? dt : mq_now() - t0;
-        if ((bad = case_verify(mc, r, !c, &m->worst)) != 0) {
+        if ((bad = case_verify(mc, r, arith, &m->worst)) != 0) {
             snprintf(m->status, sizeof m->status, "wrong");
             snprintf(m->error, sizeof m->error,
                      "routing %d: %ld outputs of the sampled tokens outside the bound (worst "
@@ -229,6 +236,7 @@ int mq_moe_case_setup(mq_moe_case *mc, const mq_moe_problem *p, const mq_moe_wei
             (float)(((double)(mq_moe_splitmix64(&s) >> 11) * 0x1.0p-53 - 0.5) * 3.4641016));
     case_samples(mc);
     mc->half_mid = half_mid;
+    mc->lim = o->lim;
     char err[512];
     if (!ok || mq_moe_case_reference(mc, 0, 0, err, sizeof err)) {
         fprintf(stderr, "moe-bench: %s, %d tokens: %s\n", md->name, p->tokens, ok ? err : e.msg);
@@ -249,7 +257,7 @@ void mq_moe_case_free(mq_moe_case *mc)
     free(mc->out);
     for (int r = 0; r < MQ_MOE_MAX_ROTATIONS; r++) {
         free(mc->ref[r]);
-        free(mc->bound[r]);
-        free(mc->bound_h[r]);
+        for (int a = 0; a < 4; a++)
+            free(mc->bound[a][r]);
     }
 }

@@ -27,10 +27,13 @@ typedef struct {
     int sample[3], nsample;  /* tokens whose reference is kept */
     int half_mid;            /* the unfused path's dense kernels write FP16 (a device) */
     /* per routing, made when first needed: [nsample][hidden] each */
-    double *ref[MQ_MOE_MAX_ROTATIONS], *bound[MQ_MOE_MAX_ROTATIONS];
-    double *bound_h[MQ_MOE_MAX_ROTATIONS]; /* with FP16 intermediates (the unfused path when
-                                            * half_mid) */
+    double *ref[MQ_MOE_MAX_ROTATIONS];
+    /* per path's arithmetic (mq_moe_reference_arith's flags: 0 FP32, the
+     * seed block; MQ_MOE_HALF_WEIGHTS the lane block; both the unfused path
+     * when half_mid) */
+    double *bound[4][MQ_MOE_MAX_ROTATIONS];
     const mq_table *dense;   /* the unfused baseline's dense kernels (NULL: the rule) */
+    const mq_limits *lim;    /* the target's limits the MSL kernels are planned under */
     float *out;
 } mq_moe_case;
 
@@ -57,10 +60,13 @@ int mq_moe_case_setup(mq_moe_case *mc, const mq_moe_problem *p, const mq_moe_wei
                       const mq_moe_bench_opts *o, int half_mid, const mq_moe_model *md);
 void mq_moe_case_free(mq_moe_case *mc);
 
+/* The arithmetic of the path that runs c (NULL: the unfused baseline):
+ * mq_moe_reference_arith's flags. */
+int mq_moe_case_arith(const mq_moe_case *mc, const mq_moe_candidate *c);
 /* The float64 reference of the sampled tokens of routing r and its bound
- * for the path checked (unfused: the FP16-intermediate bound when
- * half_mid), made once per routing and path. 0, or -1 and the message. */
-int mq_moe_case_reference(mq_moe_case *mc, int r, int unfused, char *err, size_t errlen);
+ * for a path's arithmetic (mq_moe_case_arith), made once per routing and
+ * path. 0, or -1 and the message. */
+int mq_moe_case_reference(mq_moe_case *mc, int r, int arith, char *err, size_t errlen);
 
 /* The fewest rows any touched expert gets in any of the case's routings. */
 int mq_moe_case_fewest_rows(const mq_moe_case *mc);

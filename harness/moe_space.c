@@ -60,7 +60,7 @@ int mq_moe_down_stage(const mq_moe_problem *p, const mq_moe_weights *mw,
                 if (tn == best->inner.p.tile_n && c.down_tile_k == best->inner.p.tile_k)
                     continue; /* the space had it */
                 mq_msl_moe_plan plan;
-                if (n < cap && n < max && mq_msl_moe_plan_of(p, mw, &c, &plan, NULL) == MQ_OK)
+                if (n < cap && n < max && mq_msl_moe_plan_of(p, mw, &c, NULL, &plan, NULL) == MQ_OK)
                     cs[n++] = c;
             }
     return n;

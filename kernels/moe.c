@@ -435,6 +435,7 @@ mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *
         return st;
     int H = p->hidden, I = p->inter, T = p->tokens, E = p->experts;
     const double u = ldexp(1.0, -24), h16 = ldexp(1.0, -11);
+    const int hw = (half_mid & MQ_MOE_HALF_WEIGHTS) != 0, hs = (half_mid & MQ_MOE_HALF_STORES) != 0;
     const double gH = (2.0 * H + 3) * u, gI = (2.0 * I + 3) * u;
     const double gsum = (p->top_k + 3.0) * u; /* experts and split partials summed */
     double *wg = malloc((size_t)H * I * sizeof *wg), *wu = malloc((size_t)H * I * sizeof *wu);
@@ -484,10 +485,11 @@ mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *
                 }
                 for (int i = 0; i < I; i++) {
                     double sg = silu(gs[i]), egi = gH * ga[i], eui = gH * ua[i];
-                    if (half_mid) { /* weights staged as FP16 (the tile kernels), gate
-                                     * and up stored as FP16 (subnormals: 2^-25) */
+                    if (hw) { /* weights staged or decoded as FP16 */
                         egi += h16 * ga[i];
                         eui += h16 * ua[i];
+                    }
+                    if (hs) { /* gate and up stored as FP16 (subnormals: 2^-25) */
                         egi += h16 * (fabs(gs[i]) + egi) + ldexp(1.0, -25);
                         eui += h16 * (fabs(us[i]) + eui) + ldexp(1.0, -25);
                     }
@@ -503,12 +505,12 @@ mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *
                     const double *rd = wd + (size_t)i * H;
                     for (int n = 0; n < H; n++) {
                         ys[n] += hv[i] * rd[n];
-                        ya[n] += (eh[i] + (gI + half_mid * h16) * (fabs(hv[i]) + eh[i])) *
+                        ya[n] += (eh[i] + (gI + hw * h16) * (fabs(hv[i]) + eh[i])) *
                                  fabs(rd[n]);
                     }
                 }
                 for (int n = 0; n < H; n++) {
-                    if (half_mid) /* the expert's down output stored as FP16 */
+                    if (hs) /* the expert's down output stored as FP16 */
                         ya[n] += h16 * (fabs(ys[n]) + ya[n]) + ldexp(1.0, -25);
                     out[(size_t)t * H + n] += pr * ys[n];
                     if (bound)

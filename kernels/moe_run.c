@@ -286,6 +286,11 @@ mq_status mq_moe_run(mq_ctx *ctx, const mq_moe_problem *p, const mq_moe_weights 
         return mq_fail(err, MQ_E_ILLEGAL, "down=%dx%d: the CPU model's down projection runs "
                                           "the inner kernel's tiles (a down tile is the MSL "
                                           "kernel's)", c->down_tile_n, c->down_tile_k);
+    if (mq_variant_get(c->inner.variant)->layout == MQ_LAYOUT_LANE)
+        return mq_fail(err, MQ_E_ILLEGAL,
+                       "inner %s: the CPU model runs the experts' seed layout (the lane block "
+                       "is the MSL kernels', metal/lane_trellis_moe.metal)",
+                       mq_variant_get(c->inner.variant)->name);
     moe_job j;
     if ((st = job_init(&j, ctx, p, mw, c, x, expert_ids, probs, out, c->i_split,
                        mq_moe_chunk_len(p, c), err)))

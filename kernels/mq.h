@@ -433,10 +433,13 @@ mq_moe_routing_summary mq_moe_routing_summarize(const mq_moe_problem *p,
 mq_status mq_moe_reference(const mq_moe_problem *p, const mq_moe_weights *mw,
                            const uint16_t *x, const int32_t *expert_ids, const float *probs,
                            double *out, double *bound, mq_error *err);
-/* The same with half_mid 1: the bound of a path that also stores gate, up
- * and each expert's down output as FP16 between its passes and may stage
- * weights as FP16 (the unfused baseline on a GPU: the dense kernels' C is
- * FP16, the tile kernels' B tiles are). */
+/* The same for a path's arithmetic, half_mid flags: MQ_MOE_HALF_WEIGHTS,
+ * its weights are FP16 (staged or decoded so: the tile kernels' B tiles,
+ * the lane block's levels); MQ_MOE_HALF_STORES, it stores gate, up and each
+ * expert's down output as FP16 between its passes (the unfused baseline on
+ * a GPU: the dense kernels' C is FP16). */
+#define MQ_MOE_HALF_WEIGHTS 1
+#define MQ_MOE_HALF_STORES 2
 mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *mw,
                                  const uint16_t *x, const int32_t *expert_ids, const float *probs,
                                  int half_mid, double *out, double *bound, mq_error *err);

@@ -41,35 +41,11 @@
 // [tile_bytes], tscales [E][groups][N], su [E][K], sv [E][N]); one 16-entry
 // codebook per projection. TRELLIS_BITS: 2, 3, 4.
 #include "mq_gemv.h"
+#include "mq_moe.h"
 
 #ifndef MOE_FUSE
 #define MOE_FUSE 1
 #endif
-
-struct MoeParams {
-    uint tokens, hidden, inter, experts, top_k, group;
-    uint n_levels;
-    uint i_chunk; // intermediate columns per chunk of down (whole groups)
-    uint chunks;  // i_split
-};
-
-// The route buffer: row_token [rows], row_of [rows], offs [experts + 1],
-// touched [experts], ntouched [1] (uint each).
-struct MoeRoute {
-    device uint *row_token, *row_of, *offs, *touched, *ntouched;
-};
-
-inline MoeRoute moe_route_view(device uint *route, constant MoeParams &p)
-{
-    const uint rows = p.tokens * p.top_k;
-    MoeRoute r;
-    r.row_token = route;
-    r.row_of = route + rows;
-    r.offs = route + 2u * rows;
-    r.touched = r.offs + p.experts + 1u;
-    r.ntouched = r.touched + p.experts;
-    return r;
-}
 
 kernel void moe_route(device const int *expert_ids [[buffer(1)]],
                       constant MoeParams &p [[buffer(3)]],

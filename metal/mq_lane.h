@@ -317,37 +317,57 @@ inline void mq_lane_fold_scales(thread MqLaneStage &s)
     }
 }
 
-// C (k_slices == 1) or the workspace slice tg.z, from the accumulators of
-// simdgroup kg = 0 plus the partials the others left in red, in kg order.
-inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
-                          threadgroup const float *red, uint sgc, uint lane, uint row0,
-                          uint col0, constant MqParams &p, device half *C, device float *ws)
+// The sums of simdgroup kg = 0's columns over the whole K tile: its
+// accumulators plus the partials the others left in red, in kg order;
+// v[i][h][mi][j] is the lane's element j of fragment [i][h][mi].
+inline void mq_lane_totals(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                           threadgroup const float *red, uint sgc, uint lane,
+                           thread float (&v)[2][2][LANE_FRAG_M][2])
 {
-    const uint fr = mq_lane_frag_row(lane), fc = mq_lane_frag_col(lane);
     MQ_UNROLL
     for (uint i = 0; i < 2u; i++) {
         MQ_UNROLL
         for (uint h = 0; h < 2u; h++) {
             MQ_UNROLL
             for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                float v[2] = {acc[i][h][mi].thread_elements()[0],
-                              acc[i][h][mi].thread_elements()[1]};
+                v[i][h][mi][0] = acc[i][h][mi].thread_elements()[0];
+                v[i][h][mi][1] = acc[i][h][mi].thread_elements()[1];
                 const uint at = ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
                 for (uint q = 1; q < uint(LANE_KSG); q++) {
                     const uint base = ((q - 1u) * uint(LANE_SG_COLS) + sgc) * 4u *
                                       uint(LANE_FRAG_M) * 64u;
-                    v[0] += red[base + at];
-                    v[1] += red[base + at + 1u];
+                    v[i][h][mi][0] += red[base + at];
+                    v[i][h][mi][1] += red[base + at + 1u];
                 }
+            }
+        }
+    }
+}
+
+// C (k_slices == 1) or the workspace slice tg.z, from the totals of
+// simdgroup kg = 0 (mq_lane_totals).
+inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                          threadgroup const float *red, uint sgc, uint lane, uint row0,
+                          uint col0, constant MqParams &p, device half *C, device float *ws)
+{
+    const uint fr = mq_lane_frag_row(lane), fc = mq_lane_frag_col(lane);
+    float v[2][2][LANE_FRAG_M][2];
+    mq_lane_totals(acc, red, sgc, lane, v);
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint h = 0; h < 2u; h++) {
+            MQ_UNROLL
+            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
                 const uint n = col0 + i * 16u + h * 8u + fr;
                 MQ_UNROLL
                 for (uint j = 0; j < 2u; j++) {
                     const uint m = row0 + mi * 8u + fc + j;
                     if (m < p.M && n < p.N) {
                         if (p.k_slices == 1u)
-                            C[m * p.N + n] = half(v[j]);
+                            C[m * p.N + n] = half(v[i][h][mi][j]);
                         else
-                            ws[m * p.N + n] = v[j];
+                            ws[m * p.N + n] = v[i][h][mi][j];
                     }
                 }
             }
@@ -518,6 +538,86 @@ inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE
     } while (k0 < kr.y);
 }
 
+// Where the simdgroup whose first column is col0 reads the lane layout of
+// p's weights.
+inline MqLaneAt mq_lane_at(constant MqParams &p, uint col0, uint lane)
+{
+    MqLaneAt w;
+    w.nb0 = col0 / 16u;
+    w.n16 = MQ_CDIV(p.N, 16u);
+    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
+    w.L = MQ_FRAG_LANE(lane);
+    w.lr = mq_lane_frag_row(w.L);
+    w.gshift = mq_group_shift(p.group);
+    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
+    return w;
+}
+
+// The simdgroup's sums over K range kr of the rows from row0 (A) and its
+// 32 columns (w): the K loop of the chip's path (the planner's stages, or
+// the weights in registers) from zero accumulators. nbt: the threadgroup's
+// first 16-column block.
+template <int FMT>
+inline void mq_lane_sums(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                         device const half *A, device const uint *codes,
+                         device const half *scales, device const uchar *zeros,
+                         device const float *su, threadgroup const uint *lut,
+                         constant MqParams &p, thread const MqLaneAt &w, uint row0, uint nbt,
+                         uint2 kr, threadgroup half *smem, uint tid, uint sgc, uint kg)
+{
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint h = 0; h < 2u; h++) {
+            MQ_UNROLL
+            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++)
+                acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        }
+    }
+    // fp4 with every scale under 4 folds 2^14 into the scales (one loop per
+    // case: the test is the launch's, outside the loop)
+#if LANE_STAGES
+    if (FMT == LANE_FP4 && p.lane_fold != 0u)
+        mq_lane_k_loop_staged<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0, nbt,
+                                         kr, smem, tid, sgc, kg);
+    else
+        mq_lane_k_loop_staged<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
+                                          nbt, kr, smem, tid, sgc, kg);
+#else
+    (void)nbt, (void)sgc;
+    if (FMT == LANE_FP4 && p.lane_fold != 0u)
+        mq_lane_k_loop_registers<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
+                                            kr, smem, tid, kg);
+    else
+        mq_lane_k_loop_registers<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
+                                             kr, smem, tid, kg);
+#endif
+}
+
+// The K shares of the simdgroups kg >= 1 into the threadgroup memory A used
+// (red), for kg = 0's mq_lane_totals after a barrier.
+inline void mq_lane_shares_put(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
+                               threadgroup float *red, uint sgc, uint kg, uint lane)
+{
+    if (kg == 0u)
+        return;
+    const uint base = ((kg - 1u) * uint(LANE_SG_COLS) + sgc) * 4u * uint(LANE_FRAG_M) * 64u;
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint h = 0; h < 2u; h++) {
+            MQ_UNROLL
+            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
+                const uint at = base + ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
+                // (a copy: acc itself keeps the layout it has on every path)
+                simdgroup_float8x8 a = acc[i][h][mi];
+                red[at] = a.thread_elements()[0];
+                red[at + 1u] = a.thread_elements()[1];
+            }
+        }
+    }
+}
+
 // The kernel body. Trellis: su the signs, grid the codebook and lut the
 // threadgroup memory of its codebook (unused, and may alias smem, for
 // fp4 and u4), filled here.
@@ -535,61 +635,12 @@ inline void mq_lane_gemm(device const half *A, device const uint *codes,
 #endif
     const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
     const uint row0 = tg.y * uint(TILE_M), col0 = tg.x * uint(TILE_N) + sgc * 32u;
-    const uint2 kr = mq_k_range(p, tg.z);
-    MqLaneAt w;
-    w.nb0 = col0 / 16u;
-    w.n16 = MQ_CDIV(p.N, 16u);
-    w.kbs = MQ_CDIV(p.K, uint(LANE_KSB));
-    w.L = MQ_FRAG_LANE(lane);
-    w.lr = mq_lane_frag_row(w.L);
-    w.gshift = mq_group_shift(p.group);
-    w.gp = (w.kbs * uint(LANE_KSB)) >> w.gshift;
+    const MqLaneAt w = mq_lane_at(p, col0, lane);
     simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint h = 0; h < 2u; h++) {
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++)
-                acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-        }
-    }
-    // fp4 with every scale under 4 folds 2^14 into the scales (one loop per
-    // case: the test is the launch's, outside the loop)
-#if LANE_STAGES
-    if (FMT == LANE_FP4 && p.lane_fold != 0u)
-        mq_lane_k_loop_staged<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
-                                         tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
-    else
-        mq_lane_k_loop_staged<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
-                                          tg.x * uint(TILE_N / 16), kr, smem, tid, sgc, kg);
-#else
-    if (FMT == LANE_FP4 && p.lane_fold != 0u)
-        mq_lane_k_loop_registers<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
-                                            kr, smem, tid, kg);
-    else
-        mq_lane_k_loop_registers<FMT, false>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
-                                             kr, smem, tid, kg);
-#endif
-    // the K shares of the simdgroups kg >= 1 into the threadgroup memory A used
+    mq_lane_sums<FMT>(acc, A, codes, scales, zeros, su, lut, p, w, row0, tg.x * uint(TILE_N / 16),
+                      mq_k_range(p, tg.z), smem, tid, sgc, kg);
     threadgroup float *red = (threadgroup float *)smem;
-    if (kg > 0u) {
-        const uint base = ((kg - 1u) * uint(LANE_SG_COLS) + sgc) * 4u * uint(LANE_FRAG_M) * 64u;
-        MQ_UNROLL
-        for (uint i = 0; i < 2u; i++) {
-            MQ_UNROLL
-            for (uint h = 0; h < 2u; h++) {
-                MQ_UNROLL
-                for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                    const uint at = base + ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
-                    // (a copy: acc itself keeps the layout it has on every path)
-                    simdgroup_float8x8 a = acc[i][h][mi];
-                    red[at] = a.thread_elements()[0];
-                    red[at + 1u] = a.thread_elements()[1];
-                }
-            }
-        }
-    }
+    mq_lane_shares_put(acc, red, sgc, kg, lane);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (kg == 0u)
         mq_lane_store(acc, red, sgc, lane, row0, col0, p, C,

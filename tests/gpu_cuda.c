@@ -69,9 +69,9 @@ static void moe_checks(mq_backend *b, double read_gbs)
         c.inner.p.tile_m = cases[ci].rows;
         c.i_split = cases[ci].split;
         mq_msl_moe_plan plan; /* fewer simdgroups where the partials do not fit */
-        while (mq_msl_moe_plan_of(p, &mw, &c, &plan, NULL) == MQ_E_ILLEGAL && c.inner.p.tile_k > 32)
+        while (mq_msl_moe_plan_of(p, &mw, &c, NULL, &plan, NULL) == MQ_E_ILLEGAL && c.inner.p.tile_k > 32)
             c.inner.p.tile_k /= 2;
-        int st = b->run_moe(b, p, &mw, x, ids, pr, out, &c, &e);
+        int st = b->run_moe(b, p, &mw, x, ids, pr, out, &c, NULL, &e);
         double worst = 0;
         long bad = st ? 0 : td_outside(out, ref, bound, on, &worst);
         CHECK(st == 0 && bad == 0,
@@ -83,7 +83,8 @@ static void moe_checks(mq_backend *b, double read_gbs)
                mq_format_name(p->format), p->tokens, st ? "error" : bad ? "WRONG" : "ok", worst);
         /* the unfused baseline's launches against the FP16-intermediate bound */
         double *bound_h = malloc(on * 8), *ref_h = malloc(on * 8);
-        mq_moe_reference_arith(p, &mw, x, ids, pr, 1, ref_h, bound_h, &e);
+        mq_moe_reference_arith(p, &mw, x, ids, pr, MQ_MOE_HALF_WEIGHTS | MQ_MOE_HALF_STORES, ref_h,
+                               bound_h, &e);
         st = b->run_moe_unfused(b, p, &mw, x, ids, pr, out, NULL, &e);
         worst = 0;
         bad = st ? 0 : td_outside(out, ref_h, bound_h, on, &worst);

@@ -262,9 +262,9 @@ static void test_translation_and_failure(void)
             mq_msl_moe_plan plan;
             /* the next simdgroup count where this one is illegal (threadgroup
              * memory, or tile_k under 16 at tile_n 128) */
-            for (int i = 0; i < 4 && mq_msl_moe_plan_of(&mp, &mw, &c, &plan, &e); i++)
+            for (int i = 0; i < 4 && mq_msl_moe_plan_of(&mp, &mw, &c, NULL, &plan, &e); i++)
                 c.inner.p.tile_k = 8 * (32 / (tn / 4)) * (1 << ((t + bits + i + 1) % 4));
-            CHECK(mq_msl_moe_plan_of(&mp, &mw, &c, &plan, &e) == MQ_OK,
+            CHECK(mq_msl_moe_plan_of(&mp, &mw, &c, NULL, &plan, &e) == MQ_OK,
                   "expected tile_m=%d tile_n=%d legal with some simdgroup count: %s",
                   c.inner.p.tile_m, tn, e.msg);
             cu = mq_cuda_source(MQ_MSL_MOE_FILE, NULL, plan.defines, ks, &nks, err, sizeof err);

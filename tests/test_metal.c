@@ -200,10 +200,10 @@ static void test_syntax(void)
             continue;
         }
         mq_moe_candidate cs[256];
-        int nc = mq_msl_moe_space(&mp, &mw, 0, 0, cs, 256);
+        int nc = mq_msl_moe_space(&mp, &mw, NULL, 0, 0, cs, 256);
         for (int i = 0; i < nc && nm < 4096; i++) {
             mq_msl_moe_plan plan;
-            mq_msl_moe_plan_of(&mp, &mw, &cs[i], &plan, NULL);
+            mq_msl_moe_plan_of(&mp, &mw, &cs[i], NULL, &plan, NULL);
             snprintf(ps[nm].file, sizeof ps[nm].file, "%s", MQ_MSL_MOE_FILE);
             snprintf(ps[nm].defines, sizeof ps[nm].defines, "%s", plan.defines);
             nm++;

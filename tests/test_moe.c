@@ -448,14 +448,15 @@ static void test_msl(void)
         td_fill_activations(x, p.tokens, p.hidden, 43 + (uint32_t)ci);
         mq_moe_routing_generate(&p, rc->route, 1.5, 47 + ci, ids, pr, &e);
         mq_moe_reference(&p, &mw, x, ids, pr, ref, bound, &e);
-        mq_moe_reference_arith(&p, &mw, x, ids, pr, 1, ref, bound_h, &e);
+        mq_moe_reference_arith(&p, &mw, x, ids, pr, MQ_MOE_HALF_WEIGHTS | MQ_MOE_HALF_STORES, ref,
+                               bound_h, &e);
         /* 96 = 3 groups of 32: 1 or 3 chunks; gate and up in two passes or one */
         for (int split = 1; split <= 3; split += 2)
             for (int fuse = 0; fuse <= 1; fuse++) {
                 double worst = 0;
                 c.i_split = split;
                 c.fuse_gate_up = fuse;
-                int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
+                int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, NULL, &e) == MQ_OK;
                 CHECK(ok, "%s, i_split %d, fuse_gate_up %d: the dispatches run: %s", rc->what,
                       split, fuse, e.msg);
                 long bad = ok ? td_outside(got, ref, bound, out_n, &worst) : -1;
@@ -473,7 +474,7 @@ static void test_msl(void)
             d.i_split = 3;
             d.down_tile_n = 16;
             d.down_tile_k = 128;
-            int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &d, &e) == MQ_OK;
+            int ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &d, NULL, &e) == MQ_OK;
             long bad = ok ? td_outside(got, ref, bound, out_n, &worst) : -1;
             CHECK(ok && bad == 0, "%s, down tile 16x128: within the bound (%ld outside, worst "
                                   "%.3f) %s", rc->what, bad, worst, ok ? "" : e.msg);
@@ -494,7 +495,7 @@ static void test_msl(void)
             pr[0] = pr[1];
             pr[1] = t0;
             c.i_split = 1;
-            ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, &e) == MQ_OK;
+            ok = be->run_moe(be, &p, &mw, x, ids, pr, got, &c, NULL, &e) == MQ_OK;
             CHECK(ok && td_outside(got, ref, bound, out_n, &worst) > 0,
                   "%s: swapped probabilities caught in the MSL kernel's output (worst %.1f x)",
                   rc->what, worst);
@@ -519,14 +520,14 @@ static void test_msl(void)
     mq_moe_weights mw;
     mq_moe_problem pre = {MQ_FMT_TRELLIS3, 512, 64, 96, 8, 2, 32};
     if (make_weights(&pre, &mw, 7) == 0) {
-        CHECK(mq_msl_moe_plan_of(&pre, &mw, &c, &plan, &e) == MQ_E_ILLEGAL &&
+        CHECK(mq_msl_moe_plan_of(&pre, &mw, &c, NULL, &plan, &e) == MQ_E_ILLEGAL &&
                   msg_has(&e, "gemm_trellis_packed"),
               "the tile engine as the inner kernel refused by the MSL plan, naming it: '%s'",
               e.msg);
         c.inner.variant = MQ_VAR_GEMV_TRELLIS;
         c.inner.p = (mq_params){16, 128, 64, 0, 1}; /* 8 simdgroups of 16 x 128 partials */
         c.i_split = 1;
-        CHECK(mq_msl_moe_plan_of(&pre, &mw, &c, &plan, &e) == MQ_E_ILLEGAL &&
+        CHECK(mq_msl_moe_plan_of(&pre, &mw, &c, NULL, &plan, &e) == MQ_E_ILLEGAL &&
                   msg_has(&e, "threadgroup memory"),
               "tile_m=16 tile_n=128 with 8 simdgroups refused for its threadgroup memory: '%s'",
               e.msg);

@@ -278,7 +278,7 @@ static int add_moe_jobs(job *js, int n)
                 c.i_split = 1;
                 c.fuse_gate_up = 1;
                 mq_msl_moe_plan plan;
-                if (mq_msl_moe_plan_of(&mp, &mw, &c, &plan, &e))
+                if (mq_msl_moe_plan_of(&mp, &mw, &c, NULL, &plan, &e))
                     continue;
                 n = add_job(js, n, MQ_MSL_MOE_FILE, plan.defines, 0);
                 done = 1;

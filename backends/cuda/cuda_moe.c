@@ -34,8 +34,11 @@ static mq_status moe_setup(cuda_state *s, const mq_moe_weights *mw, const void *
     uint64_t print = moe_print(mw);
     int upload = s->moe_w != mw || s->moe_print != print;
     for (int i = 0; i < nbuf; i++) {
-        int field = i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID;
-        if (field && !upload && s->moe[i].n >= bytes[i])
+        int field = mq_msl_moe_is_field(i);
+        if (field && !bytes[i]) /* a field this plan does not bind */
+            continue;
+        /* (a field is uploaded whole: the plans size them so) */
+        if (field && !upload && s->moe_sent[i] && s->moe[i].n >= bytes[i])
             continue;
         if ((st = mq_cuda_ensure(s, &s->moe[i], bytes[i], err)))
             return st;
@@ -43,13 +46,19 @@ static mq_status moe_setup(cuda_state *s, const mq_moe_weights *mw, const void *
             void *h = malloc(bytes[i]);
             if (!h)
                 return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the MoE weights");
-            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h);
-            CUresult r = s->api.MemcpyHtoD(s->moe[i].p, h, bytes[i]);
+            st = mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h, err);
+            CUresult r = st ? (CUresult)0 : s->api.MemcpyHtoD(s->moe[i].p, h, bytes[i]);
             free(h);
+            if (st)
+                return st;
             if (r)
                 return mq_cuda_fail(s, err, r, "uploading the MoE weights");
+            s->moe_sent[i] = 1;
         }
     }
+    if (upload) /* the fields not bound this time are stale now */
+        for (int i = nbuf; i < MQ_MSL_MOE_NBUF; i++)
+            s->moe_sent[i] = 0;
     s->moe_w = mw;
     s->moe_print = print;
     for (int i = 0; i < 4; i++)
@@ -92,38 +101,42 @@ static mq_status function_of(cuda_state *s, const char *file, const char *define
     return MQ_OK;
 }
 
-/* The MoE block's dispatches (route, gate/up/SwiGLU, down, combine),
+/* The MoE block's dispatches (the seed block's route, gate/up/SwiGLU,
+ * down, combine; the lane block's with a gather), planned under lim,
  * timed together between two events. */
 mq_status mq_cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
                           const uint16_t *x, const int32_t *ids, const float *probs, float *out,
-                          const mq_moe_candidate *c, mq_error *err)
+                          const mq_moe_candidate *c, const mq_limits *lim, mq_error *err)
 {
     cuda_state *s = b->state;
     if (s->broken[0])
         return mq_fail(err, MQ_E_ARG, "cuda: %s", s->broken);
     mq_msl_moe_plan plan;
     mq_status st = mq_moe_routing_check(p, ids, probs, err);
-    if (st || (st = mq_msl_moe_plan_of(p, mw, c, &plan, err)))
+    if (st || (st = mq_msl_moe_plan_of(p, mw, c, lim, &plan, err)))
         return st;
     CU(s->api.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
     CUfunction fns[MQ_MSL_MOE_DISPATCHES];
     cuda_buffer_args g[MQ_MSL_MOE_DISPATCHES];
     unsigned grid[MQ_MSL_MOE_DISPATCHES][4];
-    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++)
-        if ((st = function_of(s, MQ_MSL_MOE_FILE, plan.d[k].defines, plan.d[k].function, &fns[k],
+    for (int k = 0; k < plan.nd; k++)
+        if ((st = function_of(s, plan.d[k].file, plan.d[k].defines, plan.d[k].function, &fns[k],
                               err)))
             return st;
     const void *in[4] = {x, ids, probs, &plan.mp};
-    if ((st = moe_setup(s, mw, in, plan.bytes, MQ_MSL_MOE_FUSED_NBUF, err)))
+    if ((st = moe_setup(s, mw, in, plan.bytes, plan.nbuf, err)))
         return st;
-    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
+    if (plan.nbuf > MQ_MSL_MOE_LPARAMS)
+        CU(s->api.MemcpyHtoD(s->moe[MQ_MSL_MOE_LPARAMS].p, plan.lane, sizeof plan.lane),
+           "copying the lane kernels' parameters");
+    for (int k = 0; k < plan.nd; k++) {
         memset(&g[k], 0, sizeof g[k]);
-        for (int i = 0; i < MQ_MSL_MOE_FUSED_NBUF; i++)
+        for (int i = 0; i < plan.nbuf; i++)
             g[k].p[i] = s->moe[i].p;
         memcpy(grid[k], plan.d[k].grid, sizeof plan.d[k].grid);
         grid[k][3] = plan.d[k].threads;
     }
-    return moe_launch_all(s, MQ_MSL_MOE_DISPATCHES, fns, g, (const unsigned(*)[4])grid, out,
+    return moe_launch_all(s, plan.nd, fns, g, (const unsigned(*)[4])grid, out,
                           plan.bytes[MQ_MSL_MOE_OUT], err);
 }
 

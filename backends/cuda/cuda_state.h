@@ -63,6 +63,7 @@ typedef struct {
     dbuf moe[MQ_MSL_MOE_NBUF];
     const mq_moe_weights *moe_w;
     uint64_t moe_print;
+    int moe_sent[MQ_MSL_MOE_NBUF]; /* the field holds moe_w's (uploaded since it changed) */
 } cuda_state;
 
 /* The argument block of every translated entry: its [[buffer(n)]] device
@@ -124,7 +125,7 @@ CUmodule mq_cuda_module_for(cuda_state *s, const char *file, const char *defines
 
 mq_status mq_cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_weights *mw,
                           const uint16_t *x, const int32_t *ids, const float *probs, float *out,
-                          const mq_moe_candidate *c, mq_error *err);
+                          const mq_moe_candidate *c, const mq_limits *lim, mq_error *err);
 mq_status mq_cuda_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
                                   const mq_moe_weights *mw, const uint16_t *x,
                                   const int32_t *ids, const float *probs, float *out,

@@ -144,11 +144,14 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
 
 /* Steps of the MoE block on the executor (the fused dispatches or the
  * unfused baseline's plan): the first nbuf buffers made (weight fields in
- * the kernel's layout, the inputs copied, everything else poisoned with
- * NaN), each step run in order, out read back. */
+ * the kernel's layout, the inputs copied, buffer own_buf the plan's own
+ * parameters dparams (the unfused dense launches' or the lane kernels'; -1:
+ * none), everything else poisoned with NaN), each step run in order, out
+ * read back. */
 static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void *const in[4],
                           const size_t *bytes, int nbuf, const mq_msl_moe_step *steps,
-                          int nsteps, const void *dparams, size_t dparams_bytes, float *out,
+                          int nsteps, int own_buf, const void *dparams, size_t dparams_bytes,
+                          float *out,
                           mq_error *err)
 {
     mq_msl_buffer buf[MQ_MSL_MOE_NBUF];
@@ -156,12 +159,13 @@ static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void
     int bad = 0;
     char msg[1024];
     for (int i = 0; i < nbuf && !bad; i++) {
-        int field = i >= MQ_MSL_MOE_INDICES && i <= MQ_MSL_MOE_GRID;
-        const void *src = i < 4 ? in[i] : i == MQ_MSL_MOE_DPARAMS ? dparams : NULL;
-        size_t n = i == MQ_MSL_MOE_DPARAMS ? dparams_bytes : bytes[i];
+        int field = mq_msl_moe_is_field(i) && bytes[i];
+        int own = i == own_buf;
+        const void *src = i < 4 ? in[i] : own ? dparams : NULL;
+        size_t n = own ? dparams_bytes : bytes[i];
         bad = upload(&buf[i], src, n ? n : 16, 0xff, err);
         if (!bad && field)
-            mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, buf[i].data);
+            bad = mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, buf[i].data, err) != MQ_OK;
     }
     for (int k = 0; k < nsteps && !bad; k++) {
         const mq_msl_moe_step *sp = &steps[k];
@@ -202,24 +206,25 @@ static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void
 static mq_status msl_cpu_run_moe(mq_backend *b, const mq_moe_problem *p,
                                  const mq_moe_weights *mw, const uint16_t *x, const int32_t *ids,
                                  const float *probs, float *out, const mq_moe_candidate *c,
-                                 mq_error *err)
+                                 const mq_limits *lim, mq_error *err)
 {
     mq_msl_moe_plan plan;
     mq_status st = mq_moe_routing_check(p, ids, probs, err);
-    if (st || (st = mq_msl_moe_plan_of(p, mw, c, &plan, err)))
+    if (st || (st = mq_msl_moe_plan_of(p, mw, c, lim, &plan, err)))
         return st;
     mq_msl_moe_step steps[MQ_MSL_MOE_DISPATCHES];
     memset(steps, 0, sizeof steps);
-    for (int k = 0; k < MQ_MSL_MOE_DISPATCHES; k++) {
-        steps[k].file = MQ_MSL_MOE_FILE;
+    for (int k = 0; k < plan.nd; k++) {
+        steps[k].file = plan.d[k].file;
         steps[k].function = plan.d[k].function;
         snprintf(steps[k].defines, sizeof steps[k].defines, "%s", plan.d[k].defines);
         memcpy(steps[k].grid, plan.d[k].grid, sizeof steps[k].grid);
         steps[k].threads = plan.d[k].threads;
     }
     const void *in[4] = {x, ids, probs, &plan.mp};
-    return moe_exec(b->state, mw, in, plan.bytes, MQ_MSL_MOE_FUSED_NBUF, steps,
-                    MQ_MSL_MOE_DISPATCHES, NULL, 0, out, err);
+    return moe_exec(b->state, mw, in, plan.bytes, plan.nbuf, steps, plan.nd,
+                    plan.nbuf > MQ_MSL_MOE_LPARAMS ? MQ_MSL_MOE_LPARAMS : -1, plan.lane,
+                    sizeof plan.lane, out, err);
 }
 
 static mq_status msl_cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
@@ -232,7 +237,8 @@ static mq_status msl_cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
     if (st || (st = mq_msl_moe_unfused_plan(p, mw, ids, dense, &u, err)))
         return st;
     const void *in[4] = {x, ids, probs, &u.base.mp};
-    st = moe_exec(b->state, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, u.steps, u.nsteps, u.dparams,
+    st = moe_exec(b->state, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, u.steps, u.nsteps, MQ_MSL_MOE_DPARAMS,
+                  u.dparams,
                   u.dparams_bytes, out, err);
     mq_msl_moe_unfused_free(&u);
     return st;

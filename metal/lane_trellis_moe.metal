@@ -1,0 +1,205 @@
+// lane_trellis_moe.metal - the MoE block's projections on the trellis lane
+// layout (mq_lane.h, mq_lane_trellis.h): the dense lane_trellis kernel's K
+// loop run per touched expert, between the seed block's route, gather and
+// combine (gemm_trellis_moe.metal; backends/msl_moe_plan.c plans the five
+// dispatches):
+//   lane_trellis_moe_gate_up  grid (inter / TILE_N, row tiles, experts):
+//                             for TILE_M of one touched expert's gathered
+//                             rows (xg, the route order), gate over all of
+//                             hidden, then up, each through the lane K
+//                             loop with its own signs and pair codebook;
+//                             h = silu(gate) x up in FP32, rounded to half
+//   lane_trellis_moe_down     grid (hidden / TILE_N, row tiles, experts x
+//                             chunks): down over chunk c of the
+//                             intermediate dimension (the plan's K slice c)
+//                             into partial plane c, which moe_combine sums
+// A threadgroup past its expert's rows, or a slot past the touched experts,
+// returns at once. Each projection's MqParams (lp: M = the most rows one
+// expert can hold, the tokens; its N, K, group, K slices) is the dense
+// planner's, so the K loop, its stages and the threadgroup memory are the
+// dense kernel's; the rows of A past the expert's own are its neighbours'
+// (or the buffers' padding of `tokens` rows) and are never stored.
+// Weights: each lane array of the three projections concatenated in the
+// order gate, up, down, each projection's experts back to back (codes
+// [E][N16][KB][words], scales [E][N16][Gp][8][2] FP32 tscales x sv), the
+// seed block's su [E][K] and the codebooks, 16 floats per projection.
+#define MQ_LANE 1
+#define MQ_LANE_TRELLIS 1
+#include "mq_lane.h"
+#include "mq_moe.h"
+
+// The lane kernels' parameters of gate/up (hidden -> inter) and down
+// (inter -> hidden): backends/msl_program.h's mq_msl_params, twice.
+struct MqLaneMoeParams {
+    MqParams gu, dn;
+};
+
+// Projection j's arrays for expert e.
+struct MoeLaneProj {
+    device const uint *codes;
+    device const float *scales, *su, *grid;
+};
+
+// 32-bit words of codes and FP32 scales of one expert's projection (the
+// lane geometry of kernels/layout_lane.c)
+inline uint moe_lane_words(constant MqParams &q)
+{
+    return MQ_CDIV(q.N, 16u) * MQ_CDIV(q.K, uint(LANE_KSB)) * uint(LANE_SB_WORDS);
+}
+
+inline uint moe_lane_scales(constant MqParams &q)
+{
+    const uint kp = MQ_CDIV(q.K, uint(LANE_KSB)) * uint(LANE_KSB);
+    return MQ_CDIV(q.N, 16u) * (kp >> mq_group_shift(q.group)) * 16u;
+}
+
+inline MoeLaneProj moe_lane_proj(uint j, uint e, constant MoeParams &mp,
+                                 constant MqLaneMoeParams &lp, device const uint *codes,
+                                 device const float *scales, device const float *su,
+                                 device const float *grid)
+{
+    // the projections before j: gate and up have the same sizes
+    const uint E = mp.experts, gw = moe_lane_words(lp.gu), gs = moe_lane_scales(lp.gu);
+    const uint w = j == 2u ? moe_lane_words(lp.dn) : gw;
+    const uint s = j == 2u ? moe_lane_scales(lp.dn) : gs;
+    const uint K = j == 2u ? mp.inter : mp.hidden;
+    MoeLaneProj q;
+    q.codes = codes + size_t(j) * E * gw + size_t(e) * w;
+    q.scales = scales + size_t(j) * E * gs + size_t(e) * s;
+    q.su = su + size_t(j) * E * mp.hidden + size_t(e) * K;
+    q.grid = grid + j * 16u;
+    return q;
+}
+
+// The totals of projection q over K range kr for the rows from row0 of A
+// and this simdgroup's 32 columns (kg = 0's; the others' shares summed in),
+// the codebook filled first. Ends with a barrier: the threadgroup memory
+// is free for the next pass.
+inline void moe_lane_pass(thread float (&v)[2][2][LANE_FRAG_M][2], MoeLaneProj q,
+                          device const half *A, constant MqParams &p, uint3 tg, uint2 kr,
+                          uint row0, threadgroup half *smem, threadgroup uint *lut, uint tid,
+                          uint sg, uint lane)
+{
+    const uint sgc = sg % uint(LANE_SG_COLS), kg = sg / uint(LANE_SG_COLS);
+    const MqLaneAt w = mq_lane_at(p, tg.x * uint(TILE_N) + sgc * 32u, lane);
+    mq_lane_lut_fill(lut, q.grid, p.n_levels, tid); // read after the K loop's first barrier
+    simdgroup_float8x8 acc[2][2][LANE_FRAG_M];
+    mq_lane_sums<LANE_TRELLIS>(acc, A, q.codes, (device const half *)q.scales, nullptr, q.su,
+                               lut, p, w, row0, tg.x * uint(TILE_N / 16), kr, smem, tid, sgc,
+                               kg);
+    threadgroup float *red = (threadgroup float *)smem;
+    mq_lane_shares_put(acc, red, sgc, kg, lane);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (kg == 0u)
+        mq_lane_totals(acc, red, sgc, lane, v);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+
+// Where element (i, h, mi, j) of a lane's totals lands: its row in the
+// tile and its column.
+inline uint moe_lane_row(uint mi, uint j, uint lane)
+{
+    return mi * 8u + mq_lane_frag_col(lane) + j;
+}
+
+inline uint moe_lane_col(uint3 tg, uint sg, uint i, uint h, uint lane)
+{
+    return tg.x * uint(TILE_N) + (sg % uint(LANE_SG_COLS)) * 32u + i * 16u + h * 8u +
+           mq_lane_frag_row(lane);
+}
+
+kernel void lane_trellis_moe_gate_up(constant MoeParams &mp [[buffer(3)]],
+                                     device const uint *route [[buffer(4)]],
+                                     device const float *su [[buffer(7)]],
+                                     device const float *grid [[buffer(9)]],
+                                     device half *h [[buffer(10)]],
+                                     device const half *xg [[buffer(13)]],
+                                     device const uint *codes [[buffer(17)]],
+                                     device const float *scales [[buffer(18)]],
+                                     constant MqLaneMoeParams &lp [[buffer(19)]],
+                                     uint3 tg [[threadgroup_position_in_grid]],
+                                     uint tid [[thread_index_in_threadgroup]],
+                                     uint sg [[simdgroup_index_in_threadgroup]],
+                                     uint lane [[thread_index_in_simdgroup]])
+{
+    threadgroup half smem[LANE_SMEM_HALVES];
+    threadgroup uint lut[LANE_LUT_ENTRIES * LANE_LUT_COPIES];
+    MQ_CHECK_PLAN(sizeof(smem) + sizeof(lut));
+    uint e = 0, first = 0, count = 0;
+    const uint row0 = tg.y * uint(TILE_M);
+    if (!moe_slot(route, mp, tg.z, e, first, count) || row0 >= count)
+        return;
+    device const half *A = xg + size_t(first) * mp.hidden;
+    float g[2][2][LANE_FRAG_M][2], u[2][2][LANE_FRAG_M][2];
+    moe_lane_pass(g, moe_lane_proj(0u, e, mp, lp, codes, scales, su, grid), A, lp.gu, tg,
+                  mq_k_range(lp.gu, 0u), row0, smem, lut, tid, sg, lane);
+    moe_lane_pass(u, moe_lane_proj(1u, e, mp, lp, codes, scales, su, grid), A, lp.gu, tg,
+                  mq_k_range(lp.gu, 0u), row0, smem, lut, tid, sg, lane);
+    if (sg >= uint(LANE_SG_COLS)) // kg > 0: their shares are in the totals
+        return;
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint hh = 0; hh < 2u; hh++) {
+            const uint n = moe_lane_col(tg, sg, i, hh, lane);
+            MQ_UNROLL
+            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
+                MQ_UNROLL
+                for (uint j = 0; j < 2u; j++) {
+                    const uint m = row0 + moe_lane_row(mi, j, lane);
+                    const float gv = g[i][hh][mi][j], uv = u[i][hh][mi][j];
+                    if (m < count && n < mp.inter)
+                        h[size_t(first + m) * mp.inter + n] =
+                            half(gv / (1.0f + metal::exp(-gv)) * uv);
+                }
+            }
+        }
+    }
+}
+
+kernel void lane_trellis_moe_down(constant MoeParams &mp [[buffer(3)]],
+                                  device const uint *route [[buffer(4)]],
+                                  device const float *su [[buffer(7)]],
+                                  device const float *grid [[buffer(9)]],
+                                  device const half *h [[buffer(10)]],
+                                  device float *y [[buffer(11)]],
+                                  device const uint *codes [[buffer(17)]],
+                                  device const float *scales [[buffer(18)]],
+                                  constant MqLaneMoeParams &lp [[buffer(19)]],
+                                  uint3 tg [[threadgroup_position_in_grid]],
+                                  uint tid [[thread_index_in_threadgroup]],
+                                  uint sg [[simdgroup_index_in_threadgroup]],
+                                  uint lane [[thread_index_in_simdgroup]])
+{
+    threadgroup half smem[LANE_SMEM_HALVES];
+    threadgroup uint lut[LANE_LUT_ENTRIES * LANE_LUT_COPIES];
+    MQ_CHECK_PLAN(sizeof(smem) + sizeof(lut));
+    const uint chunks = lp.dn.k_slices, c = tg.z % chunks;
+    uint e = 0, first = 0, count = 0;
+    const uint row0 = tg.y * uint(TILE_M);
+    if (!moe_slot(route, mp, tg.z / chunks, e, first, count) || row0 >= count)
+        return;
+    float v[2][2][LANE_FRAG_M][2];
+    moe_lane_pass(v, moe_lane_proj(2u, e, mp, lp, codes, scales, su, grid),
+                  h + size_t(first) * mp.inter, lp.dn, tg, mq_k_range(lp.dn, c), row0, smem, lut,
+                  tid, sg, lane);
+    if (sg >= uint(LANE_SG_COLS))
+        return;
+    const size_t plane = size_t(c) * mp.tokens * mp.top_k;
+    MQ_UNROLL
+    for (uint i = 0; i < 2u; i++) {
+        MQ_UNROLL
+        for (uint hh = 0; hh < 2u; hh++) {
+            const uint n = moe_lane_col(tg, sg, i, hh, lane);
+            MQ_UNROLL
+            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
+                MQ_UNROLL
+                for (uint j = 0; j < 2u; j++) {
+                    const uint m = row0 + moe_lane_row(mi, j, lane);
+                    if (m < count && n < mp.hidden)
+                        y[(plane + first + m) * mp.hidden + n] = v[i][hh][mi][j];
+                }
+            }
+        }
+    }
+}
