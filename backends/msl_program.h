@@ -191,11 +191,12 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              const mq_moe_candidate *c, const mq_limits *lim,
                              mq_msl_moe_plan *out, mq_error *err);
 /* The MSL kernels' candidate space for p under lim (NULL:
- * mq_limits_default), legal ones only, likeliest first. The seed block:
+ * mq_limits_default), legal ones only, likeliest first: the lane block's,
+ * then the seed block's. The seed block:
  * tile_m the smallest power of two that holds max_rows rows (at most 16;
  * max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along K,
  * gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0: 1
- * only). Then the lane block: tile_m the smallest of 8..64 that holds
+ * only). The lane block: tile_m the smallest of 8..64 that holds
  * max_rows (0: 8 and 16), tile_n 64 and 128, tile_k 128 and 256, i_split
  * 1, 2, 4, 8 (i_splits 0: 1). The count, at most cap. */
 int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,

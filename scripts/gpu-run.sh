@@ -480,7 +480,7 @@ moe)
     make -j"$(nproc)" build/moe-bench > /dev/null 2>&1
     say "== moe-bench --backend cuda --suite ${MOE_SUITE:-all} --tokens ${MOE_TOKENS:-1,2,4,8,16} ${MOE_ARGS:-}"
     timeout "$STAGE_S" build/moe-bench --backend cuda --suite "${MOE_SUITE:-all}" \
-        --tokens "${MOE_TOKENS:-1,2,4,8,16}" --budget "${MOE_BUDGET:-0.03}" ${MOE_ARGS:-} \
+        --tokens "${MOE_TOKENS:-1,2,4,8,16}" --budget "${MOE_BUDGET:-0.03}" --chip "$CHIP" ${MOE_ARGS:-} \
         --out "$D/$name.csv" > "$D/$name.log" 2>&1
     say "moe-bench exit $?"
     tee -a "$S" < "$D/$name.log"

@@ -35,7 +35,7 @@
  * dispatches, median of 20 over 8 routings cycled, the best of a few rows
  * per pass and intermediate splits) and their rate over the touched
  * experts' bytes against the read probe. */
-static void moe_checks(mq_backend *b, double read_gbs)
+static void moe_checks(mq_backend *b, double read_gbs, const mq_limits *lim)
 {
     static const struct {
         mq_moe_problem p;
@@ -81,8 +81,24 @@ static void moe_checks(mq_backend *b, double read_gbs)
               cases[ci].split, st ? e.msg : "", bad, worst);
         printf("gpu_cuda: moe %s %d tokens: %s, worst %.3f of the bound\n",
                mq_format_name(p->format), p->tokens, st ? "error" : bad ? "WRONG" : "ok", worst);
-        /* the unfused baseline's launches against the FP16-intermediate bound */
+        /* the lane block (the chip's staged plan) against the FP16-level bound */
         double *bound_h = malloc(on * 8), *ref_h = malloc(on * 8);
+        mq_moe_reference_arith(p, &mw, x, ids, pr, MQ_MOE_HALF_WEIGHTS, ref_h, bound_h, &e);
+        mq_moe_candidate lc;
+        memset(&lc, 0, sizeof lc);
+        lc.inner.variant = MQ_VAR_LANE_TRELLIS;
+        lc.inner.p = (mq_params){cases[ci].rows > 8 ? 16 : 8, 64, 128, 0, 1};
+        lc.i_split = cases[ci].split;
+        st = b->run_moe(b, p, &mw, x, ids, pr, out, &lc, lim, &e);
+        worst = 0;
+        bad = st ? 0 : td_outside(out, ref_h, bound_h, on, &worst);
+        CHECK(st == 0 && bad == 0,
+              "expected the lane block on the GPU (%s, %d tokens, i_split %d) within its bound: "
+              "%s%ld outside, worst %.3f of it",
+              mq_format_name(p->format), p->tokens, lc.i_split, st ? e.msg : "", bad, worst);
+        printf("gpu_cuda: moe lane %s %d tokens: %s, worst %.3f of the bound\n",
+               mq_format_name(p->format), p->tokens, st ? "error" : bad ? "WRONG" : "ok", worst);
+        /* the unfused baseline's launches against the FP16-intermediate bound */
         mq_moe_reference_arith(p, &mw, x, ids, pr, MQ_MOE_HALF_WEIGHTS | MQ_MOE_HALF_STORES, ref_h,
                                bound_h, &e);
         st = b->run_moe_unfused(b, p, &mw, x, ids, pr, out, NULL, &e);
@@ -408,7 +424,7 @@ int main(int argc, char **argv)
         if (system(cmd))
             fprintf(stderr, "gpu_cuda: could not remove %s\n", dir);
     }
-    moe_checks(b, prc == 0 ? pr.read_gbs : 0);
+    moe_checks(b, prc == 0 ? pr.read_gbs : 0, &lim);
     mq_backend_close(b);
     timing_checks(&bo, &chip, &lim);
     return check_done("gpu_cuda");

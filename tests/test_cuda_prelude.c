@@ -76,6 +76,45 @@ static int compile_one(const char *cu, const char *defines, const char *mode, co
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The lane MoE block's two kernels (metal/lane_trellis_moe.metal) as
+ * their dispatches' defines give them, under h100's limits (staged) and
+ * Apple's (registers). */
+static void lane_moe_compiles(const mq_moe_problem *mp, const mq_moe_weights *mw)
+{
+    mq_chip chip;
+    char err[1024], first[1024];
+    if (mq_chip_load_named(mq_chips_default_path(), "h100", &chip, err, sizeof err)) {
+        CHECK(0, "h100: %s", err);
+        return;
+    }
+    const mq_limits apple = mq_limits_default();
+    const mq_limits *lims[2] = {&chip.lim, &apple};
+    mq_moe_candidate c;
+    memset(&c, 0, sizeof c);
+    c.inner.variant = MQ_VAR_LANE_TRELLIS;
+    c.inner.p = (mq_params){8, 64, 128, 0, 1};
+    c.i_split = 2;
+    for (int l = 0; l < 2; l++) {
+        mq_msl_moe_plan plan;
+        mq_error e;
+        CHECK(mq_msl_moe_plan_of(mp, mw, &c, lims[l], &plan, &e) == MQ_OK,
+              "expected the lane block 8x64x128 planned: %s", e.msg);
+        for (int d = 2; d <= 3 && plan.nd == 5; d++) {
+            mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
+            int nks = 0;
+            char *cu = mq_cuda_source(MQ_MSL_MOE_LANE_FILE, NULL, plan.d[d].defines, ks, &nks,
+                                      err, sizeof err);
+            CHECK(cu && nks == 2 &&
+                      compile_one(cu, plan.d[d].defines, "-fsyntax-only", NULL, first,
+                                  sizeof first) == 0,
+                  "expected lane_trellis_moe.metal (%s) as 2 CUDA entries that compile (got "
+                  "%d): %s",
+                  plan.d[d].defines, nks, cu ? first : err);
+            free(cu);
+        }
+    }
+}
+
 /* Program i's CUDA text into DIR/I.cu, or why not into DIR/I.err. */
 static void write_cuda_text(const char *dir, const mq_test_program *p, int i)
 {
@@ -269,14 +308,15 @@ static void test_translation_and_failure(void)
                   c.inner.p.tile_m, tn, e.msg);
             cu = mq_cuda_source(MQ_MSL_MOE_FILE, NULL, plan.defines, ks, &nks, err, sizeof err);
             /* the 4 dispatches of the fused block and the unfused baseline's 3 */
-            CHECK(cu && nks == MQ_MSL_MOE_DISPATCHES + 3 &&
+            CHECK(cu && nks == 7 &&
                       compile_one(cu, plan.defines, "-fsyntax-only", NULL, first,
                                   sizeof first) == 0,
-                  "expected gemm_trellis_moe.metal (%s) as %d CUDA entries that compile (got "
+                  "expected gemm_trellis_moe.metal (%s) as 7 CUDA entries that compile (got "
                   "%d): %s",
-                  plan.defines, MQ_MSL_MOE_DISPATCHES + 3, nks, cu ? first : err);
+                  plan.defines, nks, cu ? first : err);
             free(cu);
         }
+        lane_moe_compiles(&mp, &mw);
         mq_moe_weights_free(&mw);
     }
 }

@@ -285,6 +285,20 @@ static int add_moe_jobs(job *js, int n)
             }
             CHECK(done, "expected a legal MoE block at trellis %d, tile_n %d", bits, tn);
         }
+        /* the lane block's two kernels under h100's limits, gate/up and down */
+        mq_chip chip;
+        char err[512];
+        mq_moe_candidate c;
+        memset(&c, 0, sizeof c);
+        c.inner.variant = MQ_VAR_LANE_TRELLIS;
+        c.inner.p = (mq_params){8, 64, 128, 0, 1};
+        c.i_split = 2;
+        mq_msl_moe_plan plan;
+        int ok = !mq_chip_load_named(mq_chips_default_path(), "h100", &chip, err, sizeof err) &&
+                 mq_msl_moe_plan_of(&mp, &mw, &c, &chip.lim, &plan, &e) == MQ_OK;
+        CHECK(ok, "expected the lane MoE block planned under h100's limits: %s", e.msg);
+        for (int d = 2; ok && d <= 3; d++)
+            n = add_job(js, n, MQ_MSL_MOE_LANE_FILE, plan.d[d].defines, 0);
         mq_moe_weights_free(&mw);
     }
     return n;
