@@ -148,7 +148,7 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
 static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
                       int max_rows, int i_splits, mq_moe_candidate *cs, int n, int cap)
 {
-    static const int splits[] = {1, 2, 4, 8}, tns[] = {64, 128}, tks[] = {128, 256};
+    static const int splits[] = {1, 2, 4, 8}, tns[] = {64, 128, 32}, tks[] = {256, 128, 512};
     int lo = 8, hi = 16;
     if (max_rows > 0) {
         while (lo < 64 && lo < max_rows)
@@ -157,8 +157,8 @@ static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const m
     }
     for (int s = 0; s < (i_splits ? 4 : 1); s++)
         for (int tm = lo; tm <= hi; tm *= 2)
-            for (int t = 0; t < 2; t++)
-                for (int k = 0; k < 2; k++) {
+            for (int t = 0; t < 3; t++)
+                for (int k = 0; k < 3; k++) {
                     mq_moe_candidate c;
                     memset(&c, 0, sizeof c);
                     c.inner.variant = MQ_VAR_LANE_TRELLIS;

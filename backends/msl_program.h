@@ -197,8 +197,8 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
  * max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along K,
  * gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0: 1
  * only). The lane block: tile_m the smallest of 8..64 that holds
- * max_rows (0: 8 and 16), tile_n 64 and 128, tile_k 128 and 256, i_split
- * 1, 2, 4, 8 (i_splits 0: 1). The count, at most cap. */
+ * max_rows (0: 8 and 16), tile_n 64, 128, 32, tile_k 256, 128, 512,
+ * i_split 1, 2, 4, 8 (i_splits 0: 1). The count, at most cap. */
 int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
                      int max_rows, int i_splits, mq_moe_candidate *cs, int cap);
 /* The unfused baseline for one routing: route, gather, per touched
