@@ -5,6 +5,7 @@
  * msl_program.c because the MoE block is a workload of its own with its own
  * buffers; the unfused baseline built on it is msl_moe_unfused.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "msl_program.h"
@@ -171,11 +172,12 @@ static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const m
     return n;
 }
 
-int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
-                     int max_rows, int i_splits, mq_moe_candidate *cs, int cap)
+/* The seed block's candidates (mq_msl_moe_space) after the n there are. */
+static int seed_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
+                      int i_splits, mq_moe_candidate *cs, int n, int cap)
 {
     static const int splits[] = {1, 2, 4, 8, 16}, tns[] = {64, 32, 128, 16};
-    int lo = 1, hi = 16, n = lane_space(p, mw, lim, max_rows, i_splits, cs, 0, cap);
+    int lo = 1, hi = 16;
     if (max_rows > 0) { /* the one tile_m that takes an expert's rows in one pass */
         while (lo < 16 && lo < max_rows)
             lo *= 2;
@@ -194,9 +196,29 @@ int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq
                         c.i_split = splits[s];
                         c.fuse_gate_up = fuse;
                         mq_msl_moe_plan plan;
-                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
+                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, NULL, &plan, NULL) == MQ_OK)
                             cs[n++] = c;
                     }
+    return n;
+}
+
+int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
+                     int max_rows, int i_splits, mq_moe_candidate *cs, int cap)
+{
+    mq_moe_candidate *both = malloc(2 * (size_t)(cap > 0 ? cap : 1) * sizeof *both);
+    if (!both)
+        return 0;
+    int nl = lane_space(p, mw, lim, max_rows, i_splits, both, 0, cap);
+    int ns = seed_space(p, mw, max_rows, i_splits, both + cap, 0, cap);
+    /* the blocks in turn, so that the first N of the space hold both */
+    int n = 0;
+    for (int i = 0; n < cap && (i < nl || i < ns); i++) {
+        if (i < nl)
+            cs[n++] = both[i];
+        if (i < ns && n < cap)
+            cs[n++] = both[cap + i];
+    }
+    free(both);
     return n;
 }
 

@@ -191,8 +191,8 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              const mq_moe_candidate *c, const mq_limits *lim,
                              mq_msl_moe_plan *out, mq_error *err);
 /* The MSL kernels' candidate space for p under lim (NULL:
- * mq_limits_default), legal ones only, likeliest first: the lane block's,
- * then the seed block's. The seed block:
+ * mq_limits_default), legal ones only, likeliest first, the lane block's
+ * and the seed block's in turn (the first N of it hold both). The seed block:
  * tile_m the smallest power of two that holds max_rows rows (at most 16;
  * max_rows 0: every power 1..16), tile_n 16..128, 1..8 simdgroups along K,
  * gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0: 1
