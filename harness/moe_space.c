@@ -50,6 +50,8 @@ int mq_moe_down_stage(const mq_moe_problem *p, const mq_moe_weights *mw,
 {
     static const int splits[] = {1, 2, 4, 8, 16};
     int n = 0;
+    if (best->inner.variant == MQ_VAR_LANE_TRELLIS)
+        return 0; /* the lane block's down runs the inner tile (its i_split is in the space) */
     for (int s = 0; s < 5; s++)
         for (int tn = 16; tn <= 128; tn *= 2)
             for (int sgs = 1; sgs <= 8; sgs *= 2) {

@@ -56,14 +56,17 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
         if (mq_plan_candidate(&dn, &d, &lim, &plan, &why))
             return mq_fail(err, MQ_E_ILLEGAL, "the down tile: %s", why.msg);
     }
-    /* the inner kernel must be legal on both projections' shapes */
+    /* the inner kernel must be legal on both projections' shapes; the lane
+     * block's is planned by the MSL plan under the target's limits
+     * (backends/msl_moe_lane.c), whose threadgroup memory may exceed Apple's */
+    int lane = vi->layout == MQ_LAYOUT_LANE;
     mq_problem gu = {p->format, mq_min(p->tokens, 16), p->inter, p->hidden, p->group};
     mq_problem dn = {p->format, mq_min(p->tokens, 16), p->hidden, p->inter, p->group};
     mq_limits lim = mq_limits_default(); /* as mq_gemm plans the dense kernels */
     mq_plan plan;
     mq_error why;
-    if (mq_plan_candidate(&gu, &c->inner, &lim, &plan, &why) ||
-        mq_plan_candidate(&dn, &c->inner, &lim, &plan, &why))
+    if (!lane && (mq_plan_candidate(&gu, &c->inner, &lim, &plan, &why) ||
+                  mq_plan_candidate(&dn, &c->inner, &lim, &plan, &why)))
         return mq_fail(err, MQ_E_ILLEGAL, "the inner kernel: %s", why.msg);
     int unit = chunk_unit(p, c), units = mq_cdiv(p->inter, unit);
     if (c->i_split < 1 || c->i_split > units)
@@ -75,7 +78,7 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
         return mq_fail(err, MQ_E_ILLEGAL,
                        "i_split=%d leaves an empty chunk (inter=%d in chunks of %d)",
                        c->i_split, p->inter, len);
-    if (vi->dequant != MQ_DEQ_GEMV && c->i_split > 1 && len % c->inner.p.tile_n)
+    if (!lane && vi->dequant != MQ_DEQ_GEMV && c->i_split > 1 && len % c->inner.p.tile_n)
         return mq_fail(err, MQ_E_ILLEGAL,
                        "tile_n=%d does not divide the intermediate chunk of %d columns",
                        c->inner.p.tile_n, len);

@@ -199,14 +199,35 @@ static void test_syntax(void)
             CHECK(0, "MoE weights for the program sweep: %s", e.msg);
             continue;
         }
-        mq_moe_candidate cs[256];
-        int nc = mq_msl_moe_space(&mp, &mw, NULL, 0, 0, cs, 256);
-        for (int i = 0; i < nc && nm < 4096; i++) {
-            mq_msl_moe_plan plan;
-            mq_msl_moe_plan_of(&mp, &mw, &cs[i], NULL, &plan, NULL);
-            snprintf(ps[nm].file, sizeof ps[nm].file, "%s", MQ_MSL_MOE_FILE);
-            snprintf(ps[nm].defines, sizeof ps[nm].defines, "%s", plan.defines);
-            nm++;
+        /* Apple's plans and h100's (the lane block's staged K loop) under
+         * Apple's 32 KB, which the strict check holds every program to */
+        mq_chip h100;
+        char cerr[256];
+        const mq_limits apple = mq_limits_default();
+        const mq_limits *lims[2] = {&apple, NULL};
+        if (mq_chip_load_named(mq_chips_default_path(), "h100", &h100, cerr, sizeof cerr) == 0) {
+            h100.lim.tg_mem_bytes = apple.tg_mem_bytes;
+            lims[1] = &h100.lim;
+        }
+        CHECK(lims[1] != NULL, "h100: %s", cerr);
+        for (int l = 0; l < 2 && lims[l]; l++) {
+            mq_moe_candidate cs[256];
+            int nc = mq_msl_moe_space(&mp, &mw, lims[l], 0, 0, cs, 256);
+            for (int i = 0; i < nc && nm < 4090; i++) {
+                mq_msl_moe_plan plan;
+                mq_msl_moe_plan_of(&mp, &mw, &cs[i], lims[l], &plan, NULL);
+                int lane = cs[i].inner.variant == MQ_VAR_LANE_TRELLIS;
+                if (l && !lane)
+                    continue; /* (the seed block's plan does not depend on the chip) */
+                /* the seed block: one module; the lane block: its two kernels' */
+                for (int d = lane ? 2 : 0; d <= (lane ? 3 : 0); d++) {
+                    snprintf(ps[nm].file, sizeof ps[nm].file, "%s",
+                             lane ? plan.d[d].file : MQ_MSL_MOE_FILE);
+                    snprintf(ps[nm].defines, sizeof ps[nm].defines, "%s",
+                             lane ? plan.d[d].defines : plan.defines);
+                    nm++;
+                }
+            }
         }
         mq_moe_weights_free(&mw);
     }

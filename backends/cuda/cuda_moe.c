@@ -33,6 +33,8 @@ static mq_status moe_setup(cuda_state *s, const mq_moe_weights *mw, const void *
     mq_status st;
     uint64_t print = moe_print(mw);
     int upload = s->moe_w != mw || s->moe_print != print;
+    if (upload) /* every field on the device is another weight set's now */
+        memset(s->moe_sent, 0, sizeof s->moe_sent);
     for (int i = 0; i < nbuf; i++) {
         int field = mq_msl_moe_is_field(i);
         if (field && !bytes[i]) /* a field this plan does not bind */
@@ -56,9 +58,6 @@ static mq_status moe_setup(cuda_state *s, const mq_moe_weights *mw, const void *
             s->moe_sent[i] = 1;
         }
     }
-    if (upload) /* the fields not bound this time are stale now */
-        for (int i = nbuf; i < MQ_MSL_MOE_NBUF; i++)
-            s->moe_sent[i] = 0;
     s->moe_w = mw;
     s->moe_print = print;
     for (int i = 0; i < 4; i++)
