@@ -55,7 +55,7 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
     sc.inner.variant = MQ_VAR_GEMV_TRELLIS;
     sc.inner.p = (mq_params){1, 64, 128, 0, 1};
     sc.i_split = sc.fuse_gate_up = 1;
-    mq_status st = mq_msl_moe_plan_of(p, mw, &sc, NULL, out, err);
+    mq_status st = mq_msl_moe_seed_plan(p, mw, &sc, out, err);
     if (st)
         return st;
     mq_plan pl[2];

@@ -1,11 +1,12 @@
-/* msl_moe_plan.c - the MoE block's plan for the MSL kernel (msl_program.h,
- * metal/gemm_trellis_moe.metal): what a candidate becomes (parameters,
- * macros, four dispatches, every buffer's size), the candidate space the
- * kernel takes, and the weight fields in the kernel's layout. Apart from
- * msl_program.c because the MoE block is a workload of its own with its own
- * buffers; the unfused baseline built on it is msl_moe_unfused.c. */
+/* msl_moe_plan.c - the seed-layout MoE block's plan for the MSL kernel
+ * (msl_program.h, metal/gemm_trellis_moe.metal): what a candidate becomes
+ * (parameters, macros, four dispatches, every buffer's size), the weight
+ * fields' sizes (every block's) and the seed fields in the kernel's layout.
+ * Apart from msl_program.c because the MoE block is a workload of its own
+ * with its own buffers; the lane block (msl_moe_lane.c) and the unfused
+ * baseline (msl_moe_unfused.c) build on it, msl_moe.c chooses between the
+ * blocks. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "msl_program.h"
@@ -48,16 +49,13 @@ size_t mq_msl_moe_field_bytes(const mq_moe_weights *mw, mq_msl_moe_buffer f, int
 
 #define CDIV(a, b) (((a) + (b)-1) / (b))
 
-mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
-                             const mq_moe_candidate *c, const mq_limits *lim,
-                             mq_msl_moe_plan *out, mq_error *err)
+mq_status mq_msl_moe_seed_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
+                               const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err)
 {
     memset(out, 0, sizeof *out);
     mq_status st = mq_moe_candidate_check(p, c, err);
     if (st)
         return st;
-    if (c->inner.variant == MQ_VAR_LANE_TRELLIS)
-        return mq_msl_moe_lane_plan(p, mw, c, lim, out, err);
     const mq_params *q = &c->inner.p;
     if (c->inner.variant != MQ_VAR_GEMV_TRELLIS)
         return mq_fail(err, MQ_E_ILLEGAL,
@@ -143,90 +141,8 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
     return MQ_OK;
 }
 
-/* The lane block's candidates (mq_msl_moe_space) after the n there are:
- * first, the likelier (on the H100 the dense lane kernel is the table's
- * trellis pick at 10 of 11 rows). */
-static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
-                      int max_rows, int i_splits, mq_moe_candidate *cs, int n, int cap)
+void mq_msl_moe_seed_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst)
 {
-    static const int splits[] = {1, 2, 4, 8}, tns[] = {64, 128, 32}, tks[] = {256, 128, 512};
-    int lo = 8, hi = 16;
-    if (max_rows > 0) {
-        while (lo < 64 && lo < max_rows)
-            lo *= 2;
-        hi = lo;
-    }
-    for (int s = 0; s < (i_splits ? 4 : 1); s++)
-        for (int tm = lo; tm <= hi; tm *= 2)
-            for (int t = 0; t < 3; t++)
-                for (int k = 0; k < 3; k++) {
-                    mq_moe_candidate c;
-                    memset(&c, 0, sizeof c);
-                    c.inner.variant = MQ_VAR_LANE_TRELLIS;
-                    c.inner.p = (mq_params){tm, tns[t], tks[k], 0, 1};
-                    c.i_split = splits[s];
-                    mq_msl_moe_plan plan;
-                    if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
-                        cs[n++] = c;
-                }
-    return n;
-}
-
-/* The seed block's candidates (mq_msl_moe_space) after the n there are. */
-static int seed_space(const mq_moe_problem *p, const mq_moe_weights *mw, int max_rows,
-                      int i_splits, mq_moe_candidate *cs, int n, int cap)
-{
-    static const int splits[] = {1, 2, 4, 8, 16}, tns[] = {64, 32, 128, 16};
-    int lo = 1, hi = 16;
-    if (max_rows > 0) { /* the one tile_m that takes an expert's rows in one pass */
-        while (lo < 16 && lo < max_rows)
-            lo *= 2;
-        hi = lo;
-    }
-    for (int s = 0; s < (i_splits ? 5 : 1); s++)
-        for (int tm = lo; tm <= hi; tm *= 2)
-            for (int t = 0; t < 4; t++)
-                for (int sgs = 8; sgs >= 1; sgs /= 2)
-                    for (int fuse = 0; fuse <= 1; fuse++) {
-                        int tn = tns[t], k_per_sg = 8 * (32 / (tn / 4));
-                        mq_moe_candidate c;
-                        memset(&c, 0, sizeof c);
-                        c.inner.variant = MQ_VAR_GEMV_TRELLIS;
-                        c.inner.p = (mq_params){tm, tn, k_per_sg * sgs, 0, 1};
-                        c.i_split = splits[s];
-                        c.fuse_gate_up = fuse;
-                        mq_msl_moe_plan plan;
-                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, NULL, &plan, NULL) == MQ_OK)
-                            cs[n++] = c;
-                    }
-    return n;
-}
-
-int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
-                     int max_rows, int i_splits, mq_moe_candidate *cs, int cap)
-{
-    mq_moe_candidate *both = malloc(2 * (size_t)(cap > 0 ? cap : 1) * sizeof *both);
-    if (!both)
-        return 0;
-    int nl = lane_space(p, mw, lim, max_rows, i_splits, both, 0, cap);
-    int ns = seed_space(p, mw, max_rows, i_splits, both + cap, 0, cap);
-    /* the blocks in turn, so that the first N of the space hold both */
-    int n = 0;
-    for (int i = 0; n < cap && (i < nl || i < ns); i++) {
-        if (i < nl)
-            cs[n++] = both[i];
-        if (i < ns && n < cap)
-            cs[n++] = both[cap + i];
-    }
-    free(both);
-    return n;
-}
-
-mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst,
-                           mq_error *err)
-{
-    if (f == MQ_MSL_MOE_LCODES || f == MQ_MSL_MOE_LSCALES)
-        return mq_msl_moe_lane_field(mw, f, dst, err);
     char *d = dst;
     for (int j = 0; j < MQ_MOE_PROJS; j++) {
         size_t n = mq_msl_moe_field_bytes(mw, f, j);
@@ -243,5 +159,4 @@ mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *
         }
         d += n;
     }
-    return MQ_OK;
 }

@@ -236,8 +236,12 @@ void mq_msl_moe_unfused_free(mq_msl_moe_unfused *u);
  * repacked here, MQ_E_NOMEM or a weight error possible). */
 mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst,
                            mq_error *err);
-/* The lane-layout block's plan and fields (msl_moe_lane.c; through
- * mq_msl_moe_plan_of and mq_msl_moe_field). */
+/* The seed-layout block's plan and fields (msl_moe_plan.c) and the
+ * lane-layout block's (msl_moe_lane.c), each through mq_msl_moe_plan_of and
+ * mq_msl_moe_field (msl_moe.c). */
+mq_status mq_msl_moe_seed_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
+                               const mq_moe_candidate *c, mq_msl_moe_plan *out, mq_error *err);
+void mq_msl_moe_seed_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst);
 mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
                                const mq_moe_candidate *c, const mq_limits *lim,
                                mq_msl_moe_plan *out, mq_error *err);
