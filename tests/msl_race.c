@@ -5,13 +5,19 @@
  * wrote without a barrier between is reported as a data race (the launch's
  * child exits with TSan's status), while the same kernel with its barrier,
  * and a kernel that exchanges through simd collectives and a simdgroup
- * matrix, run clean. Not part of make test: it needs its own build. */
+ * matrix, run clean. Then the lane MoE block (metal/lane_trellis_moe.metal),
+ * whose gate/up kernel reuses its threadgroup memory from one pass to the
+ * next: clean in registers and staged, and a race with the barrier between
+ * the passes planted away. Not part of make test: it needs its own build. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
+#include "chips.h"
 #include "check.h"
 #include "msl_exec.h"
+#include "testdata.h"
 
 static const char *rotate_src =
     "#include <metal_stdlib>\n"
@@ -45,6 +51,80 @@ static int run(const char *barrier, char *err, size_t n)
     return rc;
 }
 
+/* The lane MoE block once on the TSan-built executor (MQ_METAL_DIR: dir,
+ * NULL the source's), two simdgroups along K so that the passes share
+ * threadgroup memory; 0, or -1 and the error. */
+static int moe_lane_run(const char *dir, const mq_limits *lim, char *err, size_t n)
+{
+    if (dir)
+        setenv("MQ_METAL_DIR", dir, 1);
+    setenv("MQ_MSL_CFLAGS", "-fsanitize=thread", 1);
+    mq_moe_problem p = {MQ_FMT_TRELLIS3, 3, 256, 192, 4, 2, 128};
+    mq_backend_opts bo = {2};
+    mq_error e;
+    mq_moe_weights mw;
+    int rc = -1;
+    mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
+    if (b && mq_moe_weights_alloc(&mw, &p, &e) == MQ_OK) {
+        mq_moe_weights_fill_random(&mw, 3);
+        uint16_t x[3 * 256];
+        int32_t ids[6];
+        float pr[6], out[3 * 256];
+        td_fill_activations(x, 3, 256, 5);
+        mq_moe_candidate c;
+        memset(&c, 0, sizeof c);
+        c.inner.variant = MQ_VAR_LANE_TRELLIS;
+        c.inner.p = (mq_params){8, 64, 256, 0, 1};
+        c.i_split = 1;
+        rc = mq_moe_routing_generate(&p, MQ_ROUTE_UNIFORM, 1, 7, ids, pr, &e) ||
+                     b->run_moe(b, &p, &mw, x, ids, pr, out, &c, lim, &e)
+                 ? -1
+                 : 0;
+        mq_moe_weights_free(&mw);
+    }
+    if (rc)
+        snprintf(err, n, "%s", e.msg);
+    mq_backend_close(b);
+    unsetenv("MQ_METAL_DIR");
+    unsetenv("MQ_MSL_CFLAGS");
+    return rc;
+}
+
+static void moe_lane_checks(void)
+{
+    char err[1024] = "", cerr[256];
+    mq_chip h100;
+    const mq_limits apple = mq_limits_default();
+    int have = mq_chip_load_named(mq_chips_default_path(), "h100", &h100, cerr, sizeof cerr) == 0;
+    h100.lim.tg_mem_bytes = apple.tg_mem_bytes; /* the executor's: Apple's 32 KB */
+    CHECK(have, "h100: %s", cerr);
+    const mq_limits *lims[2] = {&apple, have ? &h100.lim : &apple};
+    for (int l = 0; l < 2; l++) {
+        int rc = moe_lane_run(NULL, lims[l], err, sizeof err);
+        CHECK(rc == 0, "expected the lane MoE block (%s) to run clean under TSan, got %s",
+              l ? "staged" : "registers", err);
+    }
+    char dir[64];
+    if (td_planted_dir("lane_trellis_moe.metal",
+                       "        mq_lane_totals(acc, red, sgc, lane, v);\n"
+                       "    threadgroup_barrier(mem_flags::mem_threadgroup);",
+                       "        mq_lane_totals(acc, red, sgc, lane, v);", dir, sizeof dir)) {
+        CHECK(0, "expected to plant the missing barrier in metal/lane_trellis_moe.metal");
+        return;
+    }
+    printf("msl_race: the data race ThreadSanitizer reports next is the planted one\n");
+    fflush(stdout);
+    int rc = moe_lane_run(dir, &apple, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "status 66"),
+          "expected the lane MoE block without the barrier between its passes to be a data "
+          "race (TSan's exit status 66), got %s",
+          rc ? err : "a clean run");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+}
+
 int main(void)
 {
     char err[1024] = "";
@@ -57,5 +137,6 @@ int main(void)
           "expected the kernel without its barrier to be a data race (TSan's exit status 66), "
           "got %s",
           rc ? err : "a clean run");
+    moe_lane_checks();
     return check_done("msl_race");
 }
