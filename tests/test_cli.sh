@@ -212,6 +212,7 @@ out=$("$bench" --routing "$dir/rec.csv" --max-candidates 1 --budget 0.005 \
 check "a recorded routing runs (exit $rc: $out)" [ "$rc" -eq 0 ]
 check "its rows name the file and its 2 tokens" grep -q '"qwen3-30b-a3b","trellis3",2,128,8,.*rec.csv",1,0.125,16,' "$dir/r.csv"
 expect_usage_error "unknown backend 'tpu'" --backend tpu --out "$dir/x.csv"
+expect_usage_error "unknown chip 'nosuch'" --chip nosuch --out "$dir/x.csv"
 # the GPU path on the CPU executor: the MSL kernels of 2 fused candidates and the
 # unfused baseline's dense launches verified end to end, not timed
 out=$("$bench" --backend msl-cpu --suite qwen3-30b-a3b --tokens 3 --max-candidates 2 \
@@ -220,6 +221,7 @@ check "moe-bench --backend msl-cpu exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 check "its 3 rows are verified, none timed, the backend named" \
     [ "$(grep -c ',"verified",.*,"msl-cpu",' "$dir/g.csv")" -eq 3 ]
 check "and the unfused baseline ran as dense launches" grep -q '"unfused","unfused\[per expert: dense' "$dir/g.csv"
+check "and the first candidate is the lane block's" grep -q '"fused","gemm_trellis_moe\[lane_trellis[^"]*","verified"' "$dir/g.csv"
 # the MoE rows of a dispatch table: tune --moe-results takes the fastest verified fused
 # rows measured here (the CPU model on this host) into the table it writes
 printf 'model,layer,N,K\nx,a,256,512\n' > "$dir/one.csv"
