@@ -48,11 +48,12 @@ static mq_status moe_setup(cuda_state *s, const mq_moe_weights *mw, const void *
             void *h = malloc(bytes[i]);
             if (!h)
                 return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the MoE weights");
-            st = mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h, err);
-            CUresult r = st ? (CUresult)0 : s->api.MemcpyHtoD(s->moe[i].p, h, bytes[i]);
-            free(h);
-            if (st)
+            if ((st = mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, h, err))) {
+                free(h);
                 return st;
+            }
+            CUresult r = s->api.MemcpyHtoD(s->moe[i].p, h, bytes[i]);
+            free(h);
             if (r)
                 return mq_cuda_fail(s, err, r, "uploading the MoE weights");
             s->moe_sent[i] = 1;
