@@ -75,6 +75,15 @@
 #                                expert), each case with the read probe of its touched bytes:
 #                                MOE_SUITE, MOE_TOKENS (default 1,2,4,8,16), MOE_BUDGET, MOE_ARGS,
 #                                MOE_NAME -> results/CHIP/moe/MOE_NAME.csv (default gpu-decode)
+#   scripts/gpu-run.sh moe-trace where the MoE block's time goes: Nsight Systems' CUDA trace (else
+#                                Nsight Compute's kernel durations) of moe-bench --backend cuda (MOE_SUITE, MOE_TOKENS, MOE_ARGS, default
+#                                the first 4 candidates), each block run's kernels and the gaps
+#                                between them (scripts/moe-trace.py)
+#                                -> results/CHIP/moe/MOE_NAME (default trace)/trace.txt
+#   scripts/gpu-run.sh moe-ab    the MoE block under two trees in one run (.debs/before.tar.gz and
+#                                this one), moe-bench in alternating rounds (AB_ROUNDS, default 2;
+#                                MOE_SUITE, MOE_TOKENS, MOE_BUDGET, MOE_ARGS) -> results/CHIP/moe/
+#                                MOE_NAME (default ab)/{before,after}.csv, ab.txt (scripts/moe-ab.py)
 #   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
 #                                MOE_TOKENS, MOE_BUDGET, MOE_ARGS, MOE_NAME
 #                                -> results/devcpu/MOE_NAME.csv (default moe-decode)
@@ -484,6 +493,67 @@ moe)
         --out "$D/$name.csv" > "$D/$name.log" 2>&1
     say "moe-bench exit $?"
     tee -a "$S" < "$D/$name.log"
+    ;;
+moe-trace)
+    # Nsight Systems' kernel trace of a short moe-bench run: per candidate and
+    # token count, each dispatch's device time and the gap before it
+    D=results/$CHIP/moe/${MOE_NAME:-trace}
+    mkdir -p "$D"
+    NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/*/bin/nsys \
+        /opt/nvidia/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    make -j"$(nproc)" build/moe-bench > /dev/null 2>&1
+    set -- --backend cuda --suite "${MOE_SUITE:-qwen3-30b-a3b}" --tokens "${MOE_TOKENS:-1,16}" \
+        --budget "${MOE_BUDGET:-0.03}" --chip "$CHIP"
+    # shellcheck disable=SC2086 # MOE_ARGS are words
+    set -- "$@" ${MOE_ARGS:---max-candidates 4} --out "$D/moe.csv"
+    say "== moe-bench $* under ${NSYS:-${NCU:-nothing}}"
+    if [ -n "$NSYS" ]; then
+        timeout "$STAGE_S" "$NSYS" profile -t cuda -o /tmp/moe-trace -f true build/moe-bench "$@" \
+            > "$D/moe.log" 2>&1
+        say "nsys exit $?"
+        "$NSYS" stats -q -r cuda_gpu_trace -f csv -o /tmp/moe-trace /tmp/moe-trace.nsys-rep \
+            > "$OUT/nsys-stats.log" 2>&1
+        T=/tmp/moe-trace_cuda_gpu_trace.csv
+    elif [ -n "$NCU" ]; then
+        # each MoE kernel alone, caches flushed (ncu's default): durations, no gaps
+        T=/tmp/moe-trace-ncu.csv
+        timeout "$STAGE_S" "$NCU" --csv --print-units base --metrics gpu__time_duration.sum \
+            --kernel-name "regex:mq_cuda_entry_(moe_|lane_trellis_moe|gemm_trellis_moe)" \
+            --log-file "$T" build/moe-bench "$@" > "$D/moe.log" 2>&1
+        say "ncu exit $?"
+    fi
+    if [ -n "${T:-}" ]; then
+        python3 scripts/moe-trace.py "$T" > "$D/trace.txt" 2>&1
+        say "moe-trace exit $?"
+        tee -a "$S" < "$D/trace.txt"
+    else
+        say "moe-trace: neither nsys nor ncu on this machine"
+    fi
+    ;;
+moe-ab)
+    # moe-bench under the tree in .debs/before.tar.gz and this one, in turn
+    D=results/$CHIP/moe/${MOE_NAME:-ab}
+    mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/ab.txt"
+    build_before && (cd /tmp/before && make -j"$(nproc)" build/moe-bench >> "$OUT/build-before.log" 2>&1) &&
+        make -j"$(nproc)" build/moe-bench > /dev/null 2>&1 || { say "moe-ab: a build failed"; rc=2; continue; }
+    r=1
+    while [ "$r" -le "${AB_ROUNDS:-2}" ]; do
+        for cfg in before after; do
+            bin=build/moe-bench; [ "$cfg" = before ] && bin=/tmp/before/build/moe-bench
+            # shellcheck disable=SC2086 # MOE_ARGS are words
+            MQ_CUDA_CACHE=/tmp/mq-cache/moe-$cfg timeout "$STAGE_S" "$bin" --backend cuda \
+                --suite "${MOE_SUITE:-qwen3-30b-a3b}" --tokens "${MOE_TOKENS:-1,16}" \
+                --budget "${MOE_BUDGET:-0.03}" --chip "$CHIP" ${MOE_ARGS:---max-candidates 6} \
+                --out "$D/$cfg.csv" > /tmp/moe-ab.log 2>&1
+            e=$?
+            { echo "== round $r $cfg exit $e"; cat /tmp/moe-ab.log; } >> "$D/$cfg.log"
+            say "round $r $cfg: moe-bench exit $e"
+        done
+        r=$((r + 1))
+    done
+    python3 scripts/moe-ab.py "$D/before.csv" "$D/after.csv" > "$D/ab.txt" 2>&1
+    tee -a "$S" < "$D/ab.txt"
     ;;
 cpu-moe)
     # the MoE block (issue 16) on this machine's cores: moe-bench, the fused

@@ -253,6 +253,15 @@ static void test_translation_and_failure(void)
           "expected threadgroup arrays as __shared__ and half literals as metal::half(...f): %s",
           t ? t : "(null)");
     free(t);
+    /* several arrays in one declaration: each its own __shared__ one */
+    t = mq_msl_translate_cuda("threadgroup uint a[8], b[2][4], *q; x;");
+    CHECK(t && strstr(t, "__shared__ __attribute__((aligned(16))) uint a[8];") &&
+              strstr(t, "__shared__ __attribute__((aligned(16))) uint b[2][4];") &&
+              strstr(t, "threadgroup uint *q;"),
+          "expected `threadgroup uint a[8], b[2][4], *q;` as two __shared__ arrays and the "
+          "pointer kept: %s",
+          t ? t : "(null)");
+    free(t);
     /* the check can fail: a typo in a kernel */
     char *src = mq_metal_source("marlin_gemm_fused.metal", err, sizeof err);
     if (src) {

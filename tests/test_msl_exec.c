@@ -313,6 +313,42 @@ static void test_threadgroup_memory(void)
     free(racy);
 }
 
+/* Two threadgroup arrays in one declaration (`threadgroup T a[n], b[m];`)
+ * are both the threadgroup's: each thread writes its index into both and
+ * reads its neighbour's after the barrier (before the translation took
+ * declarators past the first, `b` was each thread's own array). */
+static const char *tg_pair_src =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void pair(device uint *out [[buffer(0)]], uint tid [[thread_index_in_threadgroup]])\n"
+    "{\n"
+    "    threadgroup uint a[64], b[2][32], *unused = nullptr;\n"
+    "    (void)unused;\n"
+    "    a[tid] = tid;\n"
+    "    b[tid / 32u][tid % 32u] = 100u + tid;\n"
+    "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+    "    const uint n = (tid + 1u) % 64u;\n"
+    "    out[tid] = a[n] + 1000u * b[n / 32u][n % 32u];\n"
+    "}\n";
+
+static void test_threadgroup_declarators(void)
+{
+    char err[1024];
+    bufs bs = {.bytes = {64 * 4}};
+    int rc = launch(tg_pair_src, "pair", &bs, 1, 64, 0, err, sizeof err);
+    const uint32_t *o = bs.b[0].data;
+    int bad = 0;
+    for (uint32_t t = 0; rc == 0 && t < 64; t++) {
+        uint32_t n = (t + 1) % 64;
+        bad += o[t] != n + 1000u * (100u + n);
+    }
+    CHECK(rc == 0 && bad == 0,
+          "expected both arrays of `threadgroup uint a[64], b[2][32], *p;` shared by the "
+          "threadgroup: %s, %d of 64 threads read another value",
+          rc ? err : "ran", bad);
+    free_bufs(&bs);
+}
+
 /* A launch with one buffer of `bytes` that must be refused with needle
  * (and needle2) in its message. */
 static void expect_error(const char *what, const char *src, const char *fn, size_t bytes,
@@ -694,6 +730,7 @@ int main(void)
     test_simd();
     test_half();
     test_threadgroup_memory();
+    test_threadgroup_declarators();
     test_faults();
     test_zero_reduction();
     test_probe_mma16();

@@ -33,13 +33,43 @@ static const char *skip_literal(const char *p)
     return p;
 }
 
+/* At p, after a declarator's name: its dimensions `[a][b]` (balanced
+ * bracket groups), then ';' or ',' (*more: another declarator follows);
+ * the end (after it), or NULL when it is anything else. */
+static const char *tg_dims(const char *p, const char **dims_b, const char **dims_e, int *more)
+{
+    p = skip_ws(p);
+    *dims_b = *dims_e = p;
+    if (*p != '[')
+        return NULL;
+    while (*p == '[') {
+        int depth = 0;
+        do {
+            if (*p == '[')
+                depth++;
+            else if (*p == ']')
+                depth--;
+            else if (!*p || *p == ';' || *p == '{' || *p == '}')
+                return NULL;
+            p++;
+        } while (depth > 0);
+        *dims_e = p;
+        p = skip_ws(p);
+    }
+    if (*p != ';' && *p != ',')
+        return NULL;
+    *more = *p == ',';
+    return p + 1;
+}
+
 /* At p just after the identifier `threadgroup`: a declaration
- * `T name[a][b];` gets the type's text, the name and the dimensions' text,
- * and the end (after ';'); 0 when it is anything else (a pointer, a cast, a
- * parameter). */
+ * `T name[a][b];` (or `T a[n], b[m];`: *more, and the next declarator is
+ * read by tg_next_decl) gets the type's text, the name and the dimensions'
+ * text, and the end (after ';' or ','); 0 when it is anything else (a
+ * pointer, a cast, a parameter). */
 static int tg_array_decl(const char *p, const char **type_b, const char **type_e,
                          const char **name_b, const char **name_e, const char **dims_b,
-                         const char **dims_e, const char **end)
+                         const char **dims_e, const char **end, int *more)
 {
     const char *last_id_b = NULL, *last_id_e = NULL;
     p = skip_ws(p);
@@ -58,25 +88,44 @@ static int tg_array_decl(const char *p, const char **type_b, const char **type_e
     *type_e = last_id_b;
     *name_b = last_id_b;
     *name_e = last_id_e;
-    *dims_b = p;
-    while (*p == '[') { /* balanced bracket groups, then ';' */
-        int depth = 0;
-        do {
-            if (*p == '[')
-                depth++;
-            else if (*p == ']')
-                depth--;
-            else if (!*p || *p == ';' || *p == '{' || *p == '}')
-                return 0;
-            p++;
-        } while (depth > 0);
-        *dims_e = p;
-        p = skip_ws(p);
-    }
-    if (*p != ';')
+    return (*end = tg_dims(p, dims_b, dims_e, more)) != NULL;
+}
+
+/* At p, after a ',' of such a declaration: the next `name[a]` and its end;
+ * 0 when it is not one. */
+static int tg_next_decl(const char *p, const char **name_b, const char **name_e,
+                        const char **dims_b, const char **dims_e, const char **end, int *more)
+{
+    p = skip_ws(p);
+    if (!is_id((unsigned char)*p) || (*p >= '0' && *p <= '9'))
         return 0;
-    *end = p + 1;
-    return 1;
+    *name_b = p;
+    while (is_id((unsigned char)*p))
+        p++;
+    *name_e = p;
+    return (*end = tg_dims(p, dims_b, dims_e, more)) != NULL;
+}
+
+/* One threadgroup array of type [tb, te) as the executor or CUDA declares
+ * it. */
+static void tg_emit(mq_strbuf *b, int cuda, const char *tb, const char *te, const char *nb,
+                    const char *ne, const char *db, const char *de)
+{
+    if (cuda) {
+        mq_sb_puts(b, "__shared__ __attribute__((aligned(16))) ");
+        mq_sb_add(b, tb, (size_t)(te - tb));
+        mq_sb_puts(b, " ");
+        mq_sb_add(b, nb, (size_t)(ne - nb));
+        mq_sb_add(b, db, (size_t)(de - db));
+        mq_sb_puts(b, ";");
+    } else {
+        mq_sb_puts(b, "auto &");
+        mq_sb_add(b, nb, (size_t)(ne - nb));
+        mq_sb_puts(b, " = metal::mq_msl_tg_array<");
+        mq_sb_add(b, tb, (size_t)(te - tb));
+        mq_sb_add(b, db, (size_t)(de - db));
+        mq_sb_puts(b, ">();");
+    }
 }
 
 /* At p, a number (a pp-number: digits, '.', letters, exponent signs):
@@ -130,27 +179,24 @@ static char *translate(const char *src, int cuda)
         while (is_id((unsigned char)*p))
             p++;
         const char *tb, *te, *nb, *ne, *db, *de, *end;
+        int more = 0;
         if (p - id == 11 && !memcmp(id, "threadgroup", 11) &&
-            tg_array_decl(p, &tb, &te, &nb, &ne, &db, &de, &end)) {
+            tg_array_decl(p, &tb, &te, &nb, &ne, &db, &de, &end, &more)) {
             /* trim the type's trailing blanks */
             while (te > tb && (te[-1] == ' ' || te[-1] == '\t'))
                 te--;
-            if (cuda) {
-                mq_sb_puts(&b, "__shared__ __attribute__((aligned(16))) ");
-                mq_sb_add(&b, tb, (size_t)(te - tb));
-                mq_sb_puts(&b, " ");
-                mq_sb_add(&b, nb, (size_t)(ne - nb));
-                mq_sb_add(&b, db, (size_t)(de - db));
-                mq_sb_puts(&b, ";");
-            } else {
-                mq_sb_puts(&b, "auto &");
-                mq_sb_add(&b, nb, (size_t)(ne - nb));
-                mq_sb_puts(&b, " = metal::mq_msl_tg_array<");
-                mq_sb_add(&b, tb, (size_t)(te - tb));
-                mq_sb_add(&b, db, (size_t)(de - db));
-                mq_sb_puts(&b, ">();");
-            }
+            tg_emit(&b, cuda, tb, te, nb, ne, db, de);
             p = end;
+            /* `threadgroup T a[n], b[m];`: each declarator its own array;
+             * one of another form (`*q`) keeps its own `threadgroup T` */
+            while (more && tg_next_decl(p, &nb, &ne, &db, &de, &end, &more)) {
+                tg_emit(&b, cuda, tb, te, nb, ne, db, de);
+                p = end;
+            }
+            if (more) {
+                mq_sb_puts(&b, " threadgroup ");
+                mq_sb_add(&b, tb, (size_t)(te - tb));
+            }
         } else {
             mq_sb_add(&b, id, (size_t)(p - id));
         }
