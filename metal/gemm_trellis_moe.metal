@@ -48,18 +48,57 @@
 #define MOE_FUSE 1
 #endif
 
-// Routing rows staged in threadgroup memory (more are read from device
-// memory where they are).
+// Routing rows staged in threadgroup memory, four to an element (more
+// are read from device memory where they are).
 #define MOE_ROUTE_TG_ROWS 1024u
 
-// How many of the rows chose expert e (the staged copy when there is one).
-inline uint moe_route_count(device const int *ids, threadgroup const int *ids_tg, bool staged,
+// How many of the rows chose expert e: the staged copy four rows a load
+// (padded with ~0u, no expert), else device memory a row at a time.
+inline uint moe_route_count(device const int *ids, threadgroup const uint4 *ids4, bool staged,
                             uint rows, uint e)
 {
     uint n = 0;
-    for (uint i = 0; i < rows; i++)
-        n += uint(staged ? ids_tg[i] : ids[i]) == e ? 1u : 0u;
+    if (staged)
+        for (uint q = 0; q < MQ_CDIV(rows, 4u); q++) {
+            const uint4 v = ids4[q];
+            n += uint(v.x == e) + uint(v.y == e) + uint(v.z == e) + uint(v.w == e);
+        }
+    else
+        for (uint i = 0; i < rows; i++)
+            n += uint(ids[i]) == e ? 1u : 0u;
     return n;
+}
+
+// Row i (the route order's `row`) is expert e's.
+inline void moe_route_put(MoeRoute r, constant MoeParams &p, uint i, thread uint &row)
+{
+    r.row_token[row] = i / p.top_k;
+    r.row_of[i] = row;
+    row++;
+}
+
+// Expert e's n rows in (token, slot) order from row `at` on.
+inline void moe_route_rows(MoeRoute r, constant MoeParams &p, device const int *ids,
+                           threadgroup const uint4 *ids4, bool staged, uint rows, uint e,
+                           uint at, uint n)
+{
+    uint row = at;
+    if (staged)
+        for (uint q = 0; row < at + n; q++) {
+            const uint4 v = ids4[q];
+            if (v.x == e)
+                moe_route_put(r, p, 4u * q, row);
+            if (v.y == e)
+                moe_route_put(r, p, 4u * q + 1u, row);
+            if (v.z == e)
+                moe_route_put(r, p, 4u * q + 2u, row);
+            if (v.w == e)
+                moe_route_put(r, p, 4u * q + 3u, row);
+        }
+    else
+        for (uint i = 0; row < at + n; i++)
+            if (uint(ids[i]) == e)
+                moe_route_put(r, p, i, row);
 }
 
 // The routing as a row list: a counting sort by expert, stable in (token,
@@ -73,21 +112,27 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
                       device uint *route [[buffer(4)]],
                       uint tid [[thread_index_in_threadgroup]])
 {
-    threadgroup int ids_tg[MOE_ROUTE_TG_ROWS];
+    threadgroup uint4 ids4[MOE_ROUTE_TG_ROWS / 4u];
     threadgroup uint scan_rows[THREADS];
     threadgroup uint scan_touched[THREADS];
     MoeRoute r = moe_route_view(route, p);
     const uint rows = p.tokens * p.top_k;
     const bool staged = rows <= MOE_ROUTE_TG_ROWS;
     if (staged)
-        for (uint i = tid; i < rows; i += uint(THREADS))
-            ids_tg[i] = expert_ids[i];
+        for (uint q = tid; q < MQ_CDIV(rows, 4u); q += uint(THREADS)) {
+            uint4 v;
+            v.x = uint(expert_ids[4u * q]);
+            v.y = 4u * q + 1u < rows ? uint(expert_ids[4u * q + 1u]) : ~0u;
+            v.z = 4u * q + 2u < rows ? uint(expert_ids[4u * q + 2u]) : ~0u;
+            v.w = 4u * q + 3u < rows ? uint(expert_ids[4u * q + 3u]) : ~0u;
+            ids4[q] = v;
+        }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     const uint per = MQ_CDIV(p.experts, uint(THREADS));
     const uint e0 = metal::min(tid * per, p.experts), e1 = metal::min(e0 + per, p.experts);
     uint n_rows = 0, n_touched = 0;
     for (uint e = e0; e < e1; e++) {
-        const uint n = moe_route_count(expert_ids, ids_tg, staged, rows, e);
+        const uint n = moe_route_count(expert_ids, ids4, staged, rows, e);
         r.offs[e + 1u] = n; // (this thread reads it back below)
         n_rows += n;
         n_touched += n != 0u ? 1u : 0u;
@@ -111,12 +156,7 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
         const uint n = r.offs[e + 1u];
         if (n != 0u)
             r.touched[slot++] = e;
-        for (uint i = 0, row = at; row < at + n; i++)
-            if (uint(staged ? ids_tg[i] : expert_ids[i]) == e) {
-                r.row_token[row] = i / p.top_k;
-                r.row_of[i] = row;
-                row++;
-            }
+        moe_route_rows(r, p, expert_ids, ids4, staged, rows, e, at, n);
         at += n;
         r.offs[e + 1u] = at;
     }
