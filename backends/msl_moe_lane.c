@@ -104,34 +104,30 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
     return MQ_OK; /* (err holds the seed plan's clear state) */
 }
 
-/* Each expert's lane arrays come from mq_weights_prepare_lane on a view
- * whose lane arrays point into dst (it repacks in place where both are
- * present); the array not asked for goes to scratch. */
+/* Each expert's lane arrays of field f come from mq_weights_prepare_lane_part
+ * on a view whose lane array of that part points into dst (the other part
+ * is not filled: each field is one array, repacked once). */
 mq_status mq_msl_moe_lane_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *dst,
                                 mq_error *err)
 {
     char *d = dst;
+    int codes = f == MQ_MSL_MOE_LCODES;
     for (int j = 0; j < MQ_MOE_PROJS; j++) {
         const mq_weights *w0 = &mw->w[j][0];
         mq_lane_geom g;
         mq_status st = mq_lane_geometry(w0->format, w0->K, w0->N, w0->group, &g, err);
         if (st)
             return st;
-        int codes = f == MQ_MSL_MOE_LCODES;
         size_t per = codes ? g.code_words * sizeof(uint32_t) : g.scale_count * g.scale_size;
-        void *scratch = malloc(codes ? g.scale_count * g.scale_size : g.code_words * 4);
-        if (!scratch)
-            return mq_fail(err, MQ_E_NOMEM, "out of memory repacking the MoE weights");
-        for (int e = 0; e < mw->experts && !st; e++, d += per) {
-            mq_weights v = mw->w[j][e]; /* a view: its lane arrays are dst's */
-            v.lane_codes = codes ? (uint32_t *)(void *)d : scratch;
-            v.lane_scales = codes ? scratch : (void *)d;
+        for (int e = 0; e < mw->experts; e++, d += per) {
+            mq_weights v = mw->w[j][e]; /* a view: its lane array is dst's */
+            v.lane_codes = codes ? (uint32_t *)(void *)d : NULL;
+            v.lane_scales = codes ? NULL : (void *)d;
             v.lane_zeros = NULL;
-            st = mq_weights_prepare_lane(&v, err);
+            if ((st = mq_weights_prepare_lane_part(&v, codes ? MQ_LANE_CODES : MQ_LANE_SCALES,
+                                                   err)))
+                return st;
         }
-        free(scratch);
-        if (st)
-            return st;
     }
     return MQ_OK;
 }

@@ -256,7 +256,7 @@ static void put_scales(mq_weights *w, const mq_lane_geom *g)
         }
 }
 
-mq_status mq_weights_prepare_lane(mq_weights *w, mq_error *err)
+mq_status mq_weights_prepare_lane_part(mq_weights *w, int parts, mq_error *err)
 {
     if (!w)
         return mq_fail(err, MQ_E_ARG, "mq_weights_prepare_lane: null weights");
@@ -271,11 +271,32 @@ mq_status mq_weights_prepare_lane(mq_weights *w, mq_error *err)
                        mq_format_name(w->format));
     if (tr && (st = check_sv(w, err)))
         return st;
-    if ((st = lane_arrays(w, &g, err)))
-        return st;
-    put_codes(w, &g);
-    put_scales(w, &g);
+    if (parts == (MQ_LANE_CODES | MQ_LANE_SCALES)) {
+        if ((st = lane_arrays(w, &g, err)))
+            return st;
+    } else if (parts == MQ_LANE_CODES && w->lane_codes) {
+        memset(w->lane_codes, 0, g.code_words * sizeof(uint32_t));
+    } else if (parts == MQ_LANE_SCALES && w->lane_scales &&
+               (w->format != MQ_FMT_U4 || w->lane_zeros)) {
+        memset(w->lane_scales, 0, g.scale_count * g.scale_size);
+        if (w->lane_zeros)
+            memset(w->lane_zeros, 0, g.scale_count);
+    } else {
+        return mq_fail(err, MQ_E_ARG,
+                       "mq_weights_prepare_lane_part: parts %d needs its lane arrays in place "
+                       "(only both parts are allocated)",
+                       parts);
+    }
+    if (parts & MQ_LANE_CODES)
+        put_codes(w, &g);
+    if (parts & MQ_LANE_SCALES)
+        put_scales(w, &g);
     return mq_ok(err);
+}
+
+mq_status mq_weights_prepare_lane(mq_weights *w, mq_error *err)
+{
+    return mq_weights_prepare_lane_part(w, MQ_LANE_CODES | MQ_LANE_SCALES, err);
 }
 
 /* ---- lane -> seed ---- */

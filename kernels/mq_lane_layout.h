@@ -71,6 +71,13 @@ void mq_lane_locate(const mq_lane_geom *g, int k, int n, mq_lane_slot *s);
  * needs owned weights; refilled in place when present), padding zero.
  * Done once, when weights are prepared: O(K N). */
 mq_status mq_weights_prepare_lane(mq_weights *w, mq_error *err);
+/* One part of it: MQ_LANE_CODES, MQ_LANE_SCALES (with u4's zero points) or
+ * both (= mq_weights_prepare_lane). A part alone is refilled in place and
+ * needs its arrays present (a view whose lane arrays are one device
+ * buffer's, as the MoE block's fields, which hold one array each: each is
+ * repacked once). */
+enum { MQ_LANE_CODES = 1, MQ_LANE_SCALES = 2 };
+mq_status mq_weights_prepare_lane_part(mq_weights *w, int parts, mq_error *err);
 /* dst (allocated here, owned, no lane arrays) gets the seed arrays rebuilt
  * bit for bit from src's lane arrays and grid, n_levels, su, sv (src's seed
  * arrays are not read and may be NULL). Trellis tile bits past N come back
