@@ -1,6 +1,6 @@
 /* msl_moe_lane.c - the MoE block on the trellis lane layout
  * (metal/lane_trellis_moe.metal, msl_program.h: mq_msl_moe_plan_of with
- * inner lane_trellis): its five dispatches planned from the dense lane
+ * inner lane_trellis): its four dispatches planned from the dense lane
  * kernel's plan of each projection, and the weights' lane fields. Apart
  * from msl_moe_plan.c (the seed-layout block) because it plans through the
  * dense programs (msl_program.c) and repacks weights (kernels/layout_lane.c). */
@@ -49,7 +49,7 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
         return mq_fail(err, MQ_E_ILLEGAL,
                        "the lane block runs gate and up as two passes with down on the inner "
                        "tile: fuse_gate_up=0 and no down tile");
-    /* the route, gather and combine come from the seed block's module */
+    /* the route and combine come from the seed block's module */
     mq_moe_candidate sc;
     memset(&sc, 0, sizeof sc);
     sc.inner.variant = MQ_VAR_GEMV_TRELLIS;
@@ -68,9 +68,6 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
     out->mp.chunks = chunks;
     out->mp.i_chunk = (uint32_t)pl[1].k_slice_len;
     mq_msl_dispatch route = out->d[0], combine = out->d[3];
-    mq_msl_dispatch gather = route;
-    gather.function = "moe_gather";
-    gather.grid[0] = (unsigned)CDIV(R * (size_t)p->hidden / 8, route.threads);
     mq_msl_dispatch proj[2];
     static const char *const fn[2] = {"lane_trellis_moe_gate_up", "lane_trellis_moe_down"};
     for (int d = 0; d < 2; d++) {
@@ -84,16 +81,16 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
         proj[d].threads = (unsigned)pl[d].threads_per_tg;
     }
     out->d[0] = route;
-    out->d[1] = gather;
-    out->d[2] = proj[0];
-    out->d[3] = proj[1];
-    out->d[4] = combine;
-    out->nd = 5;
+    out->d[MQ_MSL_MOE_LANE_GATE_UP] = proj[0];
+    out->d[MQ_MSL_MOE_LANE_DOWN] = proj[1];
+    out->d[3] = combine;
+    out->nd = 4;
     out->nbuf = MQ_MSL_MOE_NBUF;
-    /* A rows past an expert's own are read up to `tokens` past its first:
-     * the gathered rows and h get that many more (never stored) */
+    /* gate/up reads its tokens' rows of x through the route list (no
+     * gathered copy); down's A rows past an expert's own are read up to
+     * `tokens` past its first: h gets that many more (never stored) */
     size_t *b = out->bytes;
-    b[MQ_MSL_MOE_XG] = (R + (size_t)p->tokens) * (size_t)p->hidden * 2;
+    b[MQ_MSL_MOE_XG] = 16; /* (not read) */
     b[MQ_MSL_MOE_H] = (R + (size_t)p->tokens) * (size_t)p->inter * 2;
     b[MQ_MSL_MOE_Y] = (size_t)chunks * R * (size_t)p->hidden * 4;
     b[MQ_MSL_MOE_GU] = b[MQ_MSL_MOE_YH] = b[MQ_MSL_MOE_DPARAMS] = 16; /* (not read) */

@@ -158,7 +158,11 @@ typedef struct {
     unsigned grid[3], threads;
 } mq_msl_dispatch;
 
-#define MQ_MSL_MOE_DISPATCHES 5 /* at most: route, (gather,) gate/up, down, combine */
+#define MQ_MSL_MOE_DISPATCHES 4 /* at most: route, gate/up, down, combine */
+/* The lane block's projection dispatches (d[] of mq_msl_moe_plan): gate/up,
+ * then down; the seed block has one module for all four. */
+#define MQ_MSL_MOE_LANE_GATE_UP 1
+#define MQ_MSL_MOE_LANE_DOWN 2
 
 /* What the MSL kernels take of a candidate (legal first:
  * mq_moe_candidate_check). The seed-layout block (inner
@@ -172,7 +176,8 @@ typedef struct {
  * lane_trellis, metal/lane_trellis_moe.metal): the dense lane kernel's plan
  * under lim (NULL: mq_limits_default) for each projection at `tokens` rows,
  * down split into i_split K slices, gate and up always two passes of one
- * threadgroup; five dispatches (route, gather, gate/up, down, combine), its
+ * threadgroup, x read through the route list (no gathered copy); four
+ * dispatches (route, gate/up, down, combine), its
  * parameters in lane[]. Out: its parameters, the defines of the seed block's
  * module ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128 MOE_FUSE=1"; each
  * dispatch carries its own), the dispatches in order (nd), the buffers they

@@ -279,12 +279,17 @@ mq_status mq_weights_prepare_lane_part(mq_weights *w, int parts, mq_error *err)
     } else if (parts == MQ_LANE_SCALES && w->lane_scales &&
                (w->format != MQ_FMT_U4 || w->lane_zeros)) {
         memset(w->lane_scales, 0, g.scale_count * g.scale_size);
-        if (w->lane_zeros)
+        if (w->format == MQ_FMT_U4)
             memset(w->lane_zeros, 0, g.scale_count);
+    } else if (parts == MQ_LANE_CODES || parts == MQ_LANE_SCALES) {
+        return mq_fail(err, MQ_E_ARG,
+                       "mq_weights_prepare_lane_part: the %s part alone needs its lane arrays in "
+                       "place (only both parts are allocated)",
+                       parts == MQ_LANE_CODES ? "codes" : "scales");
     } else {
         return mq_fail(err, MQ_E_ARG,
-                       "mq_weights_prepare_lane_part: parts %d needs its lane arrays in place "
-                       "(only both parts are allocated)",
+                       "mq_weights_prepare_lane_part: parts %d is not MQ_LANE_CODES, "
+                       "MQ_LANE_SCALES or both",
                        parts);
     }
     if (parts & MQ_LANE_CODES)

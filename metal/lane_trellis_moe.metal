@@ -1,11 +1,13 @@
 // lane_trellis_moe.metal - the MoE block's projections on the trellis lane
 // layout (mq_lane.h, mq_lane_trellis.h): the dense lane_trellis kernel's K
-// loop run per touched expert, between the seed block's route, gather and
-// combine (gemm_trellis_moe.metal; backends/msl_moe_plan.c plans the five
+// loop run per touched expert, between the seed block's route and combine
+// (gemm_trellis_moe.metal; backends/msl_moe_lane.c plans the four
 // dispatches):
 //   lane_trellis_moe_gate_up  grid (inter / TILE_N, row tiles, experts):
-//                             for TILE_M of one touched expert's gathered
-//                             rows (xg, the route order), gate over all of
+//                             for TILE_M of one touched expert's rows (the
+//                             route order), their tokens' rows of x read
+//                             through the route list as the A tile is
+//                             loaded (no gather pass), gate over all of
 //                             hidden, then up, each through the lane K
 //                             loop with its own signs and pair codebook;
 //                             h = silu(gate) x up in FP32, rounded to half
@@ -17,8 +19,9 @@
 // returns at once. Each projection's MqParams (lp: M = the most rows one
 // expert can hold, the tokens; its N, K, group, K slices) is the dense
 // planner's, so the K loop, its stages and the threadgroup memory are the
-// dense kernel's; the rows of A past the expert's own are its neighbours'
-// (or the buffers' padding of `tokens` rows) and are never stored.
+// dense kernel's. gate/up's A rows past the expert's own read as zero;
+// down's (h) are its neighbours' (or h's padding of `tokens` rows) and are
+// never stored.
 // Weights: each lane array of the three projections concatenated in the
 // order gate, up, down, each projection's experts back to back (codes
 // [E][N16][KB][words], scales [E][N16][Gp][8][2] FP32 tscales x sv), the
@@ -27,6 +30,33 @@
 #define MQ_LANE_TRELLIS 1
 #include "mq_lane.h"
 #include "mq_moe.h"
+
+// The gate/up pass's A: each row of one expert's block is a token's row
+// of x, through the route list (the gather folded into the A loads; the
+// A loads of mq_lane.h ask mq_metal.h's mq_a_base, mq_a_row_at and
+// mq_a_rows of it). A row past the expert's count reads its last row's
+// token (a valid address; the copy is skipped anyway: past mq_a_rows).
+struct MoeARows {
+    device const half *x;         // the tokens' activations [tokens][hidden]
+    device const uint *row_token; // the route order's tokens, from the expert's first row
+    uint count;                   // the expert's rows
+};
+
+inline device const half *mq_a_base(MoeARows a)
+{
+    return a.x;
+}
+
+inline uint mq_a_row_at(MoeARows a, uint r, constant MqParams &p)
+{
+    return a.row_token[metal::min(r, a.count - 1u)] * p.K;
+}
+
+inline uint mq_a_rows(MoeARows a, constant MqParams &p)
+{
+    (void)p;
+    return a.count;
+}
 
 // The lane kernels' parameters of gate/up (hidden -> inter) and down
 // (inter -> hidden): backends/msl_program.h's mq_msl_params, twice.
@@ -75,8 +105,9 @@ inline MoeLaneProj moe_lane_proj(uint j, uint e, constant MoeParams &mp,
 // and this simdgroup's 32 columns (kg = 0's; the others' shares summed in),
 // the codebook filled first. Ends with a barrier: the threadgroup memory
 // is free for the next pass.
-inline void moe_lane_pass(thread float (&v)[2][2][LANE_FRAG_M][2], MoeLaneProj q,
-                          device const half *A, constant MqParams &p, uint3 tg, uint2 kr,
+template <typename AS>
+inline void moe_lane_pass(thread float (&v)[2][2][LANE_FRAG_M][2], MoeLaneProj q, AS A,
+                          constant MqParams &p, uint3 tg, uint2 kr,
                           uint row0, threadgroup half *smem, threadgroup uint *lut, uint tid,
                           uint sg, uint lane)
 {
@@ -108,12 +139,12 @@ inline uint moe_lane_col(uint3 tg, uint sg, uint i, uint h, uint lane)
            mq_lane_frag_row(lane);
 }
 
-kernel void lane_trellis_moe_gate_up(constant MoeParams &mp [[buffer(3)]],
+kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
+                                     constant MoeParams &mp [[buffer(3)]],
                                      device const uint *route [[buffer(4)]],
                                      device const float *su [[buffer(7)]],
                                      device const float *grid [[buffer(9)]],
                                      device half *h [[buffer(10)]],
-                                     device const half *xg [[buffer(13)]],
                                      device const uint *codes [[buffer(17)]],
                                      device const float *scales [[buffer(18)]],
                                      constant MqLaneMoeParams &lp [[buffer(19)]],
@@ -129,7 +160,7 @@ kernel void lane_trellis_moe_gate_up(constant MoeParams &mp [[buffer(3)]],
     const uint row0 = tg.y * uint(TILE_M);
     if (!moe_slot(route, mp, tg.z, e, first, count) || row0 >= count)
         return;
-    device const half *A = xg + size_t(first) * mp.hidden;
+    const MoeARows A = {x, route + first, count};
     float g[2][2][LANE_FRAG_M][2], u[2][2][LANE_FRAG_M][2];
     moe_lane_pass(g, moe_lane_proj(0u, e, mp, lp, codes, scales, su, grid), A, lp.gu, tg,
                   mq_k_range(lp.gu, 0u), row0, smem, lut, tid, sg, lane);

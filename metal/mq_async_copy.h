@@ -50,8 +50,9 @@ inline void mq_copy_wait(uint pending)
 
 // The A tile at (row0, k0) into As (row stride A_LD) by mq_copy16: each
 // thread's A_PER_THREAD chunks (a count the compiler knows).
-inline void mq_copy_a_tile(threadgroup half *As, device const half *A, uint row0, uint k0,
-                           uint k_end, constant MqParams &p, uint tid)
+template <typename AS>
+inline void mq_copy_a_tile(threadgroup half *As, AS A, uint row0, uint k0, uint k_end,
+                           constant MqParams &p, uint tid)
 {
     MQ_UNROLL
     for (uint j = 0; j < uint(A_PER_THREAD); j++) {
@@ -59,9 +60,9 @@ inline void mq_copy_a_tile(threadgroup half *As, device const half *A, uint row0
         if (A_CHUNKS % THREADS != 0 && i >= uint(A_CHUNKS))
             break;
         const uint r = row0 + mq_a_chunk_row(i), k = k0 + mq_a_chunk_k(i);
-        const bool in = r < p.M && k < k_end;
-        mq_copy16(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i), in ? A + r * p.K + k : A,
-                  in);
+        const bool in = r < mq_a_rows(A, p) && k < k_end;
+        mq_copy16(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i),
+                  in ? mq_a_base(A) + mq_a_row_at(A, r, p) + k : mq_a_base(A), in);
     }
 }
 

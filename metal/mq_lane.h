@@ -198,8 +198,9 @@ inline void mq_lane_fetch(thread MqLaneStage &s, device const uint *codes,
 // hold no register (cp.async) and a wait; elsewhere the registers of
 // mq_fetch_a and a store (or, for a tile too large to hold there, the copy
 // at the end).
-inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, device const half *A,
-                            uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
+template <typename AS>
+inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, AS A, uint row0, uint k0,
+                            uint k_end, constant MqParams &p, uint tid)
 {
 #ifdef MQ_PRELUDE_ASYNC_COPY
     (void)ra;
@@ -210,8 +211,9 @@ inline void mq_a_tile_begin(threadgroup half *As, thread MqARegs &ra, device con
 #endif
 }
 
-inline void mq_a_tile_end(threadgroup half *As, thread const MqARegs &ra, device const half *A,
-                          uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
+template <typename AS>
+inline void mq_a_tile_end(threadgroup half *As, thread const MqARegs &ra, AS A, uint row0,
+                          uint k0, uint k_end, constant MqParams &p, uint tid)
 {
 #ifdef MQ_PRELUDE_ASYNC_COPY
     (void)As, (void)ra, (void)A, (void)row0, (void)k0, (void)k_end, (void)p, (void)tid;
@@ -431,9 +433,9 @@ inline void mq_lane_a_landed(threadgroup half *As, device const float *su, uint 
 // The K loop over slice kr with the weights in registers (Apple GPUs, the
 // executor's default plan): LANE_AHEAD tiles of them fetched ahead, the A
 // tile in two buffers (the next one fills while this one is multiplied).
-template <int FMT, bool FOLD>
+template <int FMT, bool FOLD, typename AS>
 inline void mq_lane_k_loop_registers(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
-                                     device const half *A, device const uint *codes,
+                                     AS A, device const uint *codes,
                                      device const half *scales, device const uchar *zeros,
                                      device const float *su, threadgroup const uint *lut,
                                      constant MqParams &p, thread const MqLaneAt &w, uint row0,
@@ -497,13 +499,14 @@ inline MqLaneAt mq_lane_at(constant MqParams &p, uint col0, uint lane)
     return w;
 }
 
-// The simdgroup's sums over K range kr of the rows from row0 (A) and its
-// 32 columns (w): the K loop of the chip's path (the planner's stages, or
-// the weights in registers) from zero accumulators. nbt: the threadgroup's
-// first 16-column block.
-template <int FMT>
+// The simdgroup's sums over K range kr of the rows from row0 (A: a dense
+// operand's pointer, or another source of rows, mq_metal.h's mq_a_base) and
+// its 32 columns (w): the K loop of the chip's path (the planner's stages,
+// or the weights in registers) from zero accumulators. nbt: the
+// threadgroup's first 16-column block.
+template <int FMT, typename AS>
 inline void mq_lane_sums(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
-                         device const half *A, device const uint *codes,
+                         AS A, device const uint *codes,
                          device const half *scales, device const uchar *zeros,
                          device const float *su, threadgroup const uint *lut,
                          constant MqParams &p, thread const MqLaneAt &w, uint row0, uint nbt,

@@ -64,14 +64,14 @@ struct MqLaneCopies {
 // 16-column blocks from nbt (the layout's order: block, super-block, piece;
 // scales block, super-block, 32 K, piece; zero points block, super-block,
 // 32 K, in bytes).
-template <int FMT>
-inline void mq_lane_copies_init(thread MqLaneCopies &cp, constant MqParams &p,
+template <int FMT, typename AS>
+inline void mq_lane_copies_init(thread MqLaneCopies &cp, AS A, constant MqParams &p,
                                 thread const MqLaneAt &w, uint row0, uint nbt, uint tid)
 {
     LANE_FOR_PIECES(A_CHUNKS, i) {
         const uint r = row0 + mq_a_chunk_row(i);
-        cp.a_at[j] = r * p.K + mq_a_chunk_k(i);
-        cp.a_k[j] = r < p.M ? mq_a_chunk_k(i) : LANE_NEVER;
+        cp.a_at[j] = mq_a_row_at(A, r, p) + mq_a_chunk_k(i);
+        cp.a_k[j] = r < mq_a_rows(A, p) ? mq_a_chunk_k(i) : LANE_NEVER;
     }
     LANE_FOR_PIECES(LANE_STAGE_CODES, i) {
         const uint b = i / uint(LANE_SB_PIECES), nb = nbt + b / uint(LANE_KSG);
@@ -97,8 +97,8 @@ inline void mq_lane_copies_init(thread MqLaneCopies &cp, constant MqParams &p,
 // Issue the copies of the K tile at k0 (of the slice ending at k_end) into
 // stage buffer sb: zeros past M, N and the slice (the layout's padding is
 // zero too).
-template <int FMT>
-inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
+template <int FMT, typename AS>
+inline void mq_lane_stage_issue(threadgroup half *sb, AS A,
                                 device const uint *codes, device const half *scales,
                                 device const uchar *zeros, thread const MqLaneCopies &cp,
                                 uint gshift, uint k0, uint k_end, uint tid)
@@ -111,7 +111,7 @@ inline void mq_lane_stage_issue(threadgroup half *sb, device const half *A,
     LANE_FOR_PIECES(A_CHUNKS, i) {
         const bool in = cp.a_k[j] < left;
         mq_copy16(sb + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i),
-                  A + (in ? cp.a_at[j] + k0 : 0u), in);
+                  mq_a_base(A) + (in ? cp.a_at[j] + k0 : 0u), in);
     }
     threadgroup half *cs = sb + uint(LANE_A_HALVES);
     threadgroup half *ss = cs + uint(LANE_STAGE_CODES) * 8u;
@@ -179,9 +179,9 @@ inline void mq_lane_stage_read(thread MqLaneStage &s, threadgroup const half *sb
 // pass: were a slice empty, which the planner never makes, it would multiply
 // the zeros its first tile's copies fill in), the copies drained and the
 // buffers free for the K-share reduction at the end.
-template <int FMT, bool FOLD>
+template <int FMT, bool FOLD, typename AS>
 inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
-                                  device const half *A, device const uint *codes,
+                                  AS A, device const uint *codes,
                                   device const half *scales, device const uchar *zeros,
                                   device const float *su, threadgroup const uint *lut,
                                   constant MqParams &p, thread const MqLaneAt &w, uint row0,
@@ -190,7 +190,7 @@ inline void mq_lane_k_loop_staged(thread simdgroup_float8x8 (&acc)[2][2][LANE_FR
 {
     const uint tiles = kr.y > kr.x ? MQ_CDIV(kr.y - kr.x, uint(TILE_K)) : 1u;
     MqLaneCopies cp;
-    mq_lane_copies_init<FMT>(cp, p, w, row0, nbt, tid);
+    mq_lane_copies_init<FMT>(cp, A, p, w, row0, nbt, tid);
     MQ_UNROLL
     for (uint s = 0; s + 1u < uint(LANE_STAGES); s++) {
         const uint k0 = kr.x + s * uint(TILE_K);

@@ -315,6 +315,29 @@ inline uint mq_a_chunk_k(uint i)
     return (i % uint(TILE_K / 8)) * 8u;
 }
 
+// Where the A operand's rows are: a dense A (a pointer) has p.M rows, K
+// apart. Another A source (the MoE block's gathered rows, metal/mq_moe.h's
+// MoeARows) gives its own overloads; these three are all the A loads ask.
+template <typename AS>
+inline AS mq_a_base(AS A)
+{
+    return A;
+}
+
+template <typename AS>
+inline uint mq_a_row_at(AS A, uint r, constant MqParams &p)
+{
+    (void)A;
+    return r * p.K;
+}
+
+template <typename AS>
+inline uint mq_a_rows(AS A, constant MqParams &p)
+{
+    (void)A;
+    return p.M;
+}
+
 // chunk i of the A tile at (row0, k0), one 16-byte load (K, k0 and k_end
 // are multiples of 8, so a chunk is wholly inside or outside); zero
 // outside M and from k_end on
@@ -328,7 +351,19 @@ inline uint4 mq_a_chunk(device const half *A, uint i, uint row0, uint k0, uint k
     return v;
 }
 
-inline void mq_fetch_a(thread MqARegs &ra, device const half *A, uint row0, uint k0, uint k_end,
+// (the same from another source of A rows)
+template <typename AS>
+inline uint4 mq_a_chunk(AS A, uint i, uint row0, uint k0, uint k_end, constant MqParams &p)
+{
+    const uint r = row0 + mq_a_chunk_row(i), k = k0 + mq_a_chunk_k(i);
+    uint4 v = uint4(0u);
+    if (i < uint(A_CHUNKS) && r < mq_a_rows(A, p) && k < k_end)
+        v = *(device const uint4 *)(mq_a_base(A) + mq_a_row_at(A, r, p) + k);
+    return v;
+}
+
+template <typename AS>
+inline void mq_fetch_a(thread MqARegs &ra, AS A, uint row0, uint k0, uint k_end,
                        constant MqParams &p, uint tid)
 {
     if (!MQ_REG_A)
@@ -348,8 +383,9 @@ inline void mq_put_a_chunk(threadgroup half *As, uint i, uint4 v)
     *(threadgroup float4 *)(As + mq_a_chunk_row(i) * uint(A_LD) + mq_a_chunk_k(i)) = as_type<float4>(v);
 }
 
-inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, device const half *A,
-                     uint row0, uint k0, uint k_end, constant MqParams &p, uint tid)
+template <typename AS>
+inline void mq_put_a(threadgroup half *As, thread const MqARegs &ra, AS A, uint row0, uint k0,
+                     uint k_end, constant MqParams &p, uint tid)
 {
     if (MQ_REG_A) {
         MQ_UNROLL

@@ -81,7 +81,7 @@
 #                                between them (scripts/moe-trace.py)
 #                                -> results/CHIP/moe/MOE_NAME (default trace)/trace.txt
 #   scripts/gpu-run.sh moe-ab    the MoE block under two trees in one run (.debs/before.tar.gz and
-#                                this one), moe-bench in alternating rounds (AB_ROUNDS, default 2;
+#                                this one), moe-bench in ABBA rounds (AB_ROUNDS, default 2;
 #                                MOE_SUITE, MOE_TOKENS, MOE_BUDGET, MOE_ARGS) -> results/CHIP/moe/
 #                                MOE_NAME (default ab)/{before,after}.csv, ab.txt (scripts/moe-ab.py)
 #   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
@@ -508,6 +508,7 @@ moe-trace)
     # shellcheck disable=SC2086 # MOE_ARGS are words
     set -- "$@" ${MOE_ARGS:---max-candidates 4} --out "$D/moe.csv"
     say "== moe-bench $* under ${NSYS:-${NCU:-nothing}}"
+    rm -f /tmp/moe-trace* # (no earlier call's trace read as this one's)
     if [ -n "$NSYS" ]; then
         timeout "$STAGE_S" "$NSYS" profile -t cuda -o /tmp/moe-trace -f true build/moe-bench "$@" \
             > "$D/moe.log" 2>&1
@@ -539,7 +540,10 @@ moe-ab)
         make -j"$(nproc)" build/moe-bench > /dev/null 2>&1 || { say "moe-ab: a build failed"; rc=2; continue; }
     r=1
     while [ "$r" -le "${AB_ROUNDS:-2}" ]; do
-        for cfg in before after; do
+        # ABBA: before first in odd rounds, after first in even ones, so a
+        # drift in the GPU's clocks favours neither
+        order="before after"; [ $((r % 2)) -eq 0 ] && order="after before"
+        for cfg in $order; do
             bin=build/moe-bench; [ "$cfg" = before ] && bin=/tmp/before/build/moe-bench
             # shellcheck disable=SC2086 # MOE_ARGS are words
             MQ_CUDA_CACHE=/tmp/mq-cache/moe-$cfg timeout "$STAGE_S" "$bin" --backend cuda \

@@ -7,13 +7,18 @@ cuda_gpu_trace -f csv`; its columns "Start (ns)", "Duration (ns)", "GrdX",
 kernel run alone, so durations only, no gaps).
 
 A block run is the kernels from one moe_route up to its moe_combine (the
-fused blocks) or moe_weighted_sum (the unfused baseline). Runs with the same
-kernels and grids are one kind (a candidate at one token count); for each
-kind it prints how many runs the trace holds, the median time from the
-route's start to the last kernel's end, and per kernel its median duration
-and the median gap before it (the previous kernel's end to its start: the
-launch and drain between dispatches, since moe-bench queues a block's
-dispatches back to back).
+fused blocks) or moe_weighted_sum (the unfused baseline). Consecutive runs
+with the same kernels, grids and threadgroup sizes are one kind (moe-bench
+runs a candidate's runs one after another, so a kind is a candidate at one
+token count; two candidates that differ only in what neither shows, as the
+seed block's fuse_gate_up, and come one after the other would be pooled).
+For each kind it prints how many runs the trace holds, the median time
+from the route's start to the last kernel's end, and per kernel its median
+duration and the median gap before it (the previous kernel's end to its
+start: the launch and drain between dispatches, since moe-bench queues a
+block's dispatches back to back). Under ncu only the kernels its filter
+names are traced: the unfused baseline's dense kernels are not, so its
+"in kernels" is its glue's alone.
 
 usage: moe-trace.py TRACE.csv [MIN_RUNS]   (MIN_RUNS: kinds with fewer runs
 are left out, default 5). Exit 0, 2 on a file it cannot read."""
@@ -49,7 +54,7 @@ def read_nsys(d, rows):
     if not d.get("Name") or not d.get("GrdX"):
         return  # memory copies and sets
     start = int(float(d["Start (ns)"]))
-    grid = "%sx%sx%s" % (d["GrdX"], d["GrdY"], d["GrdZ"])
+    grid = "%sx%sx%s/%sx%sx%s" % (d["GrdX"], d["GrdY"], d["GrdZ"], d["BlkX"], d["BlkY"], d["BlkZ"])
     rows.append((short(d["Name"]), grid, start, start + int(float(d["Duration (ns)"]))))
 
 
@@ -58,7 +63,8 @@ def read_ncu(d, rows):
     end: its kernels ran one at a time, so there is no gap to report)."""
     if d.get("Metric Name") != "gpu__time_duration.sum":
         return
-    grid = "x".join(v.strip() for v in d["Grid Size"].strip("()").split(","))
+    grid = "/".join("x".join(v.strip() for v in d[f].strip("()").split(","))
+                    for f in ("Grid Size", "Block Size"))
     start = rows[-1][3] if rows else 0
     rows.append((short(d["Kernel Name"]), grid, start,
                  start + int(float(d["Metric Value"].replace(",", "")))))
@@ -68,8 +74,8 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__.split("\n\n")[-1], file=sys.stderr)
         return 2
-    min_runs = int(argv[2]) if len(argv) > 2 else 5
     try:
+        min_runs = int(argv[2]) if len(argv) > 2 else 5
         with open(argv[1], newline="") as f:
             lines = f.readlines()
         quoted = [x for x in lines if x.startswith('"')]
@@ -79,14 +85,18 @@ def main(argv):
             ncu = "Kernel Name" in d
             (read_ncu if ncu else read_nsys)(d, rows)
     except (OSError, KeyError, ValueError) as e:
-        print("moe-trace.py: %s: %s" % (argv[1], e), file=sys.stderr)
+        print("moe-trace.py: %s: %s" % (" ".join(argv[1:]), e), file=sys.stderr)
         return 2
     if not ncu:
         rows.sort(key=lambda r: r[2])
-    kinds = {}
+    kinds = []  # (key, runs) of consecutive runs with one key
     for run in runs_of(rows):
-        kinds.setdefault(tuple((k[0], k[1]) for k in run), []).append(run)
-    for key, runs in kinds.items():
+        key = tuple((k[0], k[1]) for k in run)
+        if kinds and kinds[-1][0] == key:
+            kinds[-1][1].append(run)
+        else:
+            kinds.append((key, [run]))
+    for key, runs in kinds:
         if len(runs) < min_runs:
             continue
         span = statistics.median((r[-1][3] - r[0][2]) / 1e3 for r in runs)
@@ -95,11 +105,11 @@ def main(argv):
             print("%d runs: %.2f us in kernels, each run alone (ncu)" % (len(runs), busy))
         else:
             print("%d runs: %.2f us route start to last end, %.2f us in kernels (%.0f%%)"
-                  % (len(runs), span, busy, 100.0 * busy / span))
+                  % (len(runs), span, busy, 100.0 * busy / span if span else 0.0))
         for i, (name, grid) in enumerate(key):
             dur = statistics.median((r[i][3] - r[i][2]) / 1e3 for r in runs)
             gap = statistics.median((r[i][2] - r[i - 1][3]) / 1e3 for r in runs) if i else 0.0
-            print("  %-28s grid %-12s %8.2f us" % (name, grid, dur)
+            print("  %-28s grid/block %-22s %8.2f us" % (name, grid, dur)
                   + ("" if ncu else "  gap before %6.2f us" % gap))
     return 0
 

@@ -97,9 +97,9 @@ static void lane_moe_compiles(const mq_moe_problem *mp, const mq_moe_weights *mw
     for (int l = 0; l < 2; l++) {
         mq_msl_moe_plan plan;
         mq_error e;
-        CHECK(mq_msl_moe_plan_of(mp, mw, &c, lims[l], &plan, &e) == MQ_OK,
-              "expected the lane block 8x64x128 planned: %s", e.msg);
-        for (int d = 2; d <= 3 && plan.nd == 5; d++) {
+        CHECK(mq_msl_moe_plan_of(mp, mw, &c, lims[l], &plan, &e) == MQ_OK && plan.nd == 4,
+              "expected the lane block 8x64x128 planned, four dispatches: %s", e.msg);
+        for (int d = MQ_MSL_MOE_LANE_GATE_UP; d <= MQ_MSL_MOE_LANE_DOWN && plan.nd == 4; d++) {
             mq_cuda_kernel ks[MQ_CUDA_MAX_KERNELS];
             int nks = 0;
             char *cu = mq_cuda_source(MQ_MSL_MOE_LANE_FILE, NULL, plan.d[d].defines, ks, &nks,
@@ -254,12 +254,21 @@ static void test_translation_and_failure(void)
           t ? t : "(null)");
     free(t);
     /* several arrays in one declaration: each its own __shared__ one */
-    t = mq_msl_translate_cuda("threadgroup uint a[8], b[2][4], *q; x;");
+    t = mq_msl_translate_cuda("threadgroup uint a[8], /* rows */ b[2][4] // x\n, c[1]; x;");
     CHECK(t && strstr(t, "__shared__ __attribute__((aligned(16))) uint a[8];") &&
               strstr(t, "__shared__ __attribute__((aligned(16))) uint b[2][4];") &&
-              strstr(t, "threadgroup uint *q;"),
-          "expected `threadgroup uint a[8], b[2][4], *q;` as two __shared__ arrays and the "
-          "pointer kept: %s",
+              strstr(t, "__shared__ __attribute__((aligned(16))) uint c[1];"),
+          "expected `threadgroup uint a[8], /* rows */ b[2][4] // x\n, c[1];` as three "
+          "__shared__ arrays: %s",
+          t ? t : "(null)");
+    free(t);
+    /* a pointer among them would leave the arrays after it one per thread:
+     * the compile stops, saying why */
+    t = mq_msl_translate_cuda("threadgroup uint a[8], *q, b[4]; x;");
+    CHECK(t && strstr(t, "__shared__ __attribute__((aligned(16))) uint a[8];") &&
+              strstr(t, "static_assert(false, \"a threadgroup declaration of arrays and other"),
+          "expected `threadgroup uint a[8], *q, b[4];` to stop the compile with a "
+          "static_assert: %s",
           t ? t : "(null)");
     free(t);
     /* the check can fail: a typo in a kernel */

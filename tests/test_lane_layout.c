@@ -339,8 +339,21 @@ static void lane_check_parts(const mq_weights *w, const mq_lane_geom *g, const c
           ok ? "" : err.msg);
     v.lane_scales = NULL;
     CHECK(mq_weights_prepare_lane_part(&v, MQ_LANE_SCALES, &err) == MQ_E_ARG &&
-              strstr(err.msg, "in place"),
+              strstr(err.msg, "scales part alone") && strstr(err.msg, "in place"),
           "%s: the scales part without its array is refused: '%s'", name, err.msg);
+    CHECK(mq_weights_prepare_lane_part(&v, MQ_LANE_CODES, &err) == MQ_E_ARG &&
+              strstr(err.msg, "codes part alone"),
+          "%s: the codes part without its array is refused: '%s'", name, err.msg);
+    if (u4) {
+        v.lane_scales = (void *)scales;
+        v.lane_zeros = NULL;
+        CHECK(mq_weights_prepare_lane_part(&v, MQ_LANE_SCALES, &err) == MQ_E_ARG,
+              "%s: u4's scales part without its zero points' array is refused: '%s'", name,
+              err.msg);
+        v.lane_scales = NULL;
+    }
+    CHECK(mq_weights_prepare_lane_part(&v, 4, &err) == MQ_E_ARG && strstr(err.msg, "parts 4"),
+          "%s: parts 4 is refused, named: '%s'", name, err.msg);
     free(codes), free(scales), free(zeros);
 }
 

@@ -220,7 +220,8 @@ static void test_syntax(void)
                 if (l && !lane)
                     continue; /* (the seed block's plan does not depend on the chip) */
                 /* the seed block: one module; the lane block: its two kernels' */
-                for (int d = lane ? 2 : 0; d <= (lane ? 3 : 0); d++) {
+                for (int d = lane ? MQ_MSL_MOE_LANE_GATE_UP : 0;
+                     d <= (lane ? MQ_MSL_MOE_LANE_DOWN : 0); d++) {
                     snprintf(ps[nm].file, sizeof ps[nm].file, "%s",
                              lane ? plan.d[d].file : MQ_MSL_MOE_FILE);
                     snprintf(ps[nm].defines, sizeof ps[nm].defines, "%s",

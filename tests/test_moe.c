@@ -427,6 +427,8 @@ static void test_msl(void)
          "13 tokens, Zipf, top 3 of 6, 4 rows a pass"},
         {MQ_FMT_TRELLIS4, 20, 4, 1, MQ_ROUTE_ONE, 8, 32, 4,
          "20 tokens all on one expert (3 passes of 8; the baseline's tile kernel)"},
+        {MQ_FMT_TRELLIS3, 3, 8, 6, MQ_ROUTE_UNIFORM, 4, 32, 2,
+         "3 tokens, top 6 of 8 (the combine's second four experts)"},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const struct msl_case *rc = &cases[ci];

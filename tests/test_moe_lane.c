@@ -121,13 +121,20 @@ static void test_refusals(const mq_limits *staged)
     c.inner.p = (mq_params){8, 64, 128, 0, 1};
     c.i_split = 1;
     mq_msl_moe_plan plan;
-    CHECK(mq_msl_moe_plan_of(&p, &mw, &c, staged, &plan, &e) == MQ_OK && plan.nd == 5 &&
-              plan.nbuf == MQ_MSL_MOE_NBUF && strstr(plan.d[2].defines, "MQ_PLAN_STAGES") &&
-              !strcmp(plan.d[1].function, "moe_gather"),
-          "expected 5 dispatches (gather second) with h100's stages, got %d: %s", plan.nd, e.msg);
-    CHECK(plan.bytes[MQ_MSL_MOE_XG] == (size_t)(8 + 4) * 256 * 2,
-          "expected the gathered rows padded by the tokens (12 rows of 256), got %zu bytes",
-          plan.bytes[MQ_MSL_MOE_XG]);
+    int planned = mq_msl_moe_plan_of(&p, &mw, &c, staged, &plan, &e) == MQ_OK;
+    CHECK(planned && plan.nd == 4 && plan.nbuf == MQ_MSL_MOE_NBUF &&
+              !strcmp(plan.d[0].function, "moe_route") &&
+              !strcmp(plan.d[MQ_MSL_MOE_LANE_GATE_UP].function, "lane_trellis_moe_gate_up") &&
+              strstr(plan.d[MQ_MSL_MOE_LANE_GATE_UP].defines, "MQ_PLAN_STAGES") &&
+              !strcmp(plan.d[MQ_MSL_MOE_LANE_DOWN].function, "lane_trellis_moe_down") &&
+              !strcmp(plan.d[3].function, "moe_combine"),
+          "expected 4 dispatches (route, gate/up with h100's stages, down, combine; no gather), "
+          "got %d (%s): %s",
+          plan.nd, planned ? plan.d[1].function : "", e.msg);
+    CHECK(plan.bytes[MQ_MSL_MOE_XG] == 16 && plan.bytes[MQ_MSL_MOE_H] == (size_t)(8 + 4) * 192 * 2,
+          "expected no gathered rows (16 bytes, unread) and h padded by the tokens (12 rows of 192), "
+          "got %zu and %zu bytes",
+          plan.bytes[MQ_MSL_MOE_XG], plan.bytes[MQ_MSL_MOE_H]);
     c.fuse_gate_up = 1;
     CHECK(mq_msl_moe_plan_of(&p, &mw, &c, NULL, &plan, &e) == MQ_E_ILLEGAL &&
               strstr(e.msg, "two passes"),
@@ -233,6 +240,9 @@ int main(void)
             "q.su = su + size_t(j == 1u ? 0u : j) * E * mp.hidden");
     planted("a row's SwiGLU stored on its neighbour's row",
             "h[size_t(first + m) * mp.inter + n] =", "h[size_t(first + (m ^ 1u)) * mp.inter + n] =");
+    planted("gate/up's A rows read in x's order, not through the route list",
+            "return a.row_token[metal::min(r, a.count - 1u)] * p.K;",
+            "return (a.row_token[0] + metal::min(r, a.count - 1u)) * p.K;");
     planted("every K slice into plane 0", "const size_t plane = size_t(c) * mp.tokens * mp.top_k;",
             "const size_t plane = 0;");
     char cmd[128];

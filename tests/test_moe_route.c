@@ -2,8 +2,9 @@
  * metal/gemm_trellis_moe.metal) on the CPU executor, launched as the plans
  * launch it (mq_msl_moe_plan_of's first dispatch), against a counting sort
  * written here: every row list, offset and touched slot exact, across
- * decode and prefill routings (rows staged in threadgroup memory and rows
- * past it read from device memory), experts from 8 to 4096 (each thread one
+ * decode and prefill routings (rows staged in threadgroup memory, row
+ * counts that pad its last load, and rows past it read from device
+ * memory), experts from 8 to 4096 (each thread one
  * expert or a run of them) and two threadgroup sizes; and a planted fault
  * in its scan, caught. Every block (seed, lane, the unfused baseline) reads
  * this list, so their output tests cover it only where a wrong list gives
@@ -156,6 +157,10 @@ int main(void)
         {3, 1000, 4, MQ_ROUTE_ONE, "3 tokens on experts 0..3 of 1000 (runs of experts)"},
         {2, 4096, 8, MQ_ROUTE_UNIFORM, "2 tokens, top 8 of 4096 experts"},
         {5, 8, 8, MQ_ROUTE_UNIFORM, "5 tokens on all 8 experts"},
+        {5, 8, 1, MQ_ROUTE_UNIFORM, "5 rows (the staged rows' last load padded by 3)"},
+        {7, 16, 3, MQ_ROUTE_ZIPF, "21 rows, Zipf (padded by 3)"},
+        {128, 64, 8, MQ_ROUTE_UNIFORM, "1024 rows, the most staged"},
+        {205, 32, 5, MQ_ROUTE_ZIPF, "1025 rows, one past the staged"},
     };
     /* two threadgroup sizes: the module's 64 x 128 and 32 x 64 tiles */
     static const int tiles[2][2] = {{64, 128}, {32, 64}};

@@ -316,14 +316,14 @@ static void test_threadgroup_memory(void)
 /* Two threadgroup arrays in one declaration (`threadgroup T a[n], b[m];`)
  * are both the threadgroup's: each thread writes its index into both and
  * reads its neighbour's after the barrier (before the translation took
- * declarators past the first, `b` was each thread's own array). */
+ * several declarators, the whole declaration was left as written: both
+ * arrays each thread's own). */
 static const char *tg_pair_src =
     "#include <metal_stdlib>\n"
     "using namespace metal;\n"
     "kernel void pair(device uint *out [[buffer(0)]], uint tid [[thread_index_in_threadgroup]])\n"
     "{\n"
-    "    threadgroup uint a[64], b[2][32], *unused = nullptr;\n"
-    "    (void)unused;\n"
+    "    threadgroup uint a[64], /* its neighbours' */ b[2][32];\n"
     "    a[tid] = tid;\n"
     "    b[tid / 32u][tid % 32u] = 100u + tid;\n"
     "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
@@ -343,7 +343,7 @@ static void test_threadgroup_declarators(void)
         bad += o[t] != n + 1000u * (100u + n);
     }
     CHECK(rc == 0 && bad == 0,
-          "expected both arrays of `threadgroup uint a[64], b[2][32], *p;` shared by the "
+          "expected both arrays of `threadgroup uint a[64], /* c */ b[2][32];` shared by the "
           "threadgroup: %s, %d of 64 threads read another value",
           rc ? err : "ran", bad);
     free_bufs(&bs);

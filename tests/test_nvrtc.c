@@ -297,7 +297,7 @@ static int add_moe_jobs(job *js, int n)
         int ok = !mq_chip_load_named(mq_chips_default_path(), "h100", &chip, err, sizeof err) &&
                  mq_msl_moe_plan_of(&mp, &mw, &c, &chip.lim, &plan, &e) == MQ_OK;
         CHECK(ok, "expected the lane MoE block planned under h100's limits: %s", e.msg);
-        for (int d = 2; ok && d <= 3; d++)
+        for (int d = MQ_MSL_MOE_LANE_GATE_UP; ok && d <= MQ_MSL_MOE_LANE_DOWN; d++)
             n = add_job(js, n, MQ_MSL_MOE_LANE_FILE, plan.d[d].defines, 0);
         mq_moe_weights_free(&mw);
     }

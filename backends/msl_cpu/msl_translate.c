@@ -33,12 +33,24 @@ static const char *skip_literal(const char *p)
     return p;
 }
 
+/* Past blanks and comments from p (a declaration may carry comments
+ * between its declarators). */
+static const char *skip_blank(const char *p)
+{
+    for (;;) {
+        p = skip_ws(p);
+        if (p[0] != '/' || (p[1] != '/' && p[1] != '*'))
+            return p;
+        p = skip_literal(p);
+    }
+}
+
 /* At p, after a declarator's name: its dimensions `[a][b]` (balanced
  * bracket groups), then ';' or ',' (*more: another declarator follows);
  * the end (after it), or NULL when it is anything else. */
 static const char *tg_dims(const char *p, const char **dims_b, const char **dims_e, int *more)
 {
-    p = skip_ws(p);
+    p = skip_blank(p);
     *dims_b = *dims_e = p;
     if (*p != '[')
         return NULL;
@@ -54,7 +66,7 @@ static const char *tg_dims(const char *p, const char **dims_b, const char **dims
             p++;
         } while (depth > 0);
         *dims_e = p;
-        p = skip_ws(p);
+        p = skip_blank(p);
     }
     if (*p != ';' && *p != ',')
         return NULL;
@@ -96,7 +108,7 @@ static int tg_array_decl(const char *p, const char **type_b, const char **type_e
 static int tg_next_decl(const char *p, const char **name_b, const char **name_e,
                         const char **dims_b, const char **dims_e, const char **end, int *more)
 {
-    p = skip_ws(p);
+    p = skip_blank(p);
     if (!is_id((unsigned char)*p) || (*p >= '0' && *p <= '9'))
         return 0;
     *name_b = p;
@@ -187,16 +199,16 @@ static char *translate(const char *src, int cuda)
                 te--;
             tg_emit(&b, cuda, tb, te, nb, ne, db, de);
             p = end;
-            /* `threadgroup T a[n], b[m];`: each declarator its own array;
-             * one of another form (`*q`) keeps its own `threadgroup T` */
+            /* `threadgroup T a[n], b[m];`: each declarator its own array.
+             * One of another form (`*q`) would leave the arrays after it
+             * one per thread, silently: the compile stops there instead */
             while (more && tg_next_decl(p, &nb, &ne, &db, &de, &end, &more)) {
                 tg_emit(&b, cuda, tb, te, nb, ne, db, de);
                 p = end;
             }
-            if (more) {
-                mq_sb_puts(&b, " threadgroup ");
-                mq_sb_add(&b, tb, (size_t)(te - tb));
-            }
+            if (more)
+                mq_sb_puts(&b, " static_assert(false, \"a threadgroup declaration of arrays and "
+                               "other declarators: declare the arrays in one of their own\"); ");
         } else {
             mq_sb_add(&b, id, (size_t)(p - id));
         }
