@@ -54,13 +54,13 @@
 
 // How many of the rows chose expert e: the staged copy four rows a load
 // (padded with ~0u, no expert), else device memory a row at a time.
-inline uint moe_route_count(device const int *ids, threadgroup const uint4 *ids4, bool staged,
+inline uint moe_route_count(device const int *ids, threadgroup const float4 *ids4, bool staged,
                             uint rows, uint e)
 {
     uint n = 0;
     if (staged)
         for (uint q = 0; q < MQ_CDIV(rows, 4u); q++) {
-            const uint4 v = ids4[q];
+            const uint4 v = as_type<uint4>(ids4[q]);
             n += uint(v.x == e) + uint(v.y == e) + uint(v.z == e) + uint(v.w == e);
         }
     else
@@ -79,13 +79,13 @@ inline void moe_route_put(MoeRoute r, constant MoeParams &p, uint i, thread uint
 
 // Expert e's n rows in (token, slot) order from row `at` on.
 inline void moe_route_rows(MoeRoute r, constant MoeParams &p, device const int *ids,
-                           threadgroup const uint4 *ids4, bool staged, uint rows, uint e,
+                           threadgroup const float4 *ids4, bool staged, uint rows, uint e,
                            uint at, uint n)
 {
     uint row = at;
     if (staged)
         for (uint q = 0; row < at + n; q++) {
-            const uint4 v = ids4[q];
+            const uint4 v = as_type<uint4>(ids4[q]);
             if (v.x == e)
                 moe_route_put(r, p, 4u * q, row);
             if (v.y == e)
@@ -112,7 +112,8 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
                       device uint *route [[buffer(4)]],
                       uint tid [[thread_index_in_threadgroup]])
 {
-    threadgroup uint4 ids4[MOE_ROUTE_TG_ROWS / 4u];
+    threadgroup float4 ids4[MOE_ROUTE_TG_ROWS / 4u]; // (uint4 bits: a type every compiler
+                                                     // of this source moves whole)
     threadgroup uint scan_rows[THREADS];
     threadgroup uint scan_touched[THREADS];
     MoeRoute r = moe_route_view(route, p);
@@ -125,7 +126,7 @@ kernel void moe_route(device const int *expert_ids [[buffer(1)]],
             v.y = 4u * q + 1u < rows ? uint(expert_ids[4u * q + 1u]) : ~0u;
             v.z = 4u * q + 2u < rows ? uint(expert_ids[4u * q + 2u]) : ~0u;
             v.w = 4u * q + 3u < rows ? uint(expert_ids[4u * q + 3u]) : ~0u;
-            ids4[q] = v;
+            ids4[q] = as_type<float4>(v);
         }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     const uint per = MQ_CDIV(p.experts, uint(THREADS));
