@@ -99,8 +99,11 @@ HEADERS  = $(foreach f,$(FLOORS) $(BACKEND_DIRS) tests,$(wildcard $(f)/*.h))
 include tests/objc_standin/standin.mk
 
 .PHONY: all test test-gpu sanitize portable race fuzz fuzz-targets fuzz-run bench kernel-bench tune plots nightly nightly-accept nightly-bisect deps install clean FORCE
-# keep intermediate objects (no "rm" after the test summary)
+# keep intermediate objects (no "rm" after the test summary), but not one a
+# failed recipe left behind (zig's cross cc leaves an empty object on an error,
+# which the next make would take as built)
 .SECONDARY:
+.DELETE_ON_ERROR:
 all: $(LIB) $(TOOLS) $(TEST_BIN) $(STANDIN_LIB) $(MSGSEND_ABI)
 
 $(BUILD)/%.o: %.c $(HEADERS)

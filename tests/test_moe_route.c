@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* mkdtemp (macOS) */
 
 #include "check.h"
 #include "metal_source.h"
