@@ -10,8 +10,6 @@
 
 #include "msl_program.h"
 
-#define CDIV(a, b) (((a) + (b)-1) / (b))
-
 /* Projection dims of the lane kernels: gate/up (hidden -> inter) and down
  * (inter -> hidden), at `tokens` rows (the most one expert can hold), down
  * split into c->i_split K slices; their programs and MqParams. */

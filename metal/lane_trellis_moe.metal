@@ -168,23 +168,11 @@ kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
                   mq_k_range(lp.gu, 0u), row0, smem, lut, tid, sg, lane);
     if (sg >= uint(LANE_SG_COLS)) // kg > 0: their shares are in the totals
         return;
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint hh = 0; hh < 2u; hh++) {
-            const uint n = moe_lane_col(tg, sg, i, hh, lane);
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                MQ_UNROLL
-                for (uint j = 0; j < 2u; j++) {
-                    const uint m = row0 + moe_lane_row(mi, j, lane);
-                    const float gv = g[i][hh][mi][j], uv = u[i][hh][mi][j];
-                    if (m < count && n < mp.inter)
-                        h[size_t(first + m) * mp.inter + n] =
-                            half(gv / (1.0f + metal::exp(-gv)) * uv);
-                }
-            }
-        }
+    LANE_FOR_ELEMS(i, hh, mi, j) {
+        const uint n = moe_lane_col(tg, sg, i, hh, lane), m = row0 + moe_lane_row(mi, j, lane);
+        const float gv = g[i][hh][mi][j], uv = u[i][hh][mi][j];
+        if (m < count && n < mp.inter)
+            h[size_t(first + m) * mp.inter + n] = half(gv / (1.0f + metal::exp(-gv)) * uv);
     }
 }
 
@@ -217,20 +205,9 @@ kernel void lane_trellis_moe_down(constant MoeParams &mp [[buffer(3)]],
     if (sg >= uint(LANE_SG_COLS))
         return;
     const size_t plane = size_t(c) * mp.tokens * mp.top_k;
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint hh = 0; hh < 2u; hh++) {
-            const uint n = moe_lane_col(tg, sg, i, hh, lane);
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                MQ_UNROLL
-                for (uint j = 0; j < 2u; j++) {
-                    const uint m = row0 + moe_lane_row(mi, j, lane);
-                    if (m < count && n < mp.hidden)
-                        y[(plane + first + m) * mp.hidden + n] = v[i][hh][mi][j];
-                }
-            }
-        }
+    LANE_FOR_ELEMS(i, hh, mi, j) {
+        const uint n = moe_lane_col(tg, sg, i, hh, lane), m = row0 + moe_lane_row(mi, j, lane);
+        if (m < count && n < mp.hidden)
+            y[(plane + first + m) * mp.hidden + n] = v[i][hh][mi][j];
     }
 }

@@ -98,6 +98,14 @@ inline void mq_lane_acc_add_scaled(thread simdgroup_float8x8 &acc,
 #define LANE_SG_COLS (TILE_N / 32)
 #define LANE_KSG (TILE_K / LANE_KSB)
 #define LANE_FRAG_M (TILE_M / 8)
+// Every accumulator fragment [i][h][mi] of a simdgroup's 32 columns (two
+// 16-column blocks i of two 8-column halves h, LANE_FRAG_M 8-row blocks mi),
+// and with j each of a lane's two elements of one: unrolled loops, one
+// statement (a block) after them.
+#define LANE_FOR_FRAGS(i, h, mi)                                                                  \
+    MQ_UNROLL for (uint i = 0; i < 2u; i++) MQ_UNROLL for (uint h = 0; h < 2u; h++)                \
+        MQ_UNROLL for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++)
+#define LANE_FOR_ELEMS(i, h, mi, j) LANE_FOR_FRAGS(i, h, mi) MQ_UNROLL for (uint j = 0; j < 2u; j++)
 #ifndef LANE_AHEAD // K tiles of weights in flight ahead of the one multiplied
 #define LANE_AHEAD 1
 #endif

@@ -15,19 +15,12 @@ inline void mq_lane_shares_put(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_
     if (kg == 0u)
         return;
     const uint base = ((kg - 1u) * uint(LANE_SG_COLS) + sgc) * 4u * uint(LANE_FRAG_M) * 64u;
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint h = 0; h < 2u; h++) {
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                const uint at = base + ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
-                // (a copy: acc itself keeps the layout it has on every path)
-                simdgroup_float8x8 a = acc[i][h][mi];
-                red[at] = a.thread_elements()[0];
-                red[at + 1u] = a.thread_elements()[1];
-            }
-        }
+    LANE_FOR_FRAGS(i, h, mi) {
+        const uint at = base + ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
+        // (a copy: acc itself keeps the layout it has on every path)
+        simdgroup_float8x8 a = acc[i][h][mi];
+        red[at] = a.thread_elements()[0];
+        red[at + 1u] = a.thread_elements()[1];
     }
 }
 
@@ -38,22 +31,14 @@ inline void mq_lane_totals(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                            threadgroup const float *red, uint sgc, uint lane,
                            thread float (&v)[2][2][LANE_FRAG_M][2])
 {
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint h = 0; h < 2u; h++) {
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                v[i][h][mi][0] = acc[i][h][mi].thread_elements()[0];
-                v[i][h][mi][1] = acc[i][h][mi].thread_elements()[1];
-                const uint at = ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
-                for (uint q = 1; q < uint(LANE_KSG); q++) {
-                    const uint base = ((q - 1u) * uint(LANE_SG_COLS) + sgc) * 4u *
-                                      uint(LANE_FRAG_M) * 64u;
-                    v[i][h][mi][0] += red[base + at];
-                    v[i][h][mi][1] += red[base + at + 1u];
-                }
-            }
+    LANE_FOR_FRAGS(i, h, mi) {
+        v[i][h][mi][0] = acc[i][h][mi].thread_elements()[0];
+        v[i][h][mi][1] = acc[i][h][mi].thread_elements()[1];
+        const uint at = ((i * 2u + h) * uint(LANE_FRAG_M) + mi) * 64u + lane * 2u;
+        for (uint q = 1; q < uint(LANE_KSG); q++) {
+            const uint base = ((q - 1u) * uint(LANE_SG_COLS) + sgc) * 4u * uint(LANE_FRAG_M) * 64u;
+            v[i][h][mi][0] += red[base + at];
+            v[i][h][mi][1] += red[base + at + 1u];
         }
     }
 }
@@ -67,24 +52,13 @@ inline void mq_lane_store(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     const uint fr = mq_lane_frag_row(lane), fc = mq_lane_frag_col(lane);
     float v[2][2][LANE_FRAG_M][2];
     mq_lane_totals(acc, red, sgc, lane, v);
-    MQ_UNROLL
-    for (uint i = 0; i < 2u; i++) {
-        MQ_UNROLL
-        for (uint h = 0; h < 2u; h++) {
-            MQ_UNROLL
-            for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
-                const uint n = col0 + i * 16u + h * 8u + fr;
-                MQ_UNROLL
-                for (uint j = 0; j < 2u; j++) {
-                    const uint m = row0 + mi * 8u + fc + j;
-                    if (m < p.M && n < p.N) {
-                        if (p.k_slices == 1u)
-                            C[m * p.N + n] = half(v[i][h][mi][j]);
-                        else
-                            ws[m * p.N + n] = v[i][h][mi][j];
-                    }
-                }
-            }
+    LANE_FOR_ELEMS(i, h, mi, j) {
+        const uint n = col0 + i * 16u + h * 8u + fr, m = row0 + mi * 8u + fc + j;
+        if (m < p.M && n < p.N) {
+            if (p.k_slices == 1u)
+                C[m * p.N + n] = half(v[i][h][mi][j]);
+            else
+                ws[m * p.N + n] = v[i][h][mi][j];
         }
     }
 }

@@ -351,7 +351,9 @@ inline uint4 mq_a_chunk(device const half *A, uint i, uint row0, uint k0, uint k
     return v;
 }
 
-// (the same from another source of A rows)
+// (the same from another source of A rows: apart from the pointer's one
+// above, since through this template two of the MMA kernels compiled to
+// other PTX, the striped and the MLX split-K ones)
 template <typename AS>
 inline uint4 mq_a_chunk(AS A, uint i, uint row0, uint k0, uint k_end, constant MqParams &p)
 {
