@@ -32,11 +32,13 @@ mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *
 
 /* The lane block's candidates (mq_msl_moe_space) after the n there are:
  * first, the likelier (on the H100 the dense lane kernel is the table's
- * trellis pick at 10 of 11 rows). */
+ * trellis pick at 10 of 11 rows); each tile with gate/up's K in 1, 2, 4
+ * and 8 parts (a few tokens give gate/up a grid of a few dozen tiles). */
 static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
                       int max_rows, int i_splits, mq_moe_candidate *cs, int n, int cap)
 {
     static const int splits[] = {1, 2, 4, 8}, tns[] = {64, 128, 32}, tks[] = {256, 128, 512};
+    static const int parts[] = {1, 2, 4, 8};
     int lo = 8, hi = 16;
     if (max_rows > 0) {
         while (lo < 64 && lo < max_rows)
@@ -46,16 +48,17 @@ static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const m
     for (int s = 0; s < (i_splits ? 4 : 1); s++)
         for (int tm = lo; tm <= hi; tm *= 2)
             for (int t = 0; t < 3; t++)
-                for (int k = 0; k < 3; k++) {
-                    mq_moe_candidate c;
-                    memset(&c, 0, sizeof c);
-                    c.inner.variant = MQ_VAR_LANE_TRELLIS;
-                    c.inner.p = (mq_params){tm, tns[t], tks[k], 0, 1};
-                    c.i_split = splits[s];
-                    mq_msl_moe_plan plan;
-                    if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
-                        cs[n++] = c;
-                }
+                for (int k = 0; k < 3; k++)
+                    for (int g = 0; g < 4; g++) {
+                        mq_moe_candidate c;
+                        memset(&c, 0, sizeof c);
+                        c.inner.variant = MQ_VAR_LANE_TRELLIS;
+                        c.inner.p = (mq_params){tm, tns[t], tks[k], 0, parts[g]};
+                        c.i_split = splits[s];
+                        mq_msl_moe_plan plan;
+                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
+                            cs[n++] = c;
+                    }
     return n;
 }
 

@@ -12,7 +12,8 @@
 
 /* Projection dims of the lane kernels: gate/up (hidden -> inter) and down
  * (inter -> hidden), at `tokens` rows (the most one expert can hold), down
- * split into c->i_split K slices; their programs and MqParams. */
+ * split into c->i_split K slices, gate/up into the inner split_k; their
+ * programs and MqParams. */
 static mq_status lane_proj_plan(const mq_moe_problem *p, const mq_moe_weights *mw,
                                 const mq_moe_candidate *c, const mq_limits *lim, int down,
                                 mq_plan *plan, mq_msl_run_plan *rp, mq_msl_params *mp,
@@ -21,7 +22,7 @@ static mq_status lane_proj_plan(const mq_moe_problem *p, const mq_moe_weights *m
     int K = down ? p->inter : p->hidden, N = down ? p->hidden : p->inter;
     mq_problem dp = {p->format, p->tokens, N, K, p->group};
     mq_candidate dc = c->inner;
-    dc.p.split_k = down ? c->i_split : 1;
+    dc.p.split_k = down ? c->i_split : c->inner.p.split_k;
     mq_error why;
     mq_status st = mq_plan_candidate(&dp, &dc, lim, plan, &why);
     if (!st)
@@ -30,8 +31,8 @@ static mq_status lane_proj_plan(const mq_moe_problem *p, const mq_moe_weights *m
         return mq_fail(err, st, "the lane block's %s: %s", down ? "down projection" : "gate/up",
                        why.msg);
     if (plan->k_slices != dc.p.split_k)
-        return mq_fail(err, MQ_E_ILLEGAL, "the lane block's down projection: %d K slices, not %d",
-                       plan->k_slices, dc.p.split_k);
+        return mq_fail(err, MQ_E_ILLEGAL, "the lane block's %s: %d K slices, not %d",
+                       down ? "down projection" : "gate/up", plan->k_slices, dc.p.split_k);
     mq_msl_params_of(&dp, plan, &mw->w[down ? MQ_MOE_DOWN : MQ_MOE_GATE][0], mp);
     return MQ_OK;
 }
@@ -75,7 +76,7 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
         snprintf(proj[d].defines, sizeof proj[d].defines, "%s", rp[d].defines);
         proj[d].grid[0] = (unsigned)pl[d].n_tiles;
         proj[d].grid[1] = (unsigned)pl[d].m_tiles;
-        proj[d].grid[2] = slots * (d ? chunks : 1u);
+        proj[d].grid[2] = slots * (unsigned)pl[d].k_slices; /* down: chunks; gate/up: parts */
         proj[d].threads = (unsigned)pl[d].threads_per_tg;
     }
     out->d[0] = route;
@@ -96,6 +97,17 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
         for (int j = 0; j < MQ_MOE_PROJS; j++)
             b[f] += mq_msl_moe_field_bytes(mw, (mq_msl_moe_buffer)f, j);
     b[MQ_MSL_MOE_LPARAMS] = sizeof out->lane;
+    /* gate/up's parts of K meet in the kernel: a counter per output tile,
+     * then each part's FP32 sums of gate and up (lane_trellis_moe.metal's
+     * MoeGuWork) */
+    out->lwork_counters = 0;
+    b[MQ_MSL_MOE_LWORK] = 16; /* (not read) */
+    if (pl[0].k_slices > 1) {
+        size_t tiles = (size_t)pl[0].n_tiles * (size_t)pl[0].m_tiles * slots;
+        out->lwork_counters = tiles * 4;
+        b[MQ_MSL_MOE_LWORK] = (tiles + 3) / 4 * 16 +
+                              (size_t)pl[0].k_slices * 2 * R * (size_t)p->inter * 4;
+    }
     return MQ_OK; /* (err holds the seed plan's clear state) */
 }
 
@@ -124,5 +136,17 @@ mq_status mq_msl_moe_lane_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, v
                 return st;
         }
     }
+    return MQ_OK;
+}
+
+mq_status mq_msl_moe_counters_check(const mq_msl_moe_plan *plan, const uint32_t *counters,
+                                    mq_error *err)
+{
+    for (size_t i = 0; i < plan->lwork_counters / 4; i++)
+        if (counters[i])
+            return mq_fail(err, MQ_E_ARG,
+                           "the lane block's gate/up left tile counter %zu at %u (its parts' last "
+                           "must set it back to 0)",
+                           i, counters[i]);
     return MQ_OK;
 }

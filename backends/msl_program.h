@@ -129,14 +129,17 @@ typedef struct {
  * parameters (one mq_msl_params every MQ_MSL_MOE_DPARAMS_STRIDE bytes);
  * then the lane block's (metal/lane_trellis_moe.metal): the weights' lane
  * codes and scales (kernels/layout_lane.c per expert, the projections
- * concatenated as the seed fields are) and its two mq_msl_params (gate/up,
- * down). */
+ * concatenated as the seed fields are), its two mq_msl_params (gate/up,
+ * down) and, where gate/up's K is split, its workspace: the tiles'
+ * counters (lwork_counters bytes at its start, zero before a launch and
+ * after it) and the parts' sums (metal/lane_trellis_moe.metal). */
 typedef enum {
     MQ_MSL_MOE_X, MQ_MSL_MOE_IDS, MQ_MSL_MOE_PROBS, MQ_MSL_MOE_PARAMS, MQ_MSL_MOE_ROUTE,
     MQ_MSL_MOE_INDICES, MQ_MSL_MOE_TSCALES, MQ_MSL_MOE_SU, MQ_MSL_MOE_SV, MQ_MSL_MOE_GRID,
     MQ_MSL_MOE_H, MQ_MSL_MOE_Y, MQ_MSL_MOE_OUT,
     MQ_MSL_MOE_XG, MQ_MSL_MOE_GU, MQ_MSL_MOE_YH, MQ_MSL_MOE_DPARAMS,
-    MQ_MSL_MOE_LCODES, MQ_MSL_MOE_LSCALES, MQ_MSL_MOE_LPARAMS, MQ_MSL_MOE_NBUF
+    MQ_MSL_MOE_LCODES, MQ_MSL_MOE_LSCALES, MQ_MSL_MOE_LPARAMS, MQ_MSL_MOE_LWORK,
+    MQ_MSL_MOE_NBUF
 } mq_msl_moe_buffer;
 #define MQ_MSL_MOE_FUSED_NBUF MQ_MSL_MOE_XG /* the fused block binds the ones before */
 #define MQ_MSL_MOE_DPARAMS_STRIDE 256
@@ -176,9 +179,10 @@ typedef struct {
  * lane_trellis, metal/lane_trellis_moe.metal): the dense lane kernel's plan
  * under lim (NULL: mq_limits_default) for each projection at `tokens` rows,
  * down split into i_split K slices, gate and up always two passes of one
- * threadgroup, x read through the route list (no gathered copy); four
- * dispatches (route, gate/up, down, combine), its
- * parameters in lane[]. Out: its parameters, the defines of the seed block's
+ * threadgroup, their K split into the inner split_k parts (threadgroups
+ * that meet in the kernel: the last to finish a tile adds the parts up and
+ * applies SwiGLU), x read through the route list (no gathered copy); four
+ * dispatches (route, gate/up, down, combine), its parameters in lane[]. Out: its parameters, the defines of the seed block's
  * module ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128 MOE_FUSE=1"; each
  * dispatch carries its own), the dispatches in order (nd), the buffers they
  * bind (the first nbuf) and every buffer's size in bytes.
@@ -190,11 +194,18 @@ typedef struct {
     int nd, nbuf;
     mq_msl_params lane[2];
     size_t bytes[MQ_MSL_MOE_NBUF];
+    size_t lwork_counters; /* bytes of tile counters at MQ_MSL_MOE_LWORK's start (0: none) */
 } mq_msl_moe_plan;
 
 mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              const mq_moe_candidate *c, const mq_limits *lim,
                              mq_msl_moe_plan *out, mq_error *err);
+/* After a run: every tile counter of the lane block's workspace (its first
+ * plan->lwork_counters bytes, zeroed before the launch) back at zero, or
+ * an error naming the first that is not (the meeting's last part resets
+ * it; a counter left set would make the next run's parts miscount). */
+mq_status mq_msl_moe_counters_check(const mq_msl_moe_plan *plan, const uint32_t *counters,
+                                    mq_error *err);
 /* The MSL kernels' candidate space for p under lim (NULL:
  * mq_limits_default), legal ones only, likeliest first, the lane block's
  * and the seed block's in turn (the first N of it hold both). The seed block:
@@ -203,7 +214,8 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
  * gate and up in two passes or one, i_split 1, 2, 4, 8, 16 (i_splits 0: 1
  * only). The lane block: tile_m the smallest of 8..64 that holds
  * max_rows (0: 8 and 16), tile_n 64, 128, 32, tile_k 256, 128, 512,
- * i_split 1, 2, 4, 8 (i_splits 0: 1). The count, at most cap. */
+ * gate/up's K in 1, 2, 4, 8 parts, i_split 1, 2, 4, 8 (i_splits 0: 1). The
+ * count, at most cap. */
 int mq_msl_moe_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
                      int max_rows, int i_splits, mq_moe_candidate *cs, int cap);
 /* The unfused baseline for one routing: route, gather, per touched

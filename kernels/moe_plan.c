@@ -35,10 +35,17 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
     if (!vi || !mq_variant_serves(c->inner.variant, p->format))
         return mq_fail(err, MQ_E_ILLEGAL, "the inner kernel %s does not serve %s",
                        vi ? vi->name : "(unknown)", mq_format_name(p->format));
-    if (c->inner.p.split_k != 1 || c->inner.p.num_threadgroups != 0)
+    /* the lane block splits gate/up's K into split_k parts (its planner
+     * checks them, backends/msl_moe_lane.c); the seed block splits only the
+     * intermediate dimension (i_split) */
+    int lane = vi->layout == MQ_LAYOUT_LANE;
+    if ((!lane && c->inner.p.split_k != 1) || c->inner.p.split_k < 1 ||
+        c->inner.p.split_k > 64 || c->inner.p.num_threadgroups != 0)
         return mq_fail(err, MQ_E_ILLEGAL,
-                       "the inner kernel's split_k and threadgroups must be 1 and 0 (the block "
-                       "splits the intermediate dimension itself: i_split)");
+                       "the inner kernel's split_k=%d and threadgroups=%d: threadgroups must be "
+                       "0 and split_k 1 (the block splits the intermediate dimension itself: "
+                       "i_split), or 1..64 for the lane block's gate/up",
+                       c->inner.p.split_k, c->inner.p.num_threadgroups);
     if (c->fuse_gate_up != 0 && c->fuse_gate_up != 1)
         return mq_fail(err, MQ_E_ILLEGAL, "fuse_gate_up=%d is not 0 or 1", c->fuse_gate_up);
     if ((c->down_tile_n != 0) != (c->down_tile_k != 0))
@@ -59,7 +66,6 @@ mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate
     /* the inner kernel must be legal on both projections' shapes; the lane
      * block's is planned by the MSL plan under the target's limits
      * (backends/msl_moe_lane.c), whose threadgroup memory may exceed Apple's */
-    int lane = vi->layout == MQ_LAYOUT_LANE;
     mq_problem gu = {p->format, mq_min(p->tokens, 16), p->inter, p->hidden, p->group};
     mq_problem dn = {p->format, mq_min(p->tokens, 16), p->hidden, p->inter, p->group};
     mq_limits lim = mq_limits_default(); /* as mq_gemm plans the dense kernels */

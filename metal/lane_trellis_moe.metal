@@ -3,14 +3,18 @@
 // loop run per touched expert, between the seed block's route and combine
 // (gemm_trellis_moe.metal; backends/msl_moe_lane.c plans the four
 // dispatches):
-//   lane_trellis_moe_gate_up  grid (inter / TILE_N, row tiles, experts):
-//                             for TILE_M of one touched expert's rows (the
-//                             route order), their tokens' rows of x read
-//                             through the route list as the A tile is
-//                             loaded (no gather pass), gate over all of
-//                             hidden, then up, each through the lane K
-//                             loop with its own signs and pair codebook;
-//                             h = silu(gate) x up in FP32, rounded to half
+//   lane_trellis_moe_gate_up  grid (inter / TILE_N, row tiles, experts x
+//                             parts): for TILE_M of one touched expert's
+//                             rows (the route order), their tokens' rows
+//                             of x read through the route list as the A
+//                             tile is loaded (no gather pass), gate over
+//                             part p of hidden (the plan's K slice p; one
+//                             part: all of it), then up, each through the
+//                             lane K loop with its own signs and pair
+//                             codebook; with several parts each writes its
+//                             sums to the workspace and the last to arrive
+//                             adds them up (mq_meet.h); h = silu(gate) x
+//                             up in FP32, rounded to half
 //   lane_trellis_moe_down     grid (hidden / TILE_N, row tiles, experts x
 //                             chunks): down over chunk c of the
 //                             intermediate dimension (the plan's K slice c)
@@ -22,6 +26,10 @@
 // dense kernel's. gate/up's A rows past the expert's own read as zero;
 // down's (h) are its neighbours' (or h's padding of `tokens` rows) and are
 // never stored.
+// The split gate/up's workspace (the parts of K that meet in mq_meet.h):
+// one counter per output tile (column tile, row tile, slot), then the
+// parts' FP32 sums [k_slices][gate, up][rows][inter], rows in the route
+// order (backends/msl_moe_lane.c sizes it the same way).
 // Weights: each lane array of the three projections concatenated in the
 // order gate, up, down, each projection's experts back to back (codes
 // [E][N16][KB][words], scales [E][N16][Gp][8][2] FP32 tscales x sv), the
@@ -29,6 +37,7 @@
 #define MQ_LANE 1
 #define MQ_LANE_TRELLIS 1
 #include "mq_lane.h"
+#include "mq_meet.h"
 #include "mq_moe.h"
 
 // The gate/up pass's A: each row of one expert's block is a token's row
@@ -56,6 +65,22 @@ inline uint mq_a_rows(MoeARows a, constant MqParams &p)
 {
     (void)p;
     return a.count;
+}
+
+struct MoeGuWork {
+    MQ_COHERENT device atomic_uint *cnt;
+    MQ_COHERENT device float *sums;
+};
+
+inline MoeGuWork moe_gu_work(MQ_COHERENT device float *work, constant MoeParams &mp,
+                             constant MqParams &q)
+{
+    const uint slots = metal::min(mp.tokens * mp.top_k, mp.experts);
+    const uint counters = q.n_tiles * q.m_tiles * slots;
+    MoeGuWork w;
+    w.cnt = (MQ_COHERENT device atomic_uint *)work;
+    w.sums = work + MQ_CDIV(counters, 4u) * 4u;
+    return w;
 }
 
 // The lane kernels' parameters of gate/up (hidden -> inter) and down
@@ -139,6 +164,50 @@ inline uint moe_lane_col(uint3 tg, uint sg, uint i, uint h, uint lane)
            mq_lane_frag_row(lane);
 }
 
+// K split into parts: this part's sums of gate and up (g, u) into its
+// planes of the workspace, then the tile's meeting; false in a part that
+// did not arrive last. In the last one, g and u become the sums of every
+// part, added in part order (the same whichever arrived last).
+inline bool moe_gu_meet(thread float (&g)[2][2][LANE_FRAG_M][2],
+                        thread float (&u)[2][2][LANE_FRAG_M][2], MQ_COHERENT device float *work,
+                        constant MoeParams &mp, constant MqParams &q, uint3 tg, uint part,
+                        uint first, uint count, uint row0, threadgroup uint *flag, uint tid,
+                        uint sg, uint lane)
+{
+    const MoeGuWork w = moe_gu_work(work, mp, q);
+    const size_t plane = size_t(mp.tokens) * mp.top_k * mp.inter;
+    const uint parts = q.k_slices;
+    if (sg < uint(LANE_SG_COLS)) {
+        LANE_FOR_ELEMS(i, hh, mi, j) {
+            const uint n = moe_lane_col(tg, sg, i, hh, lane), m = row0 + moe_lane_row(mi, j, lane);
+            const size_t at = size_t(2u * part) * plane + size_t(first + m) * mp.inter + n;
+            if (m < count && n < mp.inter) {
+                w.sums[at] = g[i][hh][mi][j];
+                w.sums[at + plane] = u[i][hh][mi][j];
+            }
+        }
+    }
+    const uint tile = ((tg.z / parts) * q.m_tiles + tg.y) * q.n_tiles + tg.x;
+    if (!mq_meet_last(w.cnt + tile, parts, flag, tid))
+        return false;
+    if (sg >= uint(LANE_SG_COLS)) // kg > 0: their shares are in kg = 0's sums
+        return true;
+    LANE_FOR_ELEMS(i, hh, mi, j) {
+        const uint n = moe_lane_col(tg, sg, i, hh, lane), m = row0 + moe_lane_row(mi, j, lane);
+        float gs = 0.0f, us = 0.0f;
+        if (m < count && n < mp.inter) {
+            MQ_COHERENT device float *at = w.sums + size_t(first + m) * mp.inter + n;
+            for (uint p = 0; p < parts; p++, at += 2u * plane) {
+                gs += MQ_LOAD_DEVICE_SCOPE(at);
+                us += MQ_LOAD_DEVICE_SCOPE(at + plane);
+            }
+        }
+        g[i][hh][mi][j] = gs;
+        u[i][hh][mi][j] = us;
+    }
+    return true;
+}
+
 kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
                                      constant MoeParams &mp [[buffer(3)]],
                                      device const uint *route [[buffer(4)]],
@@ -148,6 +217,7 @@ kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
                                      device const uint *codes [[buffer(17)]],
                                      device const float *scales [[buffer(18)]],
                                      constant MqLaneMoeParams &lp [[buffer(19)]],
+                                     MQ_COHERENT device float *work [[buffer(20)]],
                                      uint3 tg [[threadgroup_position_in_grid]],
                                      uint tid [[thread_index_in_threadgroup]],
                                      uint sg [[simdgroup_index_in_threadgroup]],
@@ -156,16 +226,20 @@ kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
     threadgroup half smem[LANE_SMEM_HALVES];
     threadgroup uint lut[LANE_LUT_ENTRIES * LANE_LUT_COPIES];
     MQ_CHECK_PLAN(sizeof(smem) + sizeof(lut));
+    const uint parts = lp.gu.k_slices, part = tg.z % parts;
     uint e = 0, first = 0, count = 0;
     const uint row0 = tg.y * uint(TILE_M);
-    if (!moe_slot(route, mp, tg.z, e, first, count) || row0 >= count)
+    if (!moe_slot(route, mp, tg.z / parts, e, first, count) || row0 >= count)
         return;
     const MoeARows A = {x, route + first, count};
     float g[2][2][LANE_FRAG_M][2], u[2][2][LANE_FRAG_M][2];
     moe_lane_pass(g, moe_lane_proj(0u, e, mp, lp, codes, scales, su, grid), A, lp.gu, tg,
-                  mq_k_range(lp.gu, 0u), row0, smem, lut, tid, sg, lane);
+                  mq_k_range(lp.gu, part), row0, smem, lut, tid, sg, lane);
     moe_lane_pass(u, moe_lane_proj(1u, e, mp, lp, codes, scales, su, grid), A, lp.gu, tg,
-                  mq_k_range(lp.gu, 0u), row0, smem, lut, tid, sg, lane);
+                  mq_k_range(lp.gu, part), row0, smem, lut, tid, sg, lane);
+    if (parts > 1u && !moe_gu_meet(g, u, work, mp, lp.gu, tg, part, first, count, row0, lut,
+                                   tid, sg, lane))
+        return; // another part finishes the tile
     if (sg >= uint(LANE_SG_COLS)) // kg > 0: their shares are in the totals
         return;
     LANE_FOR_ELEMS(i, hh, mi, j) {

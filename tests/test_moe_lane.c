@@ -4,12 +4,15 @@
  * h100's plans under the executor's 32 KB), trellis2/3/4, decode and a
  * few dozen tokens, routings that leave experts empty or put every token
  * on one expert, rows past a tile, a partial last column tile and super-
- * block, down split into one to four K slices: each run within the float64
+ * block, down split into one to four K slices, gate/up's K in one to four
+ * parts that meet in the kernel (mq_meet.h): each run within the float64
  * reference's bound for FP16 levels (MQ_MOE_HALF_WEIGHTS), the block's own
  * arithmetic. Then what the plan refuses, the CPU model's refusal, the lane
  * fields' round trip against the seed weights, and planted faults in the
  * kernel (up through gate's signs, a row's SwiGLU on its neighbour, the
- * wrong K slice's plane) that the check must catch. */
+ * wrong K slice's plane; the parts' sums in one plane, a part left out of
+ * the sum, no meeting at all, a tile counter left set) that the check must
+ * catch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +29,7 @@ static char cache[] = "/tmp/mq-moe-lane-XXXXXX";
 typedef struct {
     mq_moe_problem p;
     mq_route_kind route;
-    int tile_m, tile_n, tile_k, i_split;
+    int tile_m, tile_n, tile_k, i_split, gu_parts;
     const char *what;
 } lane_case;
 
@@ -53,7 +56,7 @@ static long run_case(mq_backend *be, const lane_case *lc, const mq_limits *lim, 
     mq_moe_candidate c;
     memset(&c, 0, sizeof c);
     c.inner.variant = MQ_VAR_LANE_TRELLIS;
-    c.inner.p = (mq_params){lc->tile_m, lc->tile_n, lc->tile_k, 0, 1};
+    c.inner.p = (mq_params){lc->tile_m, lc->tile_n, lc->tile_k, 0, lc->gu_parts};
     c.i_split = lc->i_split;
     *worst = 0;
     if (x && ids && pr && got && ref && bound) {
@@ -71,17 +74,20 @@ static long run_case(mq_backend *be, const lane_case *lc, const mq_limits *lim, 
 }
 
 static const lane_case cases[] = {
-    {{MQ_FMT_TRELLIS3, 1, 256, 192, 8, 2, 128}, MQ_ROUTE_UNIFORM, 8, 64, 128, 1,
-     "decode, 2 of 8 experts, 192 columns in tiles of 64"},
-    {{MQ_FMT_TRELLIS3, 1, 256, 320, 8, 2, 64}, MQ_ROUTE_UNIFORM, 8, 128, 256, 2,
+    {{MQ_FMT_TRELLIS3, 1, 256, 192, 8, 2, 128}, MQ_ROUTE_UNIFORM, 8, 64, 128, 1, 2,
+     "decode, 2 of 8 experts, 192 columns in tiles of 64, gate/up's K in 2 parts"},
+    {{MQ_FMT_TRELLIS3, 1, 256, 320, 8, 2, 64}, MQ_ROUTE_UNIFORM, 8, 128, 256, 2, 1,
      "decode, group 64, inter 320 (a partial super-block and tile), down in 2 K slices"},
-    {{MQ_FMT_TRELLIS2, 13, 128, 384, 6, 3, 32}, MQ_ROUTE_ZIPF, 16, 64, 128, 3,
+    {{MQ_FMT_TRELLIS2, 13, 128, 384, 6, 3, 32}, MQ_ROUTE_ZIPF, 16, 64, 128, 3, 1,
      "13 tokens, Zipf, top 3 of 6, group 32, down in 3 slices"},
-    {{MQ_FMT_TRELLIS4, 20, 128, 256, 4, 1, 128}, MQ_ROUTE_ONE, 8, 64, 128, 2,
+    {{MQ_FMT_TRELLIS4, 20, 128, 256, 4, 1, 128}, MQ_ROUTE_ONE, 8, 64, 128, 2, 1,
      "20 tokens all on one expert (3 row tiles of 8)"},
-    {{MQ_FMT_TRELLIS3, 40, 384, 512, 8, 2, 128}, MQ_ROUTE_UNIFORM, 16, 64, 128, 4,
-     "40 tokens, 16-row tiles, hidden 384, down in 4 slices"},
+    {{MQ_FMT_TRELLIS3, 40, 384, 512, 8, 2, 128}, MQ_ROUTE_UNIFORM, 16, 64, 128, 4, 3,
+     "40 tokens, 16-row tiles, hidden 384, down in 4 slices, gate/up's K in 3 parts"},
+    {{MQ_FMT_TRELLIS3, 5, 512, 288, 8, 2, 128}, MQ_ROUTE_ZIPF, 8, 64, 128, 1, 4,
+     "5 tokens, Zipf, hidden 512, inter 288 (a partial column tile), gate/up's K in 4 parts"},
 };
+#define MEET_CASE 5 /* the planted faults of the parts' meeting run this one */
 
 static void test_cases(mq_backend *be, const mq_limits *staged)
 {
@@ -135,6 +141,26 @@ static void test_refusals(const mq_limits *staged)
           "expected no gathered rows (16 bytes, unread) and h padded by the tokens (12 rows of 192), "
           "got %zu and %zu bytes",
           plan.bytes[MQ_MSL_MOE_XG], plan.bytes[MQ_MSL_MOE_H]);
+    /* gate/up's K in 2 parts: twice the grid, a counter a tile, the parts' sums */
+    c.inner.p.split_k = 2;
+    planned = mq_msl_moe_plan_of(&p, &mw, &c, staged, &plan, &e) == MQ_OK;
+    const mq_msl_dispatch *gu = &plan.d[MQ_MSL_MOE_LANE_GATE_UP];
+    CHECK(planned && gu->grid[0] == 3 && gu->grid[1] == 1 && gu->grid[2] == 8 * 2 &&
+              plan.lwork_counters == 3 * 8 * 4 &&
+              plan.bytes[MQ_MSL_MOE_LWORK] == 3 * 8 * 4 + (size_t)2 * 2 * 8 * 192 * 4,
+          "expected gate/up in 2 parts: grid 3x1x16, 24 tile counters, 2 parts x (gate, up) x 8 "
+          "rows x 192 FP32 sums after them; got %ux%ux%u, %zu and %zu bytes (%s)",
+          gu->grid[0], gu->grid[1], gu->grid[2], plan.lwork_counters,
+          plan.bytes[MQ_MSL_MOE_LWORK], e.msg);
+    c.inner.p.split_k = 4; /* hidden 256: two K tiles of 128 */
+    CHECK(mq_msl_moe_plan_of(&p, &mw, &c, staged, &plan, &e) == MQ_E_ILLEGAL,
+          "expected gate/up in 4 parts of 2 K tiles refused, got '%s'", e.msg);
+    mq_moe_candidate sc = c;
+    sc.inner.variant = MQ_VAR_GEMV_TRELLIS;
+    sc.inner.p = (mq_params){1, 64, 128, 0, 2};
+    CHECK(mq_moe_candidate_check(&p, &sc, &e) == MQ_E_ILLEGAL && strstr(e.msg, "split_k=2"),
+          "expected the seed block to refuse an inner split_k, naming it, got '%s'", e.msg);
+    c.inner.p.split_k = 1;
     c.fuse_gate_up = 1;
     CHECK(mq_msl_moe_plan_of(&p, &mw, &c, NULL, &plan, &e) == MQ_E_ILLEGAL &&
               strstr(e.msg, "two passes"),
@@ -185,13 +211,14 @@ static void test_refusals(const mq_limits *staged)
     mq_moe_weights_free(&mw);
 }
 
-/* A fault planted in lane_trellis_moe.metal must put case 2 (Zipf, 13
- * tokens) outside the bound. */
-static void planted(const char *what, const char *from, const char *to)
+/* A fault planted in file (metal/) must put case ci outside the bound,
+ * or, with fails_with, fail the run with a message holding it. */
+static void planted_in(const char *file, int ci, const char *what, const char *from,
+                       const char *to, const char *fails_with)
 {
     char dir[64];
-    if (td_planted_dir("lane_trellis_moe.metal", from, to, dir, sizeof dir)) {
-        CHECK(0, "expected to plant %s in metal/lane_trellis_moe.metal", what);
+    if (td_planted_dir(file, from, to, dir, sizeof dir)) {
+        CHECK(0, "expected to plant %s in metal/%s", what, file);
         return;
     }
     setenv("MQ_METAL_DIR", dir, 1);
@@ -200,15 +227,25 @@ static void planted(const char *what, const char *from, const char *to)
     mq_backend *b = mq_backend_msl_cpu_open(&bo, &e);
     double worst = 0;
     char why[512] = "";
-    long bad = b ? run_case(b, &cases[2], NULL, 73, &worst, why, sizeof why) : -1;
+    long bad = b ? run_case(b, &cases[ci], NULL, 73, &worst, why, sizeof why) : -1;
     mq_backend_close(b);
     unsetenv("MQ_METAL_DIR");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {
     }
-    CHECK(bad > 0, "planted %s: expected outputs outside the bound, got %ld (worst %.3f) %s",
-          what, bad, worst, why);
+    if (fails_with)
+        CHECK(bad < 0 && strstr(why, fails_with),
+              "planted %s: expected the run to fail with '%s', got %ld outside the bound: %s",
+              what, fails_with, bad, why);
+    else
+        CHECK(bad > 0, "planted %s: expected outputs outside the bound, got %ld (worst %.3f) %s",
+              what, bad, worst, why);
+}
+
+static void planted(const char *what, const char *from, const char *to)
+{
+    planted_in("lane_trellis_moe.metal", 2, what, from, to, NULL);
 }
 
 int main(void)
@@ -245,6 +282,18 @@ int main(void)
             "return (a.row_token[0] + metal::min(r, a.count - 1u)) * p.K;");
     planted("every K slice into plane 0", "const size_t plane = size_t(c) * mp.tokens * mp.top_k;",
             "const size_t plane = 0;");
+    /* the meeting of gate/up's parts (mq_meet.h) */
+    planted_in("lane_trellis_moe.metal", MEET_CASE, "every part's sums into part 0's planes",
+               "const size_t at = size_t(2u * part) * plane", "const size_t at = size_t(0u) * plane",
+               NULL);
+    planted_in("lane_trellis_moe.metal", MEET_CASE, "the last part's sum without part 0",
+               "for (uint p = 0; p < parts; p++, at += 2u * plane)",
+               "for (uint p = 1; p < parts; p++, at += 2u * plane)", NULL);
+    planted_in("lane_trellis_moe.metal", MEET_CASE, "the last part's own sums only",
+               "if (parts > 1u && !moe_gu_meet(", "if (parts > 99u && !moe_gu_meet(", NULL);
+    planted_in("mq_meet.h", MEET_CASE, "a tile counter left set",
+               "atomic_store_explicit(cnt, 0u, memory_order_relaxed);", "(void)0;",
+               "tile counter");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     if (system(cmd)) {

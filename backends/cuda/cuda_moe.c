@@ -129,6 +129,9 @@ mq_status mq_cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_w
     if (plan.nbuf > MQ_MSL_MOE_LPARAMS)
         CU(s->api.MemcpyHtoD(s->moe[MQ_MSL_MOE_LPARAMS].p, plan.lane, sizeof plan.lane),
            "copying the lane kernels' parameters");
+    if (plan.lwork_counters) /* gate/up's tile counters start at zero */
+        CU(s->api.MemsetD8(s->moe[MQ_MSL_MOE_LWORK].p, 0, plan.lwork_counters),
+           "zeroing the gate/up tile counters");
     for (int k = 0; k < plan.nd; k++) {
         memset(&g[k], 0, sizeof g[k]);
         for (int i = 0; i < plan.nbuf; i++)
@@ -136,8 +139,18 @@ mq_status mq_cuda_run_moe(mq_backend *b, const mq_moe_problem *p, const mq_moe_w
         memcpy(grid[k], plan.d[k].grid, sizeof plan.d[k].grid);
         grid[k][3] = plan.d[k].threads;
     }
-    return moe_launch_all(s, plan.nd, fns, g, (const unsigned(*)[4])grid, out,
-                          plan.bytes[MQ_MSL_MOE_OUT], err);
+    if ((st = moe_launch_all(s, plan.nd, fns, g, (const unsigned(*)[4])grid, out,
+                             plan.bytes[MQ_MSL_MOE_OUT], err)) ||
+        !plan.lwork_counters)
+        return st;
+    uint32_t *cnt = malloc(plan.lwork_counters);
+    if (!cnt)
+        return mq_fail(err, MQ_E_NOMEM, "cuda: out of memory for the tile counters");
+    CUresult r = s->api.MemcpyDtoH(cnt, s->moe[MQ_MSL_MOE_LWORK].p, plan.lwork_counters);
+    st = r ? mq_cuda_fail(s, err, r, "reading the gate/up tile counters back")
+           : mq_msl_moe_counters_check(&plan, cnt, err);
+    free(cnt);
+    return st;
 }
 
 /* The unfused baseline (mq_msl_moe_unfused_plan): every module loaded and

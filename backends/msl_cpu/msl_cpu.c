@@ -146,13 +146,13 @@ static mq_status msl_cpu_run(mq_backend *b, const mq_problem *p, const mq_weight
  * unfused baseline's plan): the first nbuf buffers made (weight fields in
  * the kernel's layout, the inputs copied, buffer own_buf the plan's own
  * parameters dparams (the unfused dense launches' or the lane kernels'; -1:
- * none), everything else poisoned with NaN), each step run in order, out
- * read back. */
+ * none), everything else poisoned with NaN but the lane plan's tile
+ * counters, zeroed), each step run in order, the counters checked back at
+ * zero, out read back. */
 static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void *const in[4],
                           const size_t *bytes, int nbuf, const mq_msl_moe_step *steps,
                           int nsteps, int own_buf, const void *dparams, size_t dparams_bytes,
-                          float *out,
-                          mq_error *err)
+                          const mq_msl_moe_plan *lane_plan, float *out, mq_error *err)
 {
     mq_msl_buffer buf[MQ_MSL_MOE_NBUF];
     memset(buf, 0, sizeof buf);
@@ -167,6 +167,9 @@ static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void
         if (!bad && field)
             bad = mq_msl_moe_field(mw, (mq_msl_moe_buffer)i, buf[i].data, err) != MQ_OK;
     }
+    const size_t counters = lane_plan && nbuf > MQ_MSL_MOE_LWORK ? lane_plan->lwork_counters : 0;
+    if (!bad && counters)
+        memset(buf[MQ_MSL_MOE_LWORK].data, 0, counters);
     for (int k = 0; k < nsteps && !bad; k++) {
         const mq_msl_moe_step *sp = &steps[k];
         mq_msl_module *m = module_for(s, sp->file, sp->defines, err);
@@ -196,6 +199,8 @@ static mq_status moe_exec(msl_cpu_state *s, const mq_moe_weights *mw, const void
             mq_fail(err, MQ_E_ARG, "msl-cpu: %s: %s", sp->function, msg);
         }
     }
+    if (!bad && counters)
+        bad = mq_msl_moe_counters_check(lane_plan, buf[MQ_MSL_MOE_LWORK].data, err) != MQ_OK;
     if (!bad)
         memcpy(out, buf[MQ_MSL_MOE_OUT].data, bytes[MQ_MSL_MOE_OUT]);
     for (int i = 0; i < MQ_MSL_MOE_NBUF; i++)
@@ -224,7 +229,7 @@ static mq_status msl_cpu_run_moe(mq_backend *b, const mq_moe_problem *p,
     const void *in[4] = {x, ids, probs, &plan.mp};
     return moe_exec(b->state, mw, in, plan.bytes, plan.nbuf, steps, plan.nd,
                     plan.nbuf > MQ_MSL_MOE_LPARAMS ? MQ_MSL_MOE_LPARAMS : -1, plan.lane,
-                    sizeof plan.lane, out, err);
+                    sizeof plan.lane, &plan, out, err);
 }
 
 static mq_status msl_cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
@@ -238,8 +243,7 @@ static mq_status msl_cpu_run_moe_unfused(mq_backend *b, const mq_moe_problem *p,
         return st;
     const void *in[4] = {x, ids, probs, &u.base.mp};
     st = moe_exec(b->state, mw, in, u.base.bytes, MQ_MSL_MOE_NBUF, u.steps, u.nsteps, MQ_MSL_MOE_DPARAMS,
-                  u.dparams,
-                  u.dparams_bytes, out, err);
+                  u.dparams, u.dparams_bytes, NULL, out, err);
     mq_msl_moe_unfused_free(&u);
     return st;
 }
