@@ -33,7 +33,12 @@ mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *
 /* The lane block's candidates (mq_msl_moe_space) after the n there are:
  * first, the likelier (on the H100 the dense lane kernel is the table's
  * trellis pick at 10 of 11 rows); each tile with gate/up's K in 1, 2, 4
- * and 8 parts (a few tokens give gate/up a grid of a few dozen tiles). */
+ * and 8 parts while the grid with half as many parts has fewer than four
+ * threadgroups per core of lim (a few tokens give gate/up a grid of a few
+ * dozen tiles; a grid that fills the GPU four times over gains nothing
+ * from more parts but their sums' traffic and the meeting: Qwen3 at 16
+ * tokens on an H100, 2040 threadgroups, 2 parts 0.91x); every count where
+ * the cores are unknown. */
 static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
                       int max_rows, int i_splits, mq_moe_candidate *cs, int n, int cap)
 {
@@ -49,14 +54,19 @@ static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const m
         for (int tm = lo; tm <= hi; tm *= 2)
             for (int t = 0; t < 3; t++)
                 for (int k = 0; k < 3; k++)
-                    for (int g = 0; g < 4; g++) {
+                    for (int pi = 0; pi < 4; pi++) {
                         mq_moe_candidate c;
                         memset(&c, 0, sizeof c);
                         c.inner.variant = MQ_VAR_LANE_TRELLIS;
-                        c.inner.p = (mq_params){tm, tns[t], tks[k], 0, parts[g]};
+                        c.inner.p = (mq_params){tm, tns[t], tks[k], 0, parts[pi]};
                         c.i_split = splits[s];
                         mq_msl_moe_plan plan;
-                        if (n < cap && mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL) == MQ_OK)
+                        if (n >= cap || mq_msl_moe_plan_of(p, mw, &c, lim, &plan, NULL))
+                            continue;
+                        const unsigned *g = plan.d[MQ_MSL_MOE_LANE_GATE_UP].grid;
+                        double half_grid = (double)g[0] * g[1] * g[2] / 2;
+                        if (parts[pi] == 1 || !lim || lim->cores <= 0 ||
+                            half_grid < 4.0 * lim->cores)
                             cs[n++] = c;
                     }
     return n;

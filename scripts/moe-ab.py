@@ -4,8 +4,10 @@ moe-ab): BEFORE.csv and AFTER.csv hold the rounds' rows of the same suite,
 token counts and candidates, appended in turn. For each (model, tokens,
 path, candidate) timed ok under both: every round's median in ms, and
 after/before as the ratio of the medians of those medians (> 1: after is
-faster); then per (model, tokens) each tree's best fused time, its share of
-the sized read probe and the ratio of the two bests.
+faster); then those one tree alone timed (its space holds them: a new
+knob); then per (model, tokens) each tree's best fused time over every
+candidate it timed, that candidate, its share of the sized read probe and
+the ratio of the two bests.
 
 usage: moe-ab.py BEFORE.csv AFTER.csv. Exit 0, 2 on a file it cannot read."""
 import csv
@@ -34,28 +36,39 @@ def main(argv):
     except (OSError, KeyError, ValueError) as e:
         print("moe-ab.py: %s" % e, file=sys.stderr)
         return 2
-    best = {}
+    best, alone = {}, []
     for key in sorted(times):
         t = times[key]
+        for tree in ("before", "after"):
+            if tree in t and key[2] == "fused":
+                m = statistics.median(t[tree])
+                b = best.get((key[0], key[1], tree))
+                if b is None or m < b[0]:
+                    best[(key[0], key[1], tree)] = (m, t["gb"], key[3])
         if "before" not in t or "after" not in t:
+            alone.append(key)
             continue
         mb, ma = statistics.median(t["before"]), statistics.median(t["after"])
         print("%s %d tok %s %s | before ms %s | after ms %s | %.3fx" % (
             key[0], key[1], key[2], key[3], " ".join("%.4f" % v for v in t["before"]),
             " ".join("%.4f" % v for v in t["after"]), mb / ma))
-        if key[2] == "fused":
-            for tree, m in (("before", mb), ("after", ma)):
-                b = best.setdefault((key[0], key[1], tree), (m, t["gb"]))
-                if m < b[0]:
-                    best[(key[0], key[1], tree)] = (m, t["gb"])
+    if alone:
+        print()
+    for key in alone:
+        tree = "before" if "before" in times[key] else "after"
+        print("%s %d tok %s %s | %s only, ms %s" % (
+            key[0], key[1], key[2], key[3], tree,
+            " ".join("%.4f" % v for v in times[key][tree])))
     print()
     for (model, tokens) in sorted({(k[0], k[1]) for k in best}):
+        if (model, tokens, "before") not in best or (model, tokens, "after") not in best:
+            continue
         line = "%s %d tokens:" % (model, tokens)
         for tree in ("before", "after"):
-            m, gb = best[(model, tokens, tree)]
+            m, gb, cand = best[(model, tokens, tree)]
             p = probe.get((model, tokens, tree), 0)
-            line += " %s best %.4f ms (%.1f%% of the %s probe)" % (
-                tree, m, 100.0 * gb / (m * 1e-3) / p if p else 0, tree)
+            line += " %s best %.4f ms (%.1f%% of the %s probe; %s)" % (
+                tree, m, 100.0 * gb / (m * 1e-3) / p if p else 0, tree, cand)
         line += ", %.3fx" % (best[(model, tokens, "before")][0] / best[(model, tokens, "after")][0])
         print(line)
     return 0
