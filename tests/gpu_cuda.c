@@ -39,14 +39,14 @@ static void moe_checks(mq_backend *b, double read_gbs, const mq_limits *lim)
 {
     static const struct {
         mq_moe_problem p;
-        int rows, split;
+        int rows, split, parts; /* parts: the lane block's gate/up K parts */
         mq_route_kind route;
     } cases[] = {
-        {{MQ_FMT_TRELLIS3, 1, 256, 384, 8, 2, 128}, 1, 1, MQ_ROUTE_UNIFORM},
-        {{MQ_FMT_TRELLIS3, 1, 256, 384, 8, 2, 128}, 8, 3, MQ_ROUTE_UNIFORM},
-        {{MQ_FMT_TRELLIS2, 13, 256, 384, 6, 3, 64}, 8, 2, MQ_ROUTE_ZIPF},
-        {{MQ_FMT_TRELLIS4, 20, 256, 384, 4, 1, 128}, 16, 3, MQ_ROUTE_ONE},
-        {{MQ_FMT_TRELLIS3, 70, 2880, 2880, 32, 4, 128}, 8, 4, MQ_ROUTE_UNIFORM},
+        {{MQ_FMT_TRELLIS3, 1, 256, 384, 8, 2, 128}, 1, 1, 1, MQ_ROUTE_UNIFORM},
+        {{MQ_FMT_TRELLIS3, 1, 256, 384, 8, 2, 128}, 8, 3, 2, MQ_ROUTE_UNIFORM},
+        {{MQ_FMT_TRELLIS2, 13, 256, 384, 6, 3, 64}, 8, 2, 2, MQ_ROUTE_ZIPF},
+        {{MQ_FMT_TRELLIS4, 20, 256, 384, 4, 1, 128}, 16, 3, 1, MQ_ROUTE_ONE},
+        {{MQ_FMT_TRELLIS3, 70, 2880, 2880, 32, 4, 128}, 8, 4, 4, MQ_ROUTE_UNIFORM},
     };
     mq_error e;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -87,17 +87,20 @@ static void moe_checks(mq_backend *b, double read_gbs, const mq_limits *lim)
         mq_moe_candidate lc;
         memset(&lc, 0, sizeof lc);
         lc.inner.variant = MQ_VAR_LANE_TRELLIS;
-        lc.inner.p = (mq_params){cases[ci].rows > 8 ? 16 : 8, 64, 128, 0, 1};
+        lc.inner.p = (mq_params){cases[ci].rows > 8 ? 16 : 8, 64, 128, 0, cases[ci].parts};
         lc.i_split = cases[ci].split;
         st = b->run_moe(b, p, &mw, x, ids, pr, out, &lc, lim, &e);
         worst = 0;
         bad = st ? 0 : td_outside(out, ref_h, bound_h, on, &worst);
         CHECK(st == 0 && bad == 0,
-              "expected the lane block on the GPU (%s, %d tokens, i_split %d) within its bound: "
-              "%s%ld outside, worst %.3f of it",
-              mq_format_name(p->format), p->tokens, lc.i_split, st ? e.msg : "", bad, worst);
-        printf("gpu_cuda: moe lane %s %d tokens: %s, worst %.3f of the bound\n",
-               mq_format_name(p->format), p->tokens, st ? "error" : bad ? "WRONG" : "ok", worst);
+              "expected the lane block on the GPU (%s, %d tokens, i_split %d, gate/up in %d "
+              "parts) within its bound: %s%ld outside, worst %.3f of it",
+              mq_format_name(p->format), p->tokens, lc.i_split, cases[ci].parts,
+              st ? e.msg : "", bad, worst);
+        printf("gpu_cuda: moe lane %s %d tokens, gate/up in %d parts: %s, worst %.3f of the "
+               "bound\n",
+               mq_format_name(p->format), p->tokens, cases[ci].parts,
+               st ? "error" : bad ? "WRONG" : "ok", worst);
         /* the unfused baseline's launches against the FP16-intermediate bound */
         mq_moe_reference_arith(p, &mw, x, ids, pr, MQ_MOE_HALF_WEIGHTS | MQ_MOE_HALF_STORES, ref_h,
                                bound_h, &e);
