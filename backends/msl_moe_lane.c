@@ -83,8 +83,7 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
     out->d[MQ_MSL_MOE_LANE_GATE_UP] = proj[0];
     out->d[MQ_MSL_MOE_LANE_DOWN] = proj[1];
     out->d[3] = combine;
-    out->mp.combine_in_down = p->tokens <= MQ_MSL_MOE_COMBINE_IN_DOWN;
-    out->nd = out->mp.combine_in_down ? 3 : 4;
+    out->nd = 4;
     out->nbuf = MQ_MSL_MOE_NBUF;
     /* gate/up reads its tokens' rows of x through the route list (no
      * gathered copy); down's A rows past an expert's own are read up to
@@ -98,17 +97,17 @@ mq_status mq_msl_moe_lane_plan(const mq_moe_problem *p, const mq_moe_weights *mw
         for (int j = 0; j < MQ_MOE_PROJS; j++)
             b[f] += mq_msl_moe_field_bytes(mw, (mq_msl_moe_buffer)f, j);
     b[MQ_MSL_MOE_LPARAMS] = sizeof out->lane;
-    /* the threadgroups that meet in the kernels (lane_trellis_moe.metal's
-     * MoeLaneWork): gate/up's parts of K, a counter per output tile; down
-     * summing the outputs, a counter per column tile; then each gate/up
-     * part's FP32 sums of gate and up */
-    size_t gu = pl[0].k_slices > 1 ? (size_t)pl[0].n_tiles * (size_t)pl[0].m_tiles * slots : 0;
-    size_t dn = out->mp.combine_in_down ? (size_t)pl[1].n_tiles : 0;
-    out->lwork_counters = (gu + dn) * 4;
-    b[MQ_MSL_MOE_LWORK] = (gu + dn + 3) / 4 * 16 +
-                          (gu ? (size_t)pl[0].k_slices * 2 * R * (size_t)p->inter * 4 : 0);
-    if (!b[MQ_MSL_MOE_LWORK])
-        b[MQ_MSL_MOE_LWORK] = 16; /* (not read) */
+    /* gate/up's parts of K meet in the kernel: a counter per output tile,
+     * then each part's FP32 sums of gate and up (lane_trellis_moe.metal's
+     * MoeGuWork) */
+    out->lwork_counters = 0;
+    b[MQ_MSL_MOE_LWORK] = 16; /* (not read) */
+    if (pl[0].k_slices > 1) {
+        size_t tiles = (size_t)pl[0].n_tiles * (size_t)pl[0].m_tiles * slots;
+        out->lwork_counters = tiles * 4;
+        b[MQ_MSL_MOE_LWORK] = (tiles + 3) / 4 * 16 +
+                              (size_t)pl[0].k_slices * 2 * R * (size_t)p->inter * 4;
+    }
     return MQ_OK; /* (err holds the seed plan's clear state) */
 }
 
@@ -146,8 +145,8 @@ mq_status mq_msl_moe_counters_check(const mq_msl_moe_plan *plan, const uint32_t 
     for (size_t i = 0; i < plan->lwork_counters / 4; i++)
         if (counters[i])
             return mq_fail(err, MQ_E_ARG,
-                           "the lane block left counter %zu at %u (the last threadgroup to meet "
-                           "there sets it back to 0)",
+                           "the lane block's gate/up left tile counter %zu at %u (its parts' last "
+                           "must set it back to 0)",
                            i, counters[i]);
     return MQ_OK;
 }

@@ -95,7 +95,7 @@ mq_status mq_msl_moe_seed_plan(const mq_moe_problem *p, const mq_moe_weights *mw
     out->mp = (mq_msl_moe_params){(uint32_t)p->tokens, (uint32_t)p->hidden, (uint32_t)p->inter,
                                   (uint32_t)p->experts, (uint32_t)p->top_k, (uint32_t)p->group,
                                   (uint32_t)mw->w[0][0].n_levels, (uint32_t)len,
-                                  (uint32_t)c->i_split, 0};
+                                  (uint32_t)c->i_split};
     snprintf(out->defines, sizeof out->defines,
              "TRELLIS_BITS=%d TILE_M=%d TILE_N=%d TILE_K=%d MOE_FUSE=%d", mq_format_bits(p->format),
              q->tile_m, q->tile_n, q->tile_k, c->fuse_gate_up);

@@ -119,7 +119,6 @@ uint64_t mq_msl_weights_print(const mq_weights *w);
 /* The kernels' MoeParams, field for field. */
 typedef struct {
     uint32_t tokens, hidden, inter, experts, top_k, group, n_levels, i_chunk, chunks;
-    uint32_t combine_in_down; /* the lane block at decode: down sums the outputs */
 } mq_msl_moe_params;
 
 /* Its buffers: x, expert_ids, probs, params, the route list, the weights'
@@ -167,10 +166,6 @@ typedef struct {
  * then down; the seed block has one module for all four. */
 #define MQ_MSL_MOE_LANE_GATE_UP 1
 #define MQ_MSL_MOE_LANE_DOWN 2
-/* The most tokens at which the lane block's down sums the outputs itself
- * (the last threadgroup of a column tile reads tokens x top_k x chunks
- * partials per column: a decode step's few, not a prefill's) */
-#define MQ_MSL_MOE_COMBINE_IN_DOWN 16
 
 /* What the MSL kernels take of a candidate (legal first:
  * mq_moe_candidate_check). The seed-layout block (inner
@@ -187,9 +182,7 @@ typedef struct {
  * threadgroup, their K split into the inner split_k parts (threadgroups
  * that meet in the kernel: the last to finish a tile adds the parts up and
  * applies SwiGLU), x read through the route list (no gathered copy); four
- * dispatches (route, gate/up, down, combine), three at decode (up to
- * MQ_MSL_MOE_COMBINE_IN_DOWN tokens: down's threadgroups of a column tile
- * meet and the last sums the tokens' outputs), its parameters in lane[]. Out: its parameters, the defines of the seed block's
+ * dispatches (route, gate/up, down, combine), its parameters in lane[]. Out: its parameters, the defines of the seed block's
  * module ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128 MOE_FUSE=1"; each
  * dispatch carries its own), the dispatches in order (nd), the buffers they
  * bind (the first nbuf) and every buffer's size in bytes.
@@ -201,16 +194,16 @@ typedef struct {
     int nd, nbuf;
     mq_msl_params lane[2];
     size_t bytes[MQ_MSL_MOE_NBUF];
-    size_t lwork_counters; /* bytes of counters at MQ_MSL_MOE_LWORK's start (0: none) */
+    size_t lwork_counters; /* bytes of tile counters at MQ_MSL_MOE_LWORK's start (0: none) */
 } mq_msl_moe_plan;
 
 mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              const mq_moe_candidate *c, const mq_limits *lim,
                              mq_msl_moe_plan *out, mq_error *err);
-/* After a run: every counter of the lane block's workspace (its first
+/* After a run: every tile counter of the lane block's workspace (its first
  * plan->lwork_counters bytes, zeroed before the launch) back at zero, or
- * an error naming the first that is not (the last threadgroup of a meeting
- * resets it; one left set would make the next run's meeting miscount). */
+ * an error naming the first that is not (the meeting's last part resets
+ * it; a counter left set would make the next run's parts miscount). */
 mq_status mq_msl_moe_counters_check(const mq_msl_moe_plan *plan, const uint32_t *counters,
                                     mq_error *err);
 /* The MSL kernels' candidate space for p under lim (NULL:

@@ -409,13 +409,35 @@ kernel void gemm_trellis_moe_down(constant MoeParams &p [[buffer(3)]],
 kernel void moe_combine(device const float *probs [[buffer(2)]],
                         constant MoeParams &p [[buffer(3)]],
                         device const uint *route_buf [[buffer(4)]],
-                        MQ_COHERENT device const float *y [[buffer(11)]],
+                        device const float *y [[buffer(11)]],
                         device float *out [[buffer(12)]],
                         uint gid [[thread_position_in_grid]])
 {
+    const uint rows = p.tokens * p.top_k;
     if (gid >= p.tokens * p.hidden)
         return;
-    out[gid] = moe_combine_one(probs, p, route_buf, y, gid / p.hidden, gid % p.hidden);
+    const uint t = gid / p.hidden, col = gid % p.hidden;
+    device const uint *row_of = route_buf + rows;
+    float acc = 0.0f;
+    for (uint k0 = 0; k0 < p.top_k; k0 += 4u) {
+        uint r[4];
+        float part[4];
+        MQ_UNROLL
+        for (uint j = 0; j < 4u; j++) {
+            r[j] = row_of[t * p.top_k + metal::min(k0 + j, p.top_k - 1u)];
+            part[j] = 0.0f;
+        }
+        for (uint c = 0; c < p.chunks; c++) {
+            MQ_UNROLL
+            for (uint j = 0; j < 4u; j++)
+                part[j] += y[(size_t(c) * rows + r[j]) * p.hidden + col];
+        }
+        MQ_UNROLL
+        for (uint j = 0; j < 4u; j++)
+            if (k0 + j < p.top_k)
+                acc += probs[t * p.top_k + k0 + j] * part[j];
+    }
+    out[gid] = acc;
 }
 
 // ---- the unfused baseline's glue ------------------------------------------

@@ -26,12 +26,10 @@
 // dense kernel's. gate/up's A rows past the expert's own read as zero;
 // down's (h) are its neighbours' (or h's padding of `tokens` rows) and are
 // never stored.
-// The workspace of the threadgroups that meet (mq_meet.h): where gate/up's
-// K is split into parts, one counter per output tile (column tile, row
-// tile, slot); where down sums the outputs (combine_in_down), one counter
-// per column tile of down; then, where gate/up's K is split, the parts'
-// FP32 sums [k_slices][gate, up][rows][inter], rows in the route order
-// (backends/msl_moe_lane.c sizes it the same way).
+// The split gate/up's workspace (the parts of K that meet in mq_meet.h):
+// one counter per output tile (column tile, row tile, slot), then the
+// parts' FP32 sums [k_slices][gate, up][rows][inter], rows in the route
+// order (backends/msl_moe_lane.c sizes it the same way).
 // Weights: each lane array of the three projections concatenated in the
 // order gate, up, down, each projection's experts back to back (codes
 // [E][N16][KB][words], scales [E][N16][Gp][8][2] FP32 tscales x sv), the
@@ -69,29 +67,27 @@ inline uint mq_a_rows(MoeARows a, constant MqParams &p)
     return a.count;
 }
 
+struct MoeGuWork {
+    MQ_COHERENT device atomic_uint *cnt;
+    MQ_COHERENT device float *sums;
+};
+
+inline MoeGuWork moe_gu_work(MQ_COHERENT device float *work, constant MoeParams &mp,
+                             constant MqParams &q)
+{
+    const uint slots = metal::min(mp.tokens * mp.top_k, mp.experts);
+    const uint counters = q.n_tiles * q.m_tiles * slots;
+    MoeGuWork w;
+    w.cnt = (MQ_COHERENT device atomic_uint *)work;
+    w.sums = work + MQ_CDIV(counters, 4u) * 4u;
+    return w;
+}
+
 // The lane kernels' parameters of gate/up (hidden -> inter) and down
 // (inter -> hidden): backends/msl_program.h's mq_msl_params, twice.
 struct MqLaneMoeParams {
     MqParams gu, dn;
 };
-
-struct MoeLaneWork {
-    MQ_COHERENT device atomic_uint *gu_cnt, *dn_cnt;
-    MQ_COHERENT device float *sums;
-};
-
-inline MoeLaneWork moe_lane_work(MQ_COHERENT device float *work, constant MoeParams &mp,
-                                 constant MqLaneMoeParams &lp)
-{
-    const uint slots = metal::min(mp.tokens * mp.top_k, mp.experts);
-    const uint gu = lp.gu.k_slices > 1u ? lp.gu.n_tiles * lp.gu.m_tiles * slots : 0u;
-    const uint dn = mp.combine_in_down != 0u ? lp.dn.n_tiles : 0u;
-    MoeLaneWork w;
-    w.gu_cnt = (MQ_COHERENT device atomic_uint *)work;
-    w.dn_cnt = w.gu_cnt + gu;
-    w.sums = work + MQ_CDIV(gu + dn, 4u) * 4u;
-    return w;
-}
 
 // Projection j's arrays for expert e.
 struct MoeLaneProj {
@@ -174,12 +170,11 @@ inline uint moe_lane_col(uint3 tg, uint sg, uint i, uint h, uint lane)
 // part, added in part order (the same whichever arrived last).
 inline bool moe_gu_meet(thread float (&g)[2][2][LANE_FRAG_M][2],
                         thread float (&u)[2][2][LANE_FRAG_M][2], MQ_COHERENT device float *work,
-                        constant MoeParams &mp, constant MqLaneMoeParams &lp, uint3 tg, uint part,
+                        constant MoeParams &mp, constant MqParams &q, uint3 tg, uint part,
                         uint first, uint count, uint row0, threadgroup uint *flag, uint tid,
                         uint sg, uint lane)
 {
-    const MoeLaneWork w = moe_lane_work(work, mp, lp);
-    constant MqParams &q = lp.gu;
+    const MoeGuWork w = moe_gu_work(work, mp, q);
     const size_t plane = size_t(mp.tokens) * mp.top_k * mp.inter;
     const uint parts = q.k_slices;
     if (sg < uint(LANE_SG_COLS)) {
@@ -193,7 +188,7 @@ inline bool moe_gu_meet(thread float (&g)[2][2][LANE_FRAG_M][2],
         }
     }
     const uint tile = ((tg.z / parts) * q.m_tiles + tg.y) * q.n_tiles + tg.x;
-    if (!mq_meet_last(w.gu_cnt + tile, parts, flag, tid))
+    if (!mq_meet_last(w.cnt + tile, parts, flag, tid))
         return false;
     if (sg >= uint(LANE_SG_COLS)) // kg > 0: their shares are in kg = 0's sums
         return true;
@@ -242,7 +237,7 @@ kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
                   mq_k_range(lp.gu, part), row0, smem, lut, tid, sg, lane);
     moe_lane_pass(u, moe_lane_proj(1u, e, mp, lp, codes, scales, su, grid), A, lp.gu, tg,
                   mq_k_range(lp.gu, part), row0, smem, lut, tid, sg, lane);
-    if (parts > 1u && !moe_gu_meet(g, u, work, mp, lp, tg, part, first, count, row0, lut,
+    if (parts > 1u && !moe_gu_meet(g, u, work, mp, lp.gu, tg, part, first, count, row0, lut,
                                    tid, sg, lane))
         return; // another part finishes the tile
     if (sg >= uint(LANE_SG_COLS)) // kg > 0: their shares are in the totals
@@ -255,18 +250,27 @@ kernel void lane_trellis_moe_gate_up(device const half *x [[buffer(0)]],
     }
 }
 
-// Down's share: its K slice c of the rows from row0 of slot s's expert
-// into partial plane c of y.
-inline void moe_lane_down_share(constant MoeParams &mp, constant MqLaneMoeParams &lp,
-                                device const uint *route, device const float *su,
-                                device const float *grid, device const half *h,
-                                MQ_COHERENT device float *y, device const uint *codes,
-                                device const float *scales, uint3 tg, uint s, uint c, uint row0,
-                                threadgroup half *smem, threadgroup uint *lut, uint tid, uint sg,
-                                uint lane)
+kernel void lane_trellis_moe_down(constant MoeParams &mp [[buffer(3)]],
+                                  device const uint *route [[buffer(4)]],
+                                  device const float *su [[buffer(7)]],
+                                  device const float *grid [[buffer(9)]],
+                                  device const half *h [[buffer(10)]],
+                                  device float *y [[buffer(11)]],
+                                  device const uint *codes [[buffer(17)]],
+                                  device const float *scales [[buffer(18)]],
+                                  constant MqLaneMoeParams &lp [[buffer(19)]],
+                                  uint3 tg [[threadgroup_position_in_grid]],
+                                  uint tid [[thread_index_in_threadgroup]],
+                                  uint sg [[simdgroup_index_in_threadgroup]],
+                                  uint lane [[thread_index_in_simdgroup]])
 {
+    threadgroup half smem[LANE_SMEM_HALVES];
+    threadgroup uint lut[LANE_LUT_ENTRIES * LANE_LUT_COPIES];
+    MQ_CHECK_PLAN(sizeof(smem) + sizeof(lut));
+    const uint chunks = lp.dn.k_slices, c = tg.z % chunks;
     uint e = 0, first = 0, count = 0;
-    if (!moe_slot(route, mp, s, e, first, count) || row0 >= count)
+    const uint row0 = tg.y * uint(TILE_M);
+    if (!moe_slot(route, mp, tg.z / chunks, e, first, count) || row0 >= count)
         return;
     float v[2][2][LANE_FRAG_M][2];
     moe_lane_pass(v, moe_lane_proj(2u, e, mp, lp, codes, scales, su, grid),
@@ -280,37 +284,4 @@ inline void moe_lane_down_share(constant MoeParams &mp, constant MqLaneMoeParams
         if (m < count && n < mp.hidden)
             y[(plane + first + m) * mp.hidden + n] = v[i][hh][mi][j];
     }
-}
-
-kernel void lane_trellis_moe_down(device const float *probs [[buffer(2)]],
-                                  constant MoeParams &mp [[buffer(3)]],
-                                  device const uint *route [[buffer(4)]],
-                                  device const float *su [[buffer(7)]],
-                                  device const float *grid [[buffer(9)]],
-                                  device const half *h [[buffer(10)]],
-                                  MQ_COHERENT device float *y [[buffer(11)]],
-                                  device float *out [[buffer(12)]],
-                                  device const uint *codes [[buffer(17)]],
-                                  device const float *scales [[buffer(18)]],
-                                  constant MqLaneMoeParams &lp [[buffer(19)]],
-                                  MQ_COHERENT device float *work [[buffer(20)]],
-                                  uint3 tg [[threadgroup_position_in_grid]],
-                                  uint3 tgs [[threadgroups_per_grid]],
-                                  uint tid [[thread_index_in_threadgroup]],
-                                  uint sg [[simdgroup_index_in_threadgroup]],
-                                  uint lane [[thread_index_in_simdgroup]])
-{
-    threadgroup half smem[LANE_SMEM_HALVES];
-    threadgroup uint lut[LANE_LUT_ENTRIES * LANE_LUT_COPIES];
-    MQ_CHECK_PLAN(sizeof(smem) + sizeof(lut));
-    const uint chunks = lp.dn.k_slices;
-    moe_lane_down_share(mp, lp, route, su, grid, h, y, codes, scales, tg, tg.z / chunks,
-                        tg.z % chunks, tg.y * uint(TILE_M), smem, lut, tid, sg, lane);
-    if (mp.combine_in_down == 0u)
-        return;
-    // every threadgroup of these columns arrives, those with no rows too
-    // (lut is free: mq_meet_last's first barrier follows its last reads)
-    const uint c0 = tg.x * uint(TILE_N), c1 = metal::min(c0 + uint(TILE_N), mp.hidden);
-    moe_combine_meet(probs, mp, route, y, out, moe_lane_work(work, mp, lp).dn_cnt + tg.x,
-                     tgs.y * tgs.z, c0, c1, lut, tid, uint(THREADS));
 }

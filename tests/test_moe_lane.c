@@ -74,9 +74,8 @@ static long run_case(mq_backend *be, const lane_case *lc, const mq_limits *lim, 
 }
 
 static const lane_case cases[] = {
-    {{MQ_FMT_TRELLIS3, 1, 256, 192, 8, 6, 128}, MQ_ROUTE_UNIFORM, 8, 64, 128, 1, 2,
-     "decode, 6 of 8 experts (down's sums: a second four), 192 columns in tiles of 64, "
-     "gate/up's K in 2 parts"},
+    {{MQ_FMT_TRELLIS3, 1, 256, 192, 8, 2, 128}, MQ_ROUTE_UNIFORM, 8, 64, 128, 1, 2,
+     "decode, 2 of 8 experts, 192 columns in tiles of 64, gate/up's K in 2 parts"},
     {{MQ_FMT_TRELLIS3, 1, 256, 320, 8, 2, 64}, MQ_ROUTE_UNIFORM, 8, 128, 256, 2, 1,
      "decode, group 64, inter 320 (a partial super-block and tile), down in 2 K slices"},
     {{MQ_FMT_TRELLIS2, 13, 128, 384, 6, 3, 32}, MQ_ROUTE_ZIPF, 16, 64, 128, 3, 1,
@@ -129,37 +128,28 @@ static void test_refusals(const mq_limits *staged)
     c.i_split = 1;
     mq_msl_moe_plan plan;
     int planned = mq_msl_moe_plan_of(&p, &mw, &c, staged, &plan, &e) == MQ_OK;
-    CHECK(planned && plan.nd == 3 && plan.nbuf == MQ_MSL_MOE_NBUF &&
-              plan.mp.combine_in_down == 1 && !strcmp(plan.d[0].function, "moe_route") &&
+    CHECK(planned && plan.nd == 4 && plan.nbuf == MQ_MSL_MOE_NBUF &&
+              !strcmp(plan.d[0].function, "moe_route") &&
               !strcmp(plan.d[MQ_MSL_MOE_LANE_GATE_UP].function, "lane_trellis_moe_gate_up") &&
               strstr(plan.d[MQ_MSL_MOE_LANE_GATE_UP].defines, "MQ_PLAN_STAGES") &&
               !strcmp(plan.d[MQ_MSL_MOE_LANE_DOWN].function, "lane_trellis_moe_down") &&
-              plan.lwork_counters == 4 * 4,
-          "expected 3 dispatches at 4 tokens (route, gate/up with h100's stages, down summing "
-          "the outputs at 4 counters: no gather, no combine), got %d (%s), combine_in_down %u, "
-          "%zu bytes of counters: %s",
-          plan.nd, planned ? plan.d[1].function : "", plan.mp.combine_in_down,
-          plan.lwork_counters, e.msg);
+              !strcmp(plan.d[3].function, "moe_combine"),
+          "expected 4 dispatches (route, gate/up with h100's stages, down, combine; no gather), "
+          "got %d (%s): %s",
+          plan.nd, planned ? plan.d[1].function : "", e.msg);
     CHECK(plan.bytes[MQ_MSL_MOE_XG] == 16 && plan.bytes[MQ_MSL_MOE_H] == (size_t)(8 + 4) * 192 * 2,
           "expected no gathered rows (16 bytes, unread) and h padded by the tokens (12 rows of 192), "
           "got %zu and %zu bytes",
           plan.bytes[MQ_MSL_MOE_XG], plan.bytes[MQ_MSL_MOE_H]);
-    mq_moe_problem p17 = p;
-    p17.tokens = MQ_MSL_MOE_COMBINE_IN_DOWN + 1;
-    CHECK(mq_msl_moe_plan_of(&p17, &mw, &c, staged, &plan, &e) == MQ_OK && plan.nd == 4 &&
-              !strcmp(plan.d[3].function, "moe_combine") && plan.mp.combine_in_down == 0 &&
-              plan.lwork_counters == 0,
-          "expected 4 dispatches at %d tokens (the combine's own), got %d (%s)", p17.tokens,
-          plan.nd, e.msg);
     /* gate/up's K in 2 parts: twice the grid, a counter a tile, the parts' sums */
     c.inner.p.split_k = 2;
     planned = mq_msl_moe_plan_of(&p, &mw, &c, staged, &plan, &e) == MQ_OK;
     const mq_msl_dispatch *gu = &plan.d[MQ_MSL_MOE_LANE_GATE_UP];
     CHECK(planned && gu->grid[0] == 3 && gu->grid[1] == 1 && gu->grid[2] == 8 * 2 &&
-              plan.lwork_counters == (3 * 8 + 4) * 4 &&
-              plan.bytes[MQ_MSL_MOE_LWORK] == (3 * 8 + 4) * 4 + (size_t)2 * 2 * 8 * 192 * 4,
-          "expected gate/up in 2 parts: grid 3x1x16, 24 tile counters and down's 4, 2 parts x "
-          "(gate, up) x 8 rows x 192 FP32 sums after them; got %ux%ux%u, %zu and %zu bytes (%s)",
+              plan.lwork_counters == 3 * 8 * 4 &&
+              plan.bytes[MQ_MSL_MOE_LWORK] == 3 * 8 * 4 + (size_t)2 * 2 * 8 * 192 * 4,
+          "expected gate/up in 2 parts: grid 3x1x16, 24 tile counters, 2 parts x (gate, up) x 8 "
+          "rows x 192 FP32 sums after them; got %ux%ux%u, %zu and %zu bytes (%s)",
           gu->grid[0], gu->grid[1], gu->grid[2], plan.lwork_counters,
           plan.bytes[MQ_MSL_MOE_LWORK], e.msg);
     c.inner.p.split_k = 4; /* hidden 256: two K tiles of 128 */
@@ -301,20 +291,9 @@ int main(void)
                "for (uint p = 1; p < parts; p++, at += 2u * plane)", NULL);
     planted_in("lane_trellis_moe.metal", MEET_CASE, "the last part's own sums only",
                "if (parts > 1u && !moe_gu_meet(", "if (parts > 99u && !moe_gu_meet(", NULL);
-    planted_in("mq_meet.h", MEET_CASE, "a counter left set",
+    planted_in("mq_meet.h", MEET_CASE, "a tile counter left set",
                "atomic_store_explicit(cnt, 0u, memory_order_relaxed);", "(void)0;",
-               "left counter");
-    /* down summing the outputs (combine_in_down; case 2: 13 tokens, one part) */
-    planted_in("mq_meet.h", 2, "down's counter left set",
-               "atomic_store_explicit(cnt, 0u, memory_order_relaxed);", "(void)0;",
-               "left counter");
-    planted_in("lane_trellis_moe.metal", 2, "down's threadgroups of odd slots not arriving",
-               "    if (mp.combine_in_down == 0u)\n        return;",
-               "    if (mp.combine_in_down == 0u || tg.z % 2u == 1u)\n        return;",
-               "left counter");
-    planted_in("mq_moe.h", 2, "the outputs' sums without chunk 0",
-               "for (uint c = 0; c < p.chunks; c++) {", "for (uint c = 1; c < p.chunks; c++) {",
-               NULL);
+               "tile counter");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
     if (system(cmd)) {
