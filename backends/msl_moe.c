@@ -32,8 +32,8 @@ mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *
 
 /* The lane block's candidates (mq_msl_moe_space) after the n there are:
  * first, the likelier (on the H100 the dense lane kernel is the table's
- * trellis pick at 10 of 11 rows); each tile with gate/up's K in 1, 2, 4
- * and 8 parts while the grid with half as many parts has fewer than four
+ * trellis pick at 10 of 11 rows); every tile with gate/up's K in 1 part,
+ * then in 2, 4 and 8 while the grid with half as many parts has fewer than four
  * threadgroups per core of lim (a few tokens give gate/up a grid of a few
  * dozen tiles; a grid that fills the GPU four times over gains nothing
  * from more parts but their sums' traffic and the meeting: Qwen3 at 16
@@ -51,10 +51,10 @@ static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const m
         hi = lo;
     }
     for (int s = 0; s < (i_splits ? 4 : 1); s++)
-        for (int tm = lo; tm <= hi; tm *= 2)
-            for (int t = 0; t < 3; t++)
-                for (int k = 0; k < 3; k++)
-                    for (int pi = 0; pi < 4; pi++) {
+        for (int pi = 0; pi < 4; pi++)
+            for (int tm = lo; tm <= hi; tm *= 2)
+                for (int t = 0; t < 3; t++)
+                    for (int k = 0; k < 3; k++) {
                         mq_moe_candidate c;
                         memset(&c, 0, sizeof c);
                         c.inner.variant = MQ_VAR_LANE_TRELLIS;
