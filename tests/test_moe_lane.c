@@ -74,8 +74,9 @@ static long run_case(mq_backend *be, const lane_case *lc, const mq_limits *lim, 
 }
 
 static const lane_case cases[] = {
-    {{MQ_FMT_TRELLIS3, 1, 256, 192, 8, 2, 128}, MQ_ROUTE_UNIFORM, 8, 64, 128, 1, 2,
-     "decode, 2 of 8 experts, 192 columns in tiles of 64, gate/up's K in 2 parts"},
+    {{MQ_FMT_TRELLIS3, 1, 256, 192, 8, 6, 128}, MQ_ROUTE_UNIFORM, 8, 64, 128, 1, 2,
+     "decode, 6 of 8 experts (the combine's second four), 192 columns in tiles of 64, "
+     "gate/up's K in 2 parts"},
     {{MQ_FMT_TRELLIS3, 1, 256, 320, 8, 2, 64}, MQ_ROUTE_UNIFORM, 8, 128, 256, 2, 1,
      "decode, group 64, inter 320 (a partial super-block and tile), down in 2 K slices"},
     {{MQ_FMT_TRELLIS2, 13, 128, 384, 6, 3, 32}, MQ_ROUTE_ZIPF, 16, 64, 128, 3, 1,
