@@ -7,8 +7,14 @@
  * and a kernel that exchanges through simd collectives and a simdgroup
  * matrix, run clean. Then the lane MoE block (metal/lane_trellis_moe.metal),
  * whose gate/up kernel reuses its threadgroup memory from one pass to the
- * next: clean in registers and staged, and a race with the barrier between
- * the passes planted away. Not part of make test: it needs its own build. */
+ * next: clean in registers and staged, with gate/up's K in one part and in
+ * two that meet (metal/mq_meet.h; the parts' sums cross threadgroups
+ * through the host's atomics, which TSan follows), and a race with the
+ * barrier between the passes planted away. (A meeting without its barrier
+ * before the arrival ran clean here: threadgroups that meet on one worker
+ * are ordered by its fiber switches, so TSan cannot be relied on to see it;
+ * tests/test_moe_lane.c plants the meeting's faults that change outputs.)
+ * Not part of make test: it needs its own build. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +60,7 @@ static int run(const char *barrier, char *err, size_t n)
 /* The lane MoE block once on the TSan-built executor (MQ_METAL_DIR: dir,
  * NULL the source's), two simdgroups along K so that the passes share
  * threadgroup memory; 0, or -1 and the error. */
-static int moe_lane_run(const char *dir, const mq_limits *lim, char *err, size_t n)
+static int moe_lane_run(const char *dir, const mq_limits *lim, int parts, char *err, size_t n)
 {
     if (dir)
         setenv("MQ_METAL_DIR", dir, 1);
@@ -74,7 +80,7 @@ static int moe_lane_run(const char *dir, const mq_limits *lim, char *err, size_t
         mq_moe_candidate c;
         memset(&c, 0, sizeof c);
         c.inner.variant = MQ_VAR_LANE_TRELLIS;
-        c.inner.p = (mq_params){8, 64, 256, 0, 1};
+        c.inner.p = (mq_params){8, 64, parts > 1 ? 128 : 256, 0, parts};
         c.i_split = 1;
         rc = mq_moe_routing_generate(&p, MQ_ROUTE_UNIFORM, 1, 7, ids, pr, &e) ||
                      b->run_moe(b, &p, &mw, x, ids, pr, out, &c, lim, &e)
@@ -99,10 +105,10 @@ static void moe_lane_checks(void)
     h100.lim.tg_mem_bytes = apple.tg_mem_bytes; /* the executor's: Apple's 32 KB */
     CHECK(have, "h100: %s", cerr);
     const mq_limits *lims[2] = {&apple, have ? &h100.lim : &apple};
-    for (int l = 0; l < 2; l++) {
-        int rc = moe_lane_run(NULL, lims[l], err, sizeof err);
-        CHECK(rc == 0, "expected the lane MoE block (%s) to run clean under TSan, got %s",
-              l ? "staged" : "registers", err);
+    for (int l = 0; l < 4; l++) {
+        int rc = moe_lane_run(NULL, lims[l % 2], l < 2 ? 1 : 2, err, sizeof err);
+        CHECK(rc == 0, "expected the lane MoE block (%s, gate/up in %d parts) to run clean "
+              "under TSan, got %s", l % 2 ? "staged" : "registers", l < 2 ? 1 : 2, err);
     }
     char dir[64];
     if (td_planted_dir("lane_trellis_moe.metal",
@@ -114,7 +120,7 @@ static void moe_lane_checks(void)
     }
     printf("msl_race: the data race ThreadSanitizer reports next is the planted one\n");
     fflush(stdout);
-    int rc = moe_lane_run(dir, &apple, err, sizeof err);
+    int rc = moe_lane_run(dir, &apple, 1, err, sizeof err);
     CHECK(rc != 0 && strstr(err, "status 66"),
           "expected the lane MoE block without the barrier between its passes to be a data "
           "race (TSan's exit status 66), got %s",
