@@ -196,7 +196,7 @@ typedef struct {
 /* The baseline first, so a run stopped in the fused space still has what
  * its rows compare with; then the nc candidates of cs (room for cap), and
  * on a device, once the space is measured, the second stage around the
- * best. 0, 1 when something computed a wrong result, 2 when a row could not
+ * best (not for candidates named with --candidate). 0, 1 when something computed a wrong result, 2 when a row could not
  * be written. */
 static int measure_space(const moe_rowctx *x, mq_moe_case *mc, mq_moe_candidate *cs, int nc,
                          int cap, const mq_moe_bench_opts *o, moe_outcome *out)
@@ -225,7 +225,8 @@ static int measure_space(const moe_rowctx *x, mq_moe_case *mc, mq_moe_candidate 
         }
         /* on a device, once the space is measured: the down kernel's own
          * tiles (and i_split) with the best gate/up tile fixed */
-        if (ci == nc - 1 && !staged && best_ci >= 0 && strcmp(x->b->name, "cpu")) {
+        if (ci == nc - 1 && !staged && best_ci >= 0 && strcmp(x->b->name, "cpu") &&
+            !o->ncandidates) {
             staged = 1;
             nc += mq_moe_down_stage(x->p, mc->mw, &cs[best_ci], cs + nc, cap - nc,
                                     o->max_candidates > 0 ? o->max_candidates : cap);
@@ -289,9 +290,15 @@ static int bench_case(const moe_run *run, const mq_moe_model *md, const mq_moe_p
         mc.dense = dense = mq_moe_tune_dense(b, p, mw, mq_moe_case_fewest_rows(&mc),
                                              rs.max_tokens, o->quiet);
     mq_moe_candidate cs[MOE_MAX_CANDIDATES];
-    int nc = strcmp(b->name, "cpu")
+    int nc;
+    if (o->ncandidates > 0) { /* the named ones, in order (an illegal one: its row says why) */
+        nc = o->ncandidates < MOE_MAX_CANDIDATES ? o->ncandidates : MOE_MAX_CANDIDATES;
+        memcpy(cs, o->candidates, (size_t)nc * sizeof *cs);
+    } else {
+        nc = strcmp(b->name, "cpu")
                  ? mq_msl_moe_space(p, mw, o->lim, rs.max_tokens, 1, cs, MOE_MAX_CANDIDATES)
                  : mq_moe_fused_space(p, rs.max_tokens, cs, MOE_MAX_CANDIDATES);
+    }
     /* the device's read rate of the same bytes, rotated past its cache
      * as the routings rotate the experts */
     double probe_gbs = 0, probe_empty = 0;

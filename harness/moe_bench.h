@@ -51,6 +51,9 @@ typedef struct {
     int quiet;
     const mq_limits *lim;     /* the target's limits the MSL kernels are planned under
                                * (--chip; NULL: mq_limits_default, Apple's) */
+    const mq_moe_candidate *candidates; /* --candidate: these instead of the space (and no
+                                         * second stage); NULL: the space */
+    int ncandidates;
 } mq_moe_bench_opts;
 
 /* Measure each model x token count; each row appended whole to out_path as

@@ -9,6 +9,29 @@
 #include "moe_bench.h"
 
 #define MAX_TOKENS 32
+#define MAX_NAMED 64 /* --candidate */
+
+/* The candidates named with --candidate, in order. */
+typedef struct {
+    mq_moe_candidate items[MAX_NAMED];
+    int n;
+} named_candidates;
+
+static int add_candidate(const char *v, void *dst, char *err, size_t errlen)
+{
+    named_candidates *l = dst;
+    mq_error e;
+    if (l->n == MAX_NAMED) {
+        snprintf(err, errlen, "too many --candidate at '%s' (at most %d)", v, MAX_NAMED);
+        return -1;
+    }
+    if (mq_moe_candidate_parse(v, &l->items[l->n], &e)) {
+        snprintf(err, errlen, "--candidate: %s", e.msg);
+        return -1;
+    }
+    l->n++;
+    return 0;
+}
 
 static void usage(FILE *f)
 {
@@ -39,6 +62,11 @@ static void usage(FILE *f)
         "                     default: Apple's)\n"
         "  --budget S         timed seconds per fused candidate (default 0.2; the baseline 4x)\n"
         "  --max-candidates N the first N of the fused space only (default: all)\n"
+        "  --candidate C      time this fused candidate instead of the space, as a results\n"
+        "                     file's candidate column writes it (repeatable, at most 64;\n"
+        "                     e.g. 'gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0\n"
+        "                     sk=4] i_split=1 fuse_gate_up=0'; one a case cannot run gets\n"
+        "                     a row saying why)\n"
         "  --rotations N      routings (seeds) cycled through while timing, so that the\n"
         "                     touched experts change and are not all cache-hot (default 8)\n"
         "  --seed N           weights, activations and routings (default 1)\n"
@@ -50,7 +78,9 @@ static void usage(FILE *f)
         "examples:\n"
         "  moe-bench --suite qwen3-30b-a3b --tokens 1,4,16\n"
         "  moe-bench --suite all --tokens 1,16,128 --routing zipf --out /tmp/moe.csv\n"
-        "  moe-bench --suite mixtral-8x7b --routing recorded.csv\n",
+        "  moe-bench --suite mixtral-8x7b --routing recorded.csv\n"
+        "  moe-bench --backend cuda --chip h100 --tokens 1 --candidate \\\n"
+        "    'gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0'\n",
         mq_moe_suite_names());
 }
 
@@ -72,7 +102,9 @@ int main(int argc, char **argv)
     const char *suite = "qwen3-30b-a3b", *tokens_s = "1,4,16", *out = "results/host/moe.csv";
     int group = 128, seed = 1;
     const char *chip = NULL;
-    mq_moe_bench_opts o = {"cpu", "uniform", 1.2, MQ_FMT_TRELLIS3, 128, 0, 0.2, 0, 8, 1, 0, NULL};
+    static named_candidates named;
+    mq_moe_bench_opts o = {"cpu", "uniform", 1.2, MQ_FMT_TRELLIS3, 128, 0, 0.2, 0, 8, 1, 0, NULL,
+                           NULL, 0};
     const mq_arg args[] = {
         MQ_OPT_STR("--suite", &suite),
         MQ_OPT_STR("--tokens", &tokens_s),
@@ -88,6 +120,7 @@ int main(int argc, char **argv)
         MQ_OPT_INT("--seed", &seed, 0, 1 << 30, "bad --seed"),
         MQ_OPT_STR("--out", &out),
         MQ_OPT_STR("--chip", &chip),
+        MQ_OPT_CUSTOM("--candidate", &named, add_candidate, NULL),
     };
     int rc = mq_args_parse("moe-bench", argc, argv, 1, args, sizeof args / sizeof args[0], NULL,
                            0, NULL);
@@ -101,6 +134,8 @@ int main(int argc, char **argv)
         return mq_cli_fail("moe-bench", "bad --group (32, 64 or 128)", "");
     o.group = group;
     o.seed = (uint64_t)seed;
+    o.candidates = named.items;
+    o.ncandidates = named.n;
     mq_chip target;
     if (chip) {
         char cerr[512];

@@ -102,6 +102,32 @@ int mq_moe_candidate_str(const mq_moe_candidate *c, char *buf, size_t n)
                     c->i_split, c->fuse_gate_up);
 }
 
+mq_status mq_moe_candidate_parse(const char *s, mq_moe_candidate *c, mq_error *err)
+{
+    char var[64];
+    int used = 0;
+    memset(c, 0, sizeof *c);
+    mq_params *q = &c->inner.p;
+    int ok = sscanf(s, "gemm_trellis_moe[%63[^ ] tm=%d tn=%d tk=%d tg=%d sk=%d] i_split=%d "
+                       "fuse_gate_up=%d%n",
+                    var, &q->tile_m, &q->tile_n, &q->tile_k, &q->num_threadgroups, &q->split_k,
+                    &c->i_split, &c->fuse_gate_up, &used) == 8;
+    if (ok && s[used] == ' ' && !strncmp(s + used, " down=", 6)) {
+        int more = 0;
+        ok = sscanf(s + used, " down=%dx%d%n", &c->down_tile_n, &c->down_tile_k, &more) == 2 &&
+             c->down_tile_n > 0 && c->down_tile_k > 0;
+        used += more;
+    }
+    while (ok && (s[used] == ' ' || s[used] == '\t'))
+        used++;
+    if (!ok || s[used])
+        return mq_fail(err, MQ_E_ARG,
+                       "bad MoE candidate '%.160s' (expected 'gemm_trellis_moe[VARIANT tm=.. "
+                       "tn=.. tk=.. tg=.. sk=..] i_split=.. fuse_gate_up=.. [down=TNxTK]')",
+                       s);
+    return mq_variant_from_name(var, &c->inner.variant, err);
+}
+
 mq_moe_candidate mq_moe_default_candidate(const mq_moe_problem *p, int threads)
 {
     mq_moe_candidate c;

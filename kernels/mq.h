@@ -465,6 +465,11 @@ typedef struct {
 mq_status mq_moe_candidate_check(const mq_moe_problem *p, const mq_moe_candidate *c,
                                  mq_error *err);
 int mq_moe_candidate_str(const mq_moe_candidate *c, char *buf, size_t n);
+/* The inverse of mq_moe_candidate_str: "gemm_trellis_moe[VARIANT tm=.. tn=..
+ * tk=.. tg=.. sk=..] i_split=.. fuse_gate_up=.. [down=TNxTK]" (a results
+ * file's candidate column) into c, whole (trailing blanks allowed); legal
+ * or not is mq_moe_candidate_check's. MQ_E_ARG naming the text otherwise. */
+mq_status mq_moe_candidate_parse(const char *s, mq_moe_candidate *c, mq_error *err);
 /* Intermediate columns per chunk of a legal candidate: i_split chunks of
  * whole groups (the tile engine: whole K tiles too), the last taking the
  * rest. */

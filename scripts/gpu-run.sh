@@ -82,7 +82,10 @@
 #                                -> results/CHIP/moe/MOE_NAME (default trace)/trace.txt
 #   scripts/gpu-run.sh moe-ab    the MoE block under two trees in one run (.debs/before.tar.gz and
 #                                this one), moe-bench in ABBA rounds (AB_ROUNDS, default 2;
-#                                MOE_SUITE, MOE_TOKENS, MOE_BUDGET, MOE_ARGS) -> results/CHIP/moe/
+#                                MOE_SUITE, MOE_TOKENS, MOE_BUDGET, MOE_ARGS; MOE_CANDIDATES: a
+#                                file of candidates, one a line as a results file writes them,
+#                                each passed as --candidate: both trees time the same ones, the
+#                                before tree's moe-bench must know --candidate) -> results/CHIP/moe/
 #                                MOE_NAME (default ab)/{before,after}.csv, ab.txt (scripts/moe-ab.py)
 #   scripts/gpu-run.sh cpu-moe   the MoE block (moe-bench) on the machine's cores: MOE_SUITE,
 #                                MOE_TOKENS, MOE_BUDGET, MOE_ARGS, MOE_NAME
@@ -538,6 +541,12 @@ moe-ab)
     mkdir -p "$D" && rm -f "$D"/*.csv "$D"/*.log "$D/ab.txt"
     build_before && (cd /tmp/before && make -j"$(nproc)" build/moe-bench >> "$OUT/build-before.log" 2>&1) &&
         make -j"$(nproc)" build/moe-bench > /dev/null 2>&1 || { say "moe-ab: a build failed"; rc=2; continue; }
+    # the named candidates (MOE_CANDIDATES), each line one --candidate
+    set --
+    if [ -n "${MOE_CANDIDATES:-}" ]; then
+        while IFS= read -r cand; do [ -n "$cand" ] && set -- "$@" --candidate "$cand"; done \
+            < "$MOE_CANDIDATES"
+    fi
     r=1
     while [ "$r" -le "${AB_ROUNDS:-2}" ]; do
         # ABBA: before first in odd rounds, after first in even ones, so a
@@ -548,7 +557,8 @@ moe-ab)
             # shellcheck disable=SC2086 # MOE_ARGS are words
             MQ_CUDA_CACHE=/tmp/mq-cache/moe-$cfg timeout "$STAGE_S" "$bin" --backend cuda \
                 --suite "${MOE_SUITE:-qwen3-30b-a3b}" --tokens "${MOE_TOKENS:-1,16}" \
-                --budget "${MOE_BUDGET:-0.03}" --chip "$CHIP" ${MOE_ARGS:---max-candidates 6} \
+                --budget "${MOE_BUDGET:-0.03}" --chip "$CHIP" \
+                ${MOE_ARGS:-$([ $# -gt 0 ] || echo --max-candidates 6)} "$@" \
                 --out "$D/$cfg.csv" > /tmp/moe-ab.log 2>&1
             e=$?
             { echo "== round $r $cfg exit $e"; cat /tmp/moe-ab.log; } >> "$D/$cfg.log"

@@ -213,6 +213,20 @@ check "a recorded routing runs (exit $rc: $out)" [ "$rc" -eq 0 ]
 check "its rows name the file and its 2 tokens" grep -q '"qwen3-30b-a3b","trellis3",2,128,8,.*rec.csv",1,0.125,16,' "$dir/r.csv"
 expect_usage_error "unknown backend 'tpu'" --backend tpu --out "$dir/x.csv"
 expect_usage_error "unknown chip 'nosuch'" --chip nosuch --out "$dir/x.csv"
+# --candidate: a results file's candidate text, timed instead of the space
+expect_usage_error "--candidate: bad MoE candidate 'lane_trellis 8 64 256 0 4'" \
+    --candidate "lane_trellis 8 64 256 0 4" --out "$dir/x.csv"
+expect_usage_error "unknown variant 'nope'" \
+    --candidate "gemm_trellis_moe[nope tm=1 tn=64 tk=128 tg=0 sk=1] i_split=1 fuse_gate_up=1" \
+    --out "$dir/x.csv"
+check "a bad --candidate creates no results file" [ ! -e "$dir/x.csv" ]
+named='gemm_trellis_moe[gemv_trellis_decode tm=1 tn=64 tk=128 tg=0 sk=1] i_split=2 fuse_gate_up=1'
+out=$("$bench" --suite qwen3-30b-a3b --tokens 1 --candidate "$named" --budget 0.005 \
+      --rotations 1 --threads 2 --out "$dir/n.csv" 2>&1); rc=$?
+check "moe-bench --candidate exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
+check "it timed the named candidate alone beside the baseline (2 ok rows)" \
+    [ "$(grep -c ',"ok",' "$dir/n.csv")" -eq 2 ]
+check "its row names the candidate as given" grep -qF "\"$named\",\"ok\"" "$dir/n.csv"
 # the GPU path on the CPU executor: the MSL kernels of 2 fused candidates and the
 # unfused baseline's dense launches verified end to end, not timed
 out=$("$bench" --backend msl-cpu --suite qwen3-30b-a3b --tokens 3 --max-candidates 2 \

@@ -6,7 +6,8 @@
  * trip through the writer, its reader and plot moe's; rows refused that
  * lack the header's field count or hold an unreadable number; the results
  * file never followed through a link, and a second writer (another
- * process, the moe-bench tool itself) refused while one holds it. */
+ * process, the moe-bench tool itself) refused while one holds it; the
+ * candidate column's text read back into every candidate of the space. */
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "moe_bench.h"
 #include "moe_data.h"
 #include "moe_results.h"
+#include "msl_program.h"
 
 static char dir[] = "/tmp/mq-test-moe-files-XXXXXX";
 static char tool[4200]; /* the moe-bench tool next to this test's directory */
@@ -374,6 +376,58 @@ static void test_results_open(void)
     CHECK(fd < 0, "a file in the way of the directory: '%s'", err);
 }
 
+/* The candidate column's text (mq_moe_candidate_str) read back
+ * (mq_moe_candidate_parse, moe-bench --candidate and tune --moe-results):
+ * every candidate of the MSL space of a decode and a prefill problem, the
+ * lane block's parts and a down tile among them, comes back field for
+ * field; text that is not one whole candidate is refused naming it. */
+static void test_candidate_text(void)
+{
+    mq_error e;
+    mq_moe_problem ps[2] = {{MQ_FMT_TRELLIS3, 1, 256, 384, 8, 2, 128},
+                            {MQ_FMT_TRELLIS3, 40, 256, 384, 8, 2, 128}};
+    int total = 0, bad = 0;
+    for (int k = 0; k < 2; k++) {
+        mq_moe_weights mw;
+        if (mq_moe_weights_alloc(&mw, &ps[k], &e)) {
+            CHECK(0, "weights: %s", e.msg);
+            continue;
+        }
+        mq_moe_candidate cs[400];
+        int n = mq_msl_moe_space(&ps[k], &mw, NULL, 0, 1, cs, 398);
+        cs[n] = cs[n - 1]; /* and one with its own down tile */
+        cs[n].down_tile_n = 32;
+        cs[n++].down_tile_k = 256;
+        for (int i = 0; i < n; i++, total++) {
+            char s[256];
+            mq_moe_candidate back;
+            mq_moe_candidate_str(&cs[i], s, sizeof s);
+            if (mq_moe_candidate_parse(s, &back, &e) || memcmp(&back, &cs[i], sizeof back)) {
+                if (!bad++)
+                    CHECK(0, "expected '%s' read back field for field: %s", s, e.msg);
+            }
+        }
+        mq_moe_weights_free(&mw);
+    }
+    CHECK(bad == 0 && total > 100, "expected every candidate of the space read back (%d of %d)",
+          total - bad, total);
+    static const char *const refused[] = {
+        "",
+        "gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1",
+        "gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0 x",
+        "gemm_trellis_moe[no_such tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0",
+        "gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0 "
+        "down=0x128",
+        "lane_trellis 8 64 256 0 4",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        mq_moe_candidate c;
+        e.msg[0] = 0;
+        CHECK(mq_moe_candidate_parse(refused[i], &c, &e) != MQ_OK && e.msg[0],
+              "expected '%s' refused with a reason, got '%s'", refused[i], e.msg);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -386,6 +440,7 @@ int main(int argc, char **argv)
     test_results_roundtrip();
     test_results_reader();
     test_results_open();
+    test_candidate_text();
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -34,23 +34,18 @@ static int cmp_pick(const void *x, const void *y)
     return (a->m_hi > b->m_hi) - (a->m_hi < b->m_hi);
 }
 
-/* "gemm_trellis_moe[VARIANT tm=.. tn=.. tk=.. tg=.. sk=..] i_split=.. fuse_gate_up=..
- * [down=TNxTK]" (mq_moe_candidate_str) into r; 0 or -1 */
+/* A results row's candidate (mq_moe_candidate_parse) into r; 0 or -1 */
 static int parse_cand(const char *s, mq_table_row *r)
 {
-    char var[64];
-    int used = 0;
-    mq_params *q = &r->c.p;
-    if (sscanf(s, "gemm_trellis_moe[%63s tm=%d tn=%d tk=%d tg=%d sk=%d] i_split=%d "
-                  "fuse_gate_up=%d%n",
-               var, &q->tile_m, &q->tile_n, &q->tile_k, &q->num_threadgroups, &q->split_k,
-               &r->i_split, &r->fuse_gate_up, &used) != 8)
+    mq_moe_candidate c;
+    if (mq_moe_candidate_parse(s, &c, NULL))
         return -1;
-    r->down_tile_n = r->down_tile_k = 0;
-    if (s[used] && (sscanf(s + used, " down=%dx%d", &r->down_tile_n, &r->down_tile_k) != 2 ||
-                    r->down_tile_n <= 0 || r->down_tile_k <= 0))
-        return -1;
-    return mq_variant_from_name(var, &r->c.variant, NULL) == MQ_OK ? 0 : -1;
+    r->c = c.inner;
+    r->i_split = c.i_split;
+    r->fuse_gate_up = c.fuse_gate_up;
+    r->down_tile_n = c.down_tile_n;
+    r->down_tile_k = c.down_tile_k;
+    return 0;
 }
 
 int mq_moe_table_entries(const char *path, const char *backend, const char *device,

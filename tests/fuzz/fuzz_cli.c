@@ -1,6 +1,7 @@
 /* fuzz_cli.c - the flag parsers every tool shares: numbers, shapes, format
- * lists and candidate specs, on any text (cut at the first NUL). What they
- * accept is in range: a shape never wraps. */
+ * lists and candidate specs (moe-bench's MoE candidates too), on any text
+ * (cut at the first NUL). What they accept is in range: a shape never
+ * wraps; an MoE candidate prints back to text that reads the same. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     mq_cli_formats(s, &mask, err, sizeof err);
     mq_cli_candidate(s, &c, err, sizeof err);
+    /* an MoE candidate's text (moe-bench --candidate): what it accepts reads
+     * back the same through its own printing */
+    mq_moe_candidate mc, again;
+    if (mq_moe_candidate_parse(s, &mc, NULL) == MQ_OK) {
+        char t[300];
+        mq_moe_candidate_str(&mc, t, sizeof t);
+        if (mq_moe_candidate_parse(t, &again, NULL) != MQ_OK || memcmp(&mc, &again, sizeof mc))
+            abort();
+    }
     int dims[4];
     mq_parse_dims(s, 4, 1, 100, dims, err, sizeof err);
     return 0;
