@@ -416,8 +416,8 @@ static void test_candidate_text(void)
         "gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1",
         "gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0 x",
         "gemm_trellis_moe[no_such tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0",
-        "gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0 "
-        "down=0x128",
+        ("gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0 "
+         "down=0x128"),
         "lane_trellis 8 64 256 0 4",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
