@@ -144,7 +144,7 @@ mq_status mq_msl_moe_counters_check(const mq_msl_moe_plan *plan, const uint32_t 
 {
     for (size_t i = 0; i < plan->lwork_counters / 4; i++)
         if (counters[i])
-            return mq_fail(err, MQ_E_ARG,
+            return mq_fail(err, MQ_E_WRONG,
                            "the lane block's gate/up left tile counter %zu at %u (its parts' last "
                            "must set it back to 0)",
                            i, counters[i]);

@@ -305,8 +305,8 @@ static int bench_case(const moe_run *run, const mq_moe_model *md, const mq_moe_p
     if (b->probe_read_at && !b->verify_only &&
         b->probe_read_at(b, touched, &probe_gbs, &probe_empty, &e))
         probe_gbs = 0;
-    if (o->max_candidates > 0 && nc > o->max_candidates)
-        nc = o->max_candidates;
+    if (o->max_candidates > 0 && nc > o->max_candidates && !o->ncandidates)
+        nc = o->max_candidates; /* (of the space: named candidates are all run) */
     const moe_rowctx x = {run->fd, out_path, md, p, routing, &rs, b, touched, probe_gbs};
     moe_outcome out;
     int rc = measure_space(&x, &mc, cs, nc, MOE_MAX_CANDIDATES, o, &out);

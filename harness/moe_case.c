@@ -152,8 +152,9 @@ void mq_moe_case_measure(mq_backend *b, mq_moe_case *mc, const mq_moe_candidate 
         snprintf(m->error, sizeof m->error, "%.200s", err);
         return;
     }
-    if (RUN(0)) {
-        snprintf(m->status, sizeof m->status, "error");
+    mq_status rs = RUN(0);
+    if (rs) { /* MQ_E_WRONG: the run broke what it must leave behind */
+        snprintf(m->status, sizeof m->status, rs == MQ_E_WRONG ? "wrong" : "error");
         snprintf(m->error, sizeof m->error, "%s", e.msg);
         return;
     }
@@ -181,8 +182,8 @@ void mq_moe_case_measure(mq_backend *b, mq_moe_case *mc, const mq_moe_candidate 
             return;
         }
         double t0 = mq_now();
-        if (RUN(r)) { /* a run that fails gets no time: its rows would be too fast */
-            snprintf(m->status, sizeof m->status, "error");
+        if ((rs = RUN(r)) != MQ_OK) { /* a run that fails gets no time */
+            snprintf(m->status, sizeof m->status, rs == MQ_E_WRONG ? "wrong" : "error");
             snprintf(m->error, sizeof m->error, "routing %d: %.200s", r, e.msg);
             return;
         }

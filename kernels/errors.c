@@ -10,7 +10,7 @@ const char *mq_status_name(mq_status s)
         [MQ_OK] = "ok",           [MQ_E_ARG] = "bad argument",
         [MQ_E_SHAPE] = "bad shape", [MQ_E_WEIGHTS] = "bad weights",
         [MQ_E_ILLEGAL] = "illegal candidate", [MQ_E_NOMEM] = "out of memory",
-        [MQ_E_SYSTEM] = "system error",
+        [MQ_E_SYSTEM] = "system error", [MQ_E_WRONG] = "wrong result",
     };
     if ((unsigned)s < sizeof names / sizeof names[0] && names[s])
         return names[s];

@@ -26,7 +26,10 @@ typedef enum {
     MQ_E_WEIGHTS,    /* weights that do not match their format or the problem */
     MQ_E_ILLEGAL,    /* a candidate that this problem and these limits refuse */
     MQ_E_NOMEM,      /* an allocation failed */
-    MQ_E_SYSTEM      /* the OS refused something (threads) */
+    MQ_E_SYSTEM,     /* the OS refused something (threads) */
+    MQ_E_WRONG       /* a kernel broke what its run must leave behind (a device backend's
+                      * check after the launch: a meeting's counter left set); the run
+                      * counts as a wrong result, not as a failure to run */
 } mq_status;
 
 typedef struct {
@@ -260,7 +263,8 @@ typedef struct {
     int tg_mem_bytes;         /* threadgroup memory per threadgroup */
     int max_threads_per_tg;
     int simd_width;
-    int cores;                /* GPU cores (0: unknown); only the lookup uses it */
+    int cores;                /* GPU cores (0: unknown): the lookup's occupancy, the lane MoE
+                               * space's pruning of gate/up parts */
     int async_copy_stages;    /* K tiles a kernel may keep in flight through asynchronous
                                * device-to-threadgroup copies (cp.async on NVIDIA sm_80+);
                                * 0: the chip has no such copy (Apple GPUs) */
@@ -451,7 +455,9 @@ mq_status mq_moe_reference_arith(const mq_moe_problem *p, const mq_moe_weights *
  * one work unit per touched expert and chunk, each giving the down
  * projection a partial sum; fuse_gate_up: 1, one unit computes gate, up,
  * SwiGLU and its chunk of down (one dispatch); 0, gate and up are separate
- * units of a first dispatch and SwiGLU + down a second. */
+ * units of a first dispatch and SwiGLU + down a second. The MSL lane
+ * block (inner lane_trellis) takes inner.p.split_k as gate/up's parts of K
+ * (threadgroups that meet in the kernel); every other inner kernel, 1. */
 typedef struct {
     mq_candidate inner;
     int i_split;

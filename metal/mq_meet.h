@@ -12,11 +12,15 @@
 // coherent(device) (both Metal 3.2: macOS 15, iOS 18); in the cuda prelude
 // membar.gl, atom.add and loads from L2 (MQ_PRELUDE_DEVICE_SCOPE); in the
 // executor the host's atomics. Used by lane_trellis_moe.metal's gate/up
-// when its K is split between threadgroups.
+// when its K is split between threadgroups. The Metal 3.2 path has not run
+// on Apple hardware (the Metal backend does not run the MoE block yet).
 #ifndef MQ_MEET_H
 #define MQ_MEET_H
 
 #if defined(__METAL_VERSION__)
+#if __METAL_VERSION__ < 320
+#error "mq_meet.h needs Metal 3.2 (coherent(device), thread_scope_device fences)"
+#endif
 #define MQ_COHERENT coherent(device)
 #else
 #define MQ_COHERENT
@@ -41,6 +45,10 @@ inline bool mq_meet_last(MQ_COHERENT device atomic_uint *cnt, uint parts,
     atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
     threadgroup_barrier(mem_flags::mem_device);
     if (tid == 0u) {
+        // and the others' stores, which reach this thread through the barrier,
+        // ordered before its arrival too (a fence covers its own thread's later
+        // atomic; CUTLASS's barrier fences here as well)
+        atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
         const uint before = atomic_fetch_add_explicit(cnt, 1u, memory_order_relaxed);
         if (before + 1u == parts) // every part has arrived: none touches it again
             atomic_store_explicit(cnt, 0u, memory_order_relaxed);

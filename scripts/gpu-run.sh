@@ -544,7 +544,9 @@ moe-ab)
     # the named candidates (MOE_CANDIDATES), each line one --candidate
     set --
     if [ -n "${MOE_CANDIDATES:-}" ]; then
-        while IFS= read -r cand; do [ -n "$cand" ] && set -- "$@" --candidate "$cand"; done \
+        while IFS= read -r cand || [ -n "$cand" ]; do
+            [ -n "$cand" ] && set -- "$@" --candidate "$cand"
+        done \
             < "$MOE_CANDIDATES"
     fi
     r=1

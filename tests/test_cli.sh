@@ -227,6 +227,19 @@ check "moe-bench --candidate exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
 check "it timed the named candidate alone beside the baseline (2 ok rows)" \
     [ "$(grep -c ',"ok",' "$dir/n.csv")" -eq 2 ]
 check "its row names the candidate as given" grep -qF "\"$named\",\"ok\"" "$dir/n.csv"
+# a kernel that leaves a meeting's counter set (planted in a copy of metal/)
+# computed a wrong result: its row says so and moe-bench exits 1
+mdir=$(mktemp -d)
+cp -R "$(dirname "$0")/../metal/." "$mdir/"
+sed 's/atomic_store_explicit(cnt, 0u, memory_order_relaxed);/(void)0;/' \
+    "$mdir/mq_meet.h" > "$mdir/mq_meet.h.tmp" && mv "$mdir/mq_meet.h.tmp" "$mdir/mq_meet.h"
+parts='gemm_trellis_moe[lane_trellis tm=8 tn=64 tk=256 tg=0 sk=4] i_split=1 fuse_gate_up=0'
+out=$(MQ_METAL_DIR="$mdir" MQ_MSL_CACHE="$mdir/cache" "$bench" --backend msl-cpu \
+      --suite qwen3-30b-a3b --tokens 1 --threads 2 --candidate "$parts" --out "$dir/w.csv" 2>&1)
+rc=$?
+check "a meeting's counter left set makes moe-bench exit 1 (got $rc: $out)" [ "$rc" -eq 1 ]
+check "its row is wrong, naming the counter" grep -q '"wrong","the lane block.s gate/up left tile counter' "$dir/w.csv"
+rm -rf "$mdir"
 # the GPU path on the CPU executor: the MSL kernels of 2 fused candidates and the
 # unfused baseline's dense launches verified end to end, not timed
 out=$("$bench" --backend msl-cpu --suite qwen3-30b-a3b --tokens 3 --max-candidates 2 \

@@ -395,6 +395,11 @@ static void test_candidate_text(void)
         }
         mq_moe_candidate cs[400];
         int n = mq_msl_moe_space(&ps[k], &mw, NULL, 0, 1, cs, 398);
+        if (n < 1) {
+            CHECK(0, "expected a non-empty MSL space at %d tokens", ps[k].tokens);
+            mq_moe_weights_free(&mw);
+            continue;
+        }
         cs[n] = cs[n - 1]; /* and one with its own down tile */
         cs[n].down_tile_n = 32;
         cs[n++].down_tile_k = 256;

@@ -287,7 +287,7 @@ int main(void)
     planted_in("lane_trellis_moe.metal", MEET_CASE, "every part's sums into part 0's planes",
                "const size_t at = size_t(2u * part) * plane", "const size_t at = size_t(0u) * plane",
                NULL);
-    planted_in("lane_trellis_moe.metal", MEET_CASE, "the last part's sum without part 0",
+    planted_in("lane_trellis_moe.metal", MEET_CASE, "the last part's sum one part short",
                "for (uint p = 0; p < parts; p++, at += 2u * plane)",
                "for (uint p = 1; p < parts; p++, at += 2u * plane)", NULL);
     planted_in("lane_trellis_moe.metal", MEET_CASE, "the last part's own sums only",
