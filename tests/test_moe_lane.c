@@ -212,6 +212,60 @@ static void test_refusals(const mq_limits *staged)
     mq_moe_weights_free(&mw);
 }
 
+/* The lane space's parts of gate/up (backends/msl_moe.c): every candidate
+ * in p > 1 parts has a gate/up grid that, halved, is under four
+ * threadgroups per core of h100's 132; at one token some are in parts, at
+ * 16 tokens fewer than with the cores unknown (every count the plan
+ * allows). */
+static int space_parts(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
+                       int *lane, int *broken)
+{
+    mq_moe_candidate cs[400];
+    int n = mq_msl_moe_space(p, mw, lim, 0, 0, cs, 400), parted = 0;
+    *lane = *broken = 0;
+    for (int i = 0; i < n; i++) {
+        if (cs[i].inner.variant != MQ_VAR_LANE_TRELLIS)
+            continue;
+        (*lane)++;
+        if (cs[i].inner.p.split_k < 2)
+            continue;
+        parted++;
+        mq_msl_moe_plan plan;
+        const unsigned *g = plan.d[MQ_MSL_MOE_LANE_GATE_UP].grid;
+        if (mq_msl_moe_plan_of(p, mw, &cs[i], lim, &plan, NULL) ||
+            (lim->cores > 0 && (double)g[0] * g[1] * g[2] / 2 >= 4.0 * lim->cores))
+            (*broken)++;
+    }
+    return parted;
+}
+
+static void test_space_parts(const mq_limits *staged)
+{
+    mq_moe_problem p = {MQ_FMT_TRELLIS3, 1, 512, 256, 128, 8, 128};
+    mq_moe_weights mw;
+    mq_error e;
+    if (mq_moe_weights_alloc(&mw, &p, &e)) {
+        CHECK(0, "weights: %s", e.msg);
+        return;
+    }
+    mq_limits unknown = *staged;
+    unknown.cores = 0;
+    int lane[3], broken[3], parted[3];
+    parted[0] = space_parts(&p, &mw, staged, &lane[0], &broken[0]);
+    p.tokens = 16;
+    parted[1] = space_parts(&p, &mw, staged, &lane[1], &broken[1]);
+    parted[2] = space_parts(&p, &mw, &unknown, &lane[2], &broken[2]);
+    CHECK(lane[0] > 0 && parted[0] > 0 && broken[0] + broken[1] == 0,
+          "expected gate/up in parts at one token (%d of %d lane candidates) and every parted "
+          "candidate's halved grid under 4 threadgroups a core (%d and %d are not)",
+          parted[0], lane[0], broken[0], broken[1]);
+    CHECK(parted[1] < parted[2],
+          "expected fewer parted candidates at 16 tokens with h100's cores than with the cores "
+          "unknown, got %d and %d",
+          parted[1], parted[2]);
+    mq_moe_weights_free(&mw);
+}
+
 /* A fault planted in file (metal/) must put case ci outside the bound,
  * or, with fails_with, fail the run with a message holding it. */
 static void planted_in(const char *file, int ci, const char *what, const char *from,
@@ -274,6 +328,7 @@ int main(void)
         mq_backend_close(be);
     }
     test_refusals(&lim);
+    test_space_parts(&chip.lim);
     planted("up through gate's signs", "q.su = su + size_t(j) * E * mp.hidden",
             "q.su = su + size_t(j == 1u ? 0u : j) * E * mp.hidden");
     planted("a row's SwiGLU stored on its neighbour's row",
