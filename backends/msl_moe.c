@@ -37,7 +37,7 @@ mq_status mq_msl_moe_field(const mq_moe_weights *mw, mq_msl_moe_buffer f, void *
  * threadgroups per core of lim (a few tokens give gate/up a grid of a few
  * dozen tiles; a grid that fills the GPU four times over gains nothing
  * from more parts but their sums' traffic and the meeting: Qwen3 at 16
- * tokens on an H100, 2040 threadgroups, 2 parts 0.91x); every count where
+ * tokens on an H100, 3072 threadgroups, 2 parts 0.91x); every count where
  * the cores are unknown. */
 static int lane_space(const mq_moe_problem *p, const mq_moe_weights *mw, const mq_limits *lim,
                       int max_rows, int i_splits, mq_moe_candidate *cs, int n, int cap)

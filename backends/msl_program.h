@@ -182,8 +182,9 @@ typedef struct {
  * threadgroup, their K split into the inner split_k parts (threadgroups
  * that meet in the kernel: the last to finish a tile adds the parts up and
  * applies SwiGLU), x read through the route list (no gathered copy); four
- * dispatches (route, gate/up, down, combine), its parameters in lane[]. Out: its parameters, the defines of the seed block's
- * module ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128 MOE_FUSE=1"; each
+ * dispatches (route, gate/up, down, combine), its parameters in lane[].
+ * Out: its parameters, the defines of the seed block's module
+ * ("TRELLIS_BITS=3 TILE_M=8 TILE_N=64 TILE_K=128 MOE_FUSE=1"; each
  * dispatch carries its own), the dispatches in order (nd), the buffers they
  * bind (the first nbuf) and every buffer's size in bytes.
  * MQ_E_ILLEGAL with the reason for a candidate it cannot run. */
@@ -202,7 +203,8 @@ mq_status mq_msl_moe_plan_of(const mq_moe_problem *p, const mq_moe_weights *mw,
                              mq_msl_moe_plan *out, mq_error *err);
 /* After a run: every tile counter of the lane block's workspace (its first
  * plan->lwork_counters bytes, zeroed before the launch) back at zero, or
- * an error naming the first that is not (the meeting's last part resets
+ * MQ_E_WRONG (a wrong result, not a failure to run) naming the first that
+ * is not (the meeting's last part resets
  * it; a counter left set would make the next run's parts miscount). */
 mq_status mq_msl_moe_counters_check(const mq_msl_moe_plan *plan, const uint32_t *counters,
                                     mq_error *err);

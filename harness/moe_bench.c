@@ -196,7 +196,8 @@ typedef struct {
 /* The baseline first, so a run stopped in the fused space still has what
  * its rows compare with; then the nc candidates of cs (room for cap), and
  * on a device, once the space is measured, the second stage around the
- * best (not for candidates named with --candidate). 0, 1 when something computed a wrong result, 2 when a row could not
+ * best (not for candidates named with --candidate). 0, 1 when something
+ * computed a wrong result, 2 when a row could not
  * be written. */
 static int measure_space(const moe_rowctx *x, mq_moe_case *mc, mq_moe_candidate *cs, int nc,
                          int cap, const mq_moe_bench_opts *o, moe_outcome *out)
@@ -298,6 +299,8 @@ static int bench_case(const moe_run *run, const mq_moe_model *md, const mq_moe_p
         nc = strcmp(b->name, "cpu")
                  ? mq_msl_moe_space(p, mw, o->lim, rs.max_tokens, 1, cs, MOE_MAX_CANDIDATES)
                  : mq_moe_fused_space(p, rs.max_tokens, cs, MOE_MAX_CANDIDATES);
+        if (o->max_candidates > 0 && nc > o->max_candidates)
+            nc = o->max_candidates;
     }
     /* the device's read rate of the same bytes, rotated past its cache
      * as the routings rotate the experts */
@@ -305,8 +308,6 @@ static int bench_case(const moe_run *run, const mq_moe_model *md, const mq_moe_p
     if (b->probe_read_at && !b->verify_only &&
         b->probe_read_at(b, touched, &probe_gbs, &probe_empty, &e))
         probe_gbs = 0;
-    if (o->max_candidates > 0 && nc > o->max_candidates && !o->ncandidates)
-        nc = o->max_candidates; /* (of the space: named candidates are all run) */
     const moe_rowctx x = {run->fd, out_path, md, p, routing, &rs, b, touched, probe_gbs};
     moe_outcome out;
     int rc = measure_space(&x, &mc, cs, nc, MOE_MAX_CANDIDATES, o, &out);
