@@ -288,9 +288,9 @@ inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
         // the biases 1024 + z (even pairs) and -(64 + z) (odd: 0xD400 | z << 4)
         const uint t = p < 2u ? word : word >> 8;
         const uint q = (p & 1u) == 0u
-                           ? metal::mq_hsub2((t & 0x000F000Fu) | 0x64006400u,
+                           ? metal::mq_hsub2(metal::mq_and_or(t, 0x000F000Fu, 0x64006400u),
                                              metal::mq_prmt(zeros, 0x64646464u, 0x4040u))
-                           : metal::mq_hfma2((t & 0x00F000F0u) | 0x64006400u, 0x2C002C00u,
+                           : metal::mq_hfma2(metal::mq_and_or(t, 0x00F000F0u, 0x64006400u), 0x2C002C00u,
                                              metal::mq_prmt(zeros << 4, 0xD4D4D4D4u, 0x4141u));
         return as_type<half2>(ACC ? q : metal::mq_hmul2(q, s2));
     }
