@@ -324,11 +324,11 @@ static mq_status lane_plan(const mq_problem *p, const mq_params *q, const mq_var
     plan->stages = 0;
     /* the sums scaled once per window one scale covers, not the weights: the
      * trellis formats always (their levels come unscaled from the codebook),
-     * u4 at up to 8 rows, where the adds cost less than a multiply a weight
-     * pair (on an H100 1.03-1.05x at M=1; at 16 rows 0.99-1.02x, so not
-     * there); fp4 scales its weights (its 2^-14-scaled codes would reach
-     * the MMAs as FP16 subnormals) */
-    plan->scale_k = mq_format_is_trellis(p->format) || (p->format == MQ_FMT_U4 && q->tile_m <= 8)
+     * fp4 and u4 at up to 8 rows, where the adds cost less than a multiply
+     * a weight pair (u4 on an H100 1.03-1.05x at M=1; at 16 rows 0.99-1.02x,
+     * so not there; fp4's MMAs then take its codes' values, metal/mq_lane.h's
+     * LANE_FP4_ACC_UNIT) */
+    plan->scale_k = mq_format_is_trellis(p->format) || q->tile_m <= 8
                         ? mq_min(p->group, z->sb_k)
                         : 0;
     /* the staged copies index the codes in 32 bits */

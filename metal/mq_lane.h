@@ -47,20 +47,32 @@ enum { LANE_FP4 = 0, LANE_U4 = 1, LANE_TRELLIS = 2 };
 // LANE_ACC_SCALE: the MMAs take unscaled weights and each window of K one
 // scale covers adds its products to the sums times the scales, once per
 // output element (mq_lane_acc_add_scaled): trellis always (its levels come
-// unscaled from the codebook), u4 where the planner asks (MQ_PLAN_SCALE_K:
-// at up to 8 rows, where the adds cost less than a multiply a weight pair).
-// The window, MQ_PLAN_SCALE_K: the group, at most a super-block (trellis 32
-// K without it): at 16 rows and 128 K, 16 FFMA a lane instead of 64.
-// (fp4 and u4 are two kernels of one program: the u4 one's choice)
+// unscaled from the codebook), fp4 and u4 where the planner asks
+// (MQ_PLAN_SCALE_K: at up to 8 rows, where the adds cost less than a
+// multiply a weight pair). The window, MQ_PLAN_SCALE_K: the group, at most a
+// super-block (trellis 32 K without it): at 16 rows and 128 K, 16 FFMA a
+// lane instead of 64. (fp4 and u4 are two kernels of one program, planned
+// alike.)
 #if defined(MQ_LANE_TRELLIS)
 #define LANE_ACC_SCALE(FMT) true
 #elif defined(MQ_PLAN_SCALE_K)
-#define LANE_ACC_SCALE(FMT) ((FMT) == LANE_U4)
+#define LANE_ACC_SCALE(FMT) ((FMT) == LANE_U4 || (FMT) == LANE_FP4)
 #else
 #define LANE_ACC_SCALE(FMT) false
 #endif
 #ifndef MQ_PLAN_SCALE_K
 #define MQ_PLAN_SCALE_K 32
+#endif
+// fp4's unscaled weights as the MMAs take them where the sums are scaled:
+// with the cuda prelude's FP16 pair instructions its bit pairs themselves,
+// each code's value x 2^-14 (FP16 subnormals for the codes 0.5: the tensor
+// cores take them exactly), so the window's scale is times 2^14 (exact in
+// FP32); elsewhere the codes' values (0.5 to 6, exact in FP16: no subnormal
+// reaches an Apple MMA) and the scale itself.
+#ifdef MQ_PRELUDE_HALF2_OPS
+#define LANE_FP4_ACC_UNIT 16384.0f
+#else
+#define LANE_FP4_ACC_UNIT 1.0f
 #endif
 #define LANE_SCALE_ATOMS (MQ_PLAN_SCALE_K / 16)
 #define LANE_HALVES (LANE_KSB / 32)
@@ -295,6 +307,8 @@ inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
         return as_type<half2>(ACC ? q : metal::mq_hmul2(q, s2));
     }
     const uint hb = mq_lane_fp4_bits(word, p);
+    if (ACC) // (the sums take the scale and the 2^14: LANE_FP4_ACC_UNIT)
+        return as_type<half2>(hb);
     return as_type<half2>(FOLD ? metal::mq_hmul2(hb, s2)
                                : metal::mq_hmul2(metal::mq_hmul2(hb, 0x74007400u), s2));
 #else
@@ -302,7 +316,8 @@ inline half2 mq_lane_pair(uint word, uint p, half2 scales, uint zeros)
     if (U4)
         return mq_u4_rows(word, p, as_type<float>(((p & 1u) ? zeros >> 8 : zeros & 0xffu) | 0x4B000000u),
                           ACC ? 1.0f : scale);
-    return mq_fp4_scaled(mq_lane_fp4_bits(word, p), FOLD ? scale : scale * 16384.0f);
+    return mq_fp4_scaled(mq_lane_fp4_bits(word, p),
+                         ACC ? 16384.0f : FOLD ? scale : scale * 16384.0f);
 #endif
 }
 
@@ -391,12 +406,14 @@ inline void mq_lane_tile(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 const uint first = (w + 1u - uint(LANE_SCALE_ATOMS)) / 2u;
 #ifdef MQ_LANE_TRELLIS
                 const float2 ts = LANE_PICK(s.ts[i], first);
-#else // u4: the FP16 pair of the column halves' scales (per component:
-      // strict MSL's float2 has no such constructor)
+#else // fp4, u4: the FP16 pair of the column halves' scales (per
+      // component: strict MSL's float2 has no such constructor), fp4's
+      // times the unit of its unscaled weights
                 const half2 hs = LANE_PICK(s.sc[i], first);
+                const float unit = FMT == LANE_FP4 ? LANE_FP4_ACC_UNIT : 1.0f;
                 float2 ts;
-                ts.x = float(hs.x);
-                ts.y = float(hs.y);
+                ts.x = float(hs.x) * unit;
+                ts.y = float(hs.y) * unit;
 #endif
                 MQ_UNROLL
                 for (uint mi = 0; mi < uint(LANE_FRAG_M); mi++) {
@@ -532,7 +549,7 @@ inline void mq_lane_sums(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
     // fp4 with every scale under 4 folds 2^14 into the scales (one loop per
     // case: the test is the launch's, outside the loop)
 #if LANE_STAGES
-    if (FMT == LANE_FP4 && p.lane_fold != 0u)
+    if (FMT == LANE_FP4 && !LANE_ACC_SCALE(FMT) && p.lane_fold != 0u)
         mq_lane_k_loop_staged<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0, nbt,
                                          kr, smem, tid, sgc, kg);
     else
@@ -540,7 +557,7 @@ inline void mq_lane_sums(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                                           nbt, kr, smem, tid, sgc, kg);
 #else
     (void)nbt, (void)sgc;
-    if (FMT == LANE_FP4 && p.lane_fold != 0u)
+    if (FMT == LANE_FP4 && !LANE_ACC_SCALE(FMT) && p.lane_fold != 0u)
         mq_lane_k_loop_registers<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0,
                                             kr, smem, tid, kg);
     else

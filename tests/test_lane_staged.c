@@ -187,6 +187,12 @@ int main(void)
                "mq_lane_acc_add_scaled(acc[i][1][mi], part[i][1][mi], ts.y);",
                "mq_lane_acc_add_scaled(acc[i][1][mi], part[i][1][mi], 1.0f);", MQ_FMT_U4, 8,
                &lim);
+    /* so does fp4, its MMAs taking its codes' values */
+    planted_in("mq_lane.h", "fp4's unscaled weights left at 2^-14 of their values",
+               "ACC ? 16384.0f : FOLD", "ACC ? 1.0f : FOLD", MQ_FMT_FP4, 8, &lim);
+    planted_in("mq_lane.h", "fp4's sums times the cuda prelude's unit off that prelude",
+               "#define LANE_FP4_ACC_UNIT 1.0f", "#define LANE_FP4_ACC_UNIT 16384.0f",
+               MQ_FMT_FP4, 8, &lim);
     planted("the second 16 bytes of a scale pair read from the first",
             "+ i % uint(LANE_SCALE_PIECES)) * 8u;", "+ 0u) * 8u;", MQ_FMT_FP4, &lim);
     planted("a zero-point piece of the other K half", "+ (i % 2u) * 32u : LANE_NEVER;",

@@ -62,8 +62,8 @@ static void test_rules(const mq_limits *h100)
           "expected 4 stages of %d B plus 8192 B of codebook on h100, got rc %d, %d stages, %d B",
           stage, rc, plan.stages, plan.tg_mem_bytes);
     /* the program's scale window: the group, at most a super-block (128 K
-     * trellis, 64 K u4); u4 only at up to 8 rows; none for fp4 (its scales
-     * go on the weights) */
+     * trellis, 64 K fp4 and u4); fp4 and u4 only at up to 8 rows (above,
+     * their scales go on the weights) */
     static const struct {
         mq_format fmt;
         mq_variant v;
@@ -75,6 +75,8 @@ static void test_rules(const mq_limits *h100)
                    {MQ_FMT_U4, MQ_VAR_LANE_GEMM, 128, 8, " MQ_PLAN_SCALE_K=64"},
                    {MQ_FMT_U4, MQ_VAR_LANE_GEMM, 32, 8, " MQ_PLAN_SCALE_K=32"},
                    {MQ_FMT_U4, MQ_VAR_LANE_GEMM, 128, 16, NULL},
+                   {MQ_FMT_FP4, MQ_VAR_LANE_GEMM, 128, 8, " MQ_PLAN_SCALE_K=64"},
+                   {MQ_FMT_FP4, MQ_VAR_LANE_GEMM, 32, 8, " MQ_PLAN_SCALE_K=32"},
                    {MQ_FMT_FP4, MQ_VAR_LANE_GEMM, 128, 16, NULL}};
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
         mq_problem p = {windows[i].fmt, 16, 4096, 4096, windows[i].group};
