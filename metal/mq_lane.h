@@ -285,6 +285,8 @@ inline uint mq_lane_fp4_bits(uint w, uint p)
 // (1024 + z), the odd pairs' (bits 4 and 12) as (1024 + 16 q) / 16 - (64 +
 // z) in one fma, so that a word needs one shift (by 8) instead of three.
 // Elsewhere (Metal, the executor) in float: mq_fp4_scaled and mq_u4_rows.
+// ACC (the sums take the scales, LANE_ACC_SCALE): the weights unscaled, u4's
+// q - z, fp4's bit pairs (LANE_FP4_ACC_UNIT says what the sums then owe).
 // scales and zeros: the column halves' pair (x and byte 0 for even p, y and
 // byte 1 for odd), the pair's own picked here by one byte permute where the
 // prelude has it (a per-K-tile table of them made the NVRTC of CUDA 13 take
@@ -546,8 +548,9 @@ inline void mq_lane_sums(thread simdgroup_float8x8 (&acc)[2][2][LANE_FRAG_M],
                 acc[i][h][mi] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
         }
     }
-    // fp4 with every scale under 4 folds 2^14 into the scales (one loop per
-    // case: the test is the launch's, outside the loop)
+    // fp4 with every scale under 4 folds 2^14 into the scales, where its
+    // weights take them (one loop per case: the test is the launch's,
+    // outside the loop)
 #if LANE_STAGES
     if (FMT == LANE_FP4 && !LANE_ACC_SCALE(FMT) && p.lane_fold != 0u)
         mq_lane_k_loop_staged<FMT, true>(acc, A, codes, scales, zeros, su, lut, p, w, row0, nbt,
