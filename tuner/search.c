@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "grow.h"
+#include "residual_gp.h"
 #include "search.h"
 #include "space.h"
 
@@ -32,6 +33,15 @@ int mq_tune_keep_row(mq_tuner *T, const mq_features *f, double t)
 /* Time one candidate (or take this build's earlier row); -1 when not ok. */
 double mq_tune_measure(mq_tuner *T, const mq_problem *p, mq_cand *c)
 {
+    if (T->replay_t) { /* replayed: the stored time, nothing run */
+        c->measured = 1;
+        c->time = T->replay_t[c - T->replay_cs];
+        T->timed++;
+        T->trace[T->ntrace++] = c->time;
+        if (c->time > 0 && c->f.floor_s > 0)
+            (void)mq_tune_keep_row(T, &c->f, c->time);
+        return c->time;
+    }
     mq_result key;
     memset(&key, 0, sizeof key);
     snprintf(key.chip, sizeof key.chip, "%s", T->chip->name);
@@ -125,7 +135,8 @@ mq_cand *mq_tune_candidates_from_rows(const mq_problem *p, const mq_chip *chip,
             cs[k].c = r->c;
             cs[k].time = -1;
             cs[k].measured = 1;
-            mq_features_compute(p, &r->c, chip, &cs[k].f, NULL);
+            if (mq_features_compute(p, &r->c, chip, &cs[k].f, NULL) != MQ_OK)
+                memset(&cs[k].f, 0, sizeof cs[k].f); /* today's planner refuses it: unpriced */
         }
         /* of a key measured twice, the faster ok row; a wrong row never counts */
         if (!strcmp(r->status, "ok") && (cs[k].time < 0 || r->st.median < cs[k].time))
@@ -140,84 +151,127 @@ mq_cand *mq_tune_candidates_from_rows(const mq_problem *p, const mq_chip *chip,
     return cs;
 }
 
-/* Guided search: baselines, each variant once and a spread-out sample first,
- * then the model's best unmeasured picks (the default coefficients until
- * enough rows fit), refitting after each batch, until `evals`. */
+/* The guide: the run's model refitted on every row so far (cold on the
+ * run's first fit, warm after), or the prior (the default coefficients on
+ * this chip's figures, or a transferred model) while the rows are too few.
+ * Each candidate's log predicted time into lp. */
+static void guide_predict(mq_tuner *T, const mq_cand *cs, int n, double *lp)
+{
+    char err[256];
+    if (!T->guide && !(T->guide = malloc(sizeof *T->guide)))
+        T->guide_fitted = 0; /* out of memory: the prior guides */
+    int have = 0;
+    if (T->guide && T->rows.n >= 2 * MQ_MODEL_NSHARED) {
+        int rc = T->guide_fitted
+                     ? mq_model_refit(T->rows.f, T->rows.t, T->rows.n, T->guide, err, sizeof err)
+                     : mq_model_fit_rounds(T->rows.f, T->rows.t, T->rows.n, 1, T->guide, err,
+                                           sizeof err);
+        have = T->guide_fitted = rc == 0;
+    }
+    const mq_model *gm = have ? T->guide : T->prior;
+    double lo = INFINITY;
+    for (int i = 0; i < n; i++) {
+        double pt = gm ? mq_model_predict(gm, &cs[i].f) : 1.0 + i;
+        lp[i] = pt > 0 && isfinite(pt) && cs[i].f.floor_s > 0 ? log(pt) : NAN;
+        lo = fmin(lo, lp[i]);
+    }
+    /* a candidate the model cannot price (stored rows of a kernel today's
+     * planner refuses: no features) is believed as slow as the fastest
+     * predicted, with the uncertainty of every other */
+    for (int i = 0; i < n; i++)
+        if (isnan(lp[i]))
+            lp[i] = isfinite(lo) ? lo : 0;
+}
+
+/* Timings before each untried variant gets one. */
+#define VARIANT_SWEEP_AFTER 12
+
+/* The next candidate to time: with sweep, each variant not yet timed gets
+ * one first (its fastest as believed): a model wrong about a whole variant
+ * (a new kernel, another chip) would otherwise never learn it. Else the
+ * largest expected improvement on best (the guide's fastest while nothing
+ * is timed). -1 when every candidate is timed. */
+static int next_pick(const mq_cand *cs, int n, const mq_gp_input *in, const double *lp,
+                     mq_gp *gp, double best, int sweep)
+{
+    unsigned tried = 0;
+    for (int i = 0; i < n; i++)
+        if (cs[i].measured || cs[i].c.variant >= 32) /* (a 33rd variant: no sweep) */
+            tried |= 1u << (cs[i].c.variant & 31);
+    for (int untried_only = sweep; untried_only >= 0; untried_only--) {
+        int pick = -1;
+        double top = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            if (cs[i].measured || (untried_only && (tried >> (cs[i].c.variant & 31) & 1)))
+                continue;
+            double m = 0, sd = 1;
+            if (gp)
+                mq_gp_predict(gp, &in[i], &m, &sd);
+            double score = untried_only || !isfinite(best)
+                               ? -(lp[i] + m)
+                               : mq_gp_expected_improvement(best, lp[i] + m, sd);
+            if (score > top) {
+                top = score;
+                pick = i;
+            }
+        }
+        if (pick >= 0)
+            return pick;
+    }
+    return -1;
+}
+
+/* Guided search: from the first timing on, the next candidate is the one
+ * with the largest expected improvement of log time, believing the guide's
+ * prediction times a Gaussian process fitted on this shape's timings
+ * (residual_gp.h). The first is the guide's fastest. The guide is refitted
+ * every 4 timings once the run's rows allow. No fixed first picks: the
+ * rules' picks are candidates like any other (the caller times them after
+ * the search, for the table's speedups). Deterministic: ties go to the
+ * earlier candidate in the list. */
 void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n, const int *base)
 {
+    (void)base;
     int budget = T->o->evals < n ? T->o->evals : n, done = 0;
-    for (int b = 0; b < MQ_BASE_COUNT && !T->failed; b++)
-        if (base[b] >= 0 && !cs[base[b]].measured && done < budget) {
-            mq_tune_measure(T, p, &cs[base[b]]);
-            done++;
-        }
-    /* every variant once: its seed configuration (else its first legal
-     * candidate), so no variant goes unseen because the first fits, made
-     * on few rows, never rank it first (the decode path at M=1 once did) */
-    for (int v = 0; v < MQ_VAR_COUNT && done < budget && !T->failed; v++) {
-        const mq_variant_info *vi = mq_variant_get((mq_variant)v);
-        if (!vi || !mq_variant_serves((mq_variant)v, p->format))
-            continue;
-        mq_candidate dc = {(mq_variant)v, vi->defaults};
-        int k = mq_tune_find(cs, n, &dc);
-        for (int i = 0; k < 0 && i < n; i++)
-            if (cs[i].c.variant == (mq_variant)v)
-                k = i;
-        int seen = 0;
-        for (int i = 0; i < n && !seen; i++)
-            seen = cs[i].measured && cs[i].c.variant == (mq_variant)v;
-        if (k >= 0 && !seen) {
-            mq_tune_measure(T, p, &cs[k]);
-            done++;
-        }
-    }
-    int init = T->o->init < budget - done ? T->o->init : budget - done;
-    for (int i = 0; i < init && !T->failed; i++) {
-        int k = (int)((long)i * n / init);
-        while (k < n && cs[k].measured)
-            k++;
-        if (k < n) {
-            mq_tune_measure(T, p, &cs[k]);
-            done++;
-        }
-    }
-    while (done < budget && !T->failed) {
-        char err[256];
-        if (!T->guide && !(T->guide = malloc(sizeof *T->guide)))
-            T->guide_fitted = 0; /* out of memory: the search goes on in list order */
-        int have = 0;
-        if (T->guide && T->rows.n >= 2 * MQ_MODEL_NSHARED) {
-            /* cold on the first fit of the run, warm from the last one after */
-            int rc = T->guide_fitted
-                         ? mq_model_refit(T->rows.f, T->rows.t, T->rows.n, T->guide, err,
-                                          sizeof err)
-                         : mq_model_fit_rounds(T->rows.f, T->rows.t, T->rows.n, 1, T->guide,
-                                               err, sizeof err);
-            have = T->guide_fitted = rc == 0;
-        }
-        /* too few rows to fit yet (the run's first shapes): the model's
-         * default coefficients on this chip's figures rank the candidates,
-         * not their order in the list */
-        const mq_model *gm = have ? T->guide : T->prior;
-        int batch = 4;
-        for (int q = 0; q < batch && done < budget && !T->failed; q++) {
-            int best = -1;
-            double bt = INFINITY;
-            for (int i = 0; i < n; i++) {
-                if (cs[i].measured)
-                    continue;
-                double pt = gm ? mq_model_predict(gm, &cs[i].f) : (double)i;
-                if (pt < bt) {
-                    bt = pt;
-                    best = i;
-                }
+    double *lp = malloc(sizeof *lp * (size_t)n), *resid = malloc(sizeof *resid * (size_t)n);
+    mq_gp_input *in = malloc(sizeof *in * (size_t)n), *obs = malloc(sizeof *obs * (size_t)n);
+    mq_gp gp = {0};
+    if (!lp || !resid || !in || !obs || mq_gp_init(&gp, n)) {
+        /* out of memory: the candidates in list order */
+        for (int i = 0; i < n && done < budget && !T->failed; i++)
+            if (!cs[i].measured) {
+                mq_tune_measure(T, p, &cs[i]);
+                done++;
             }
-            if (best < 0)
-                return;
-            mq_tune_measure(T, p, &cs[best]);
-            done++;
-        }
+        goto out;
     }
+    for (int i = 0; i < n; i++)
+        mq_gp_input_of(&cs[i].c, &in[i]);
+    while (done < budget && !T->failed) {
+        if (done % 4 == 0)
+            guide_predict(T, cs, n, lp);
+        int no = 0;
+        double best = INFINITY;
+        for (int i = 0; i < n; i++)
+            if (cs[i].measured && cs[i].time > 0) {
+                obs[no] = in[i];
+                resid[no++] = log(cs[i].time) - lp[i];
+                best = fmin(best, log(cs[i].time));
+            }
+        int gp_ok = mq_gp_fit(&gp, obs, resid, no) == 0;
+        int pick = next_pick(cs, n, in, lp, gp_ok ? &gp : NULL, best,
+                             done >= VARIANT_SWEEP_AFTER);
+        if (pick < 0)
+            break;
+        mq_tune_measure(T, p, &cs[pick]);
+        done++;
+    }
+out:
+    mq_gp_free(&gp);
+    free(lp);
+    free(resid);
+    free(in);
+    free(obs);
 }
 
 /* Fit the model on DIR/measured.csv: a results file of rows measured on a

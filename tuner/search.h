@@ -56,6 +56,13 @@ typedef struct {
     int failed;             /* a row could not be stored: the run stops */
     const mq_results *from; /* --from-results: the picks come from these rows */
     const char *from_backend; /* and the backend that measured them */
+    /* --replay (replay.h): a candidate's "measurement" is its stored time,
+     * replay_t[its index in replay_cs] (< 0: no ok row), and each goes to
+     * trace[ntrace++] (room for the budget) in the order the search asks */
+    const mq_cand *replay_cs;
+    const double *replay_t;
+    double *trace;
+    int ntrace;
 } mq_tuner;
 
 /* Add one measured row for the model fit: 0, or -1 when out of memory. */

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "model_store.h"
 #include "moe_rows.h"
+#include "replay.h"
 #include "table_check.h"
 #include "target.h"
 #include "tune_run.h"
@@ -21,8 +22,9 @@
 #define MAX_FROM 4096
 
 typedef struct {
-    const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model;
+    const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model, *strategy;
     int threads, from_results, nfrom, formats_given, explain;
+    mq_replay_opts replay;
     const char *from[MAX_FROM];
     mq_shard shard;
     mq_tune_opts t;
@@ -80,6 +82,17 @@ static void usage(FILE *f)
         "                     and every candidate, then the pick, the best and the best\n"
         "                     baseline again in 3 interleaved rounds, and report the\n"
         "                     ratios of both (M default 1,16)\n"
+        "  --replay FILE      instead of tuning, replay the guided search (and --strategy's\n"
+        "                     others) on every problem of FILE (a results file) with at least\n"
+        "                     --min-candidates ok rows: each candidate's time is its stored\n"
+        "                     row's, nothing is run; prints the median regret (best found /\n"
+        "                     best - 1) after 5 .. 80 evaluations (--evals, default 80) and\n"
+        "                     the evaluations to within 3%% and 1%% of the best\n"
+        "  --strategy LIST    --replay: guided, random or all (default all)\n"
+        "  --seeds N          --replay: runs per problem, each with the candidates in its\n"
+        "                     seed's order (default 20)\n"
+        "  --min-candidates N --replay: default 20\n"
+        "  --trace FILE       --replay: a CSV row per problem, strategy and seed\n"
         "  --help             this text\n\n"
         "examples:\n"
         "  tune --chip m4max\n"
@@ -87,7 +100,8 @@ static void usage(FILE *f)
         "  tune --chip host --suite llama3-8b --m 1,16 --formats fp4 --search exhaustive\n"
         "  tune --chip host --check heldout --formats fp4\n"
         "  tune --chip host --suite llama3-8b --m 1,16 --threads 1 --shard 2/8\n"
-        "  tune --chip host --from-results sweep/merged.csv\n");
+        "  tune --chip host --from-results sweep/merged.csv\n"
+        "  tune --chip h100 --replay h100-exhaustive.csv --seeds 5\n");
 }
 
 static int parse_shard(const char *v, void *dst, char *err, size_t errlen)
@@ -108,7 +122,10 @@ static int parse_args(int argc, char **argv, options *o)
     o->chips = mq_chips_default_path();
     o->search = "guided";
     o->t.group = 128;
-    o->t.evals = 40;
+    o->t.evals = -1; /* 40, or 80 for --replay */
+    o->strategy = "all";
+    o->replay.seeds = 20;
+    o->replay.min_candidates = 20;
     o->t.init = 12;
     o->t.mo = mq_measure_defaults();
     o->t.mo.budget_s = 0.3;
@@ -132,6 +149,12 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_FLAG("--explain", &o->explain),
         MQ_OPT_CUSTOM("--shard", &o->shard, parse_shard, NULL),
         MQ_OPT_FLAG("--from-results", &o->from_results),
+        MQ_OPT_STR("--replay", &o->replay.path),
+        MQ_OPT_STR("--strategy", &o->strategy),
+        MQ_OPT_INT("--seeds", &o->replay.seeds, 1, 100000, "bad --seeds"),
+        MQ_OPT_INT("--min-candidates", &o->replay.min_candidates, 1, 1 << 24,
+                   "bad --min-candidates"),
+        MQ_OPT_STR("--trace", &o->replay.trace),
     };
     int rc = mq_args_parse("tune", argc, argv, 1, args, sizeof args / sizeof args[0], o->from,
                            MAX_FROM, &o->nfrom);
@@ -142,6 +165,14 @@ static int parse_args(int argc, char **argv, options *o)
     if (strcmp(o->search, "guided") && strcmp(o->search, "exhaustive"))
         return mq_cli_fail("tune", "bad --search (expected guided or exhaustive)", o->search);
     o->t.exhaustive = !strcmp(o->search, "exhaustive");
+    if (o->t.evals < 0)
+        o->t.evals = o->replay.path ? 80 : 40;
+    char err[256];
+    if (o->replay.path &&
+        mq_replay_parse_strategies(o->strategy, &o->replay.strategies, err, sizeof err)) {
+        fprintf(stderr, "tune: %s\n", err);
+        return 2;
+    }
     if (!o->chip) {
         fprintf(stderr, "tune: --chip is required (see --help)\n");
         return 2;
@@ -159,6 +190,11 @@ static int parse_args(int argc, char **argv, options *o)
         {o->t.moe_results && o->from_results,
          "--moe-results does not go with --from-results (its rows must come from the machine "
          "tune measures)"},
+        {o->replay.path && (o->shard.count || o->from_results || o->check || o->t.exhaustive ||
+                            o->t.resume || o->t.moe_results),
+         "--replay times nothing: it goes with none of --shard, --from-results, --check, "
+         "--search exhaustive, --resume, --moe-results"},
+        {!o->replay.path && o->replay.trace, "--trace is for --replay"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (refused[i].bad) {
@@ -453,9 +489,14 @@ int main(int argc, char **argv)
         return 2;
     }
     mq_target t;
+    char published_chip[4200]; /* --replay of host rows: the chip as the run saw it */
+    snprintf(published_chip, sizeof published_chip, "%s/chip.csv", dir);
     mq_target_opts to = {o.chip, o.chips, "auto", o.threads,
-                         o.t.resume && !o.check ? chip_path : NULL,
-                         o.from_results ? MQ_TARGET_NO_BACKEND : MQ_TARGET_CHIP_BACKEND};
+                         o.replay.path && !strcmp(o.chip, "host") ? published_chip
+                         : o.t.resume && !o.check ? chip_path
+                                                  : NULL,
+                         o.from_results || o.replay.path ? MQ_TARGET_NO_BACKEND
+                                                         : MQ_TARGET_CHIP_BACKEND};
     if (mq_target_open(&to, &t, err, sizeof err)) {
         fprintf(stderr, "tune: %s\n", err);
         return 2;
@@ -476,6 +517,13 @@ int main(int argc, char **argv)
         .o = &o.t, .chip = &t.chip, .lim = &t.chip.lim, .be = t.be, .w = {.fd = -1}, .prior = &pred};
     int measured = t.measured || o.from_results; /* rows measured here, or elsewhere */
     rc = 2; /* until the run gets going, a failure is the input's or the environment's */
+    if (o.replay.path) { /* the default model, or --model's, is the search's prior */
+        if (o.model && mq_model_read(o.model, &pred, err, sizeof err))
+            fprintf(stderr, "tune: %s\n", err);
+        else
+            rc = mq_tune_replay(&T, &o.replay, stdout);
+        goto out;
+    }
     if (check_modes(&o, &t))
         goto out;
     if (o.from_results) {

@@ -39,6 +39,11 @@ static int pick_measured(mq_tuner *T, const mq_suite *suite, int s, const mq_pro
             mq_tune_measure(T, p, &cs[i]);
     else
         mq_tune_search_guided(T, p, cs, n, base);
+    /* the rules' picks, for the table's speedups over them: timed after the
+     * search, outside its budget, when it did not reach them */
+    for (int b = 0; b < MQ_BASE_COUNT && !T->o->exhaustive && !T->failed; b++)
+        if (base[b] >= 0 && !cs[base[b]].measured)
+            mq_tune_measure(T, p, &cs[base[b]]);
     *fraction += (double)(T->timed + T->reused - before) / n;
     for (int i = 0; i < n; i++)
         if (cs[i].time > 0 && (pick < 0 || cs[i].time < cs[pick].time))
