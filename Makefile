@@ -95,6 +95,15 @@ FAULT_LIB = $(BUILD)/tests/libfault_inject$(DYLIB_EXT)
 TOOLS    = $(BUILD)/kernel-bench $(BUILD)/bench $(BUILD)/merge $(BUILD)/moe-bench $(BUILD)/tune $(BUILD)/model $(BUILD)/compare $(BUILD)/plot
 GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 HEADERS  = $(foreach f,$(FLOORS) $(BACKEND_DIRS) tests,$(wildcard $(f)/*.h))
+# the kernel build: what a results row, a table or a model measured. The
+# kernels with their planner, cost model and CPU model (kernels/), the MSL
+# (metal/), and each backend's translation of the MSL (the preludes and the
+# translators): a change to any of them makes earlier measurements another
+# build's. POSIX cksum (CRC and size): the same on Linux and macOS.
+KERNEL_BUILD_FILES = $(sort $(wildcard kernels/*.c kernels/*.h metal/*)) backends/msl_program.c \
+  backends/cuda/metal_stdlib backends/cuda/metal_stdlib_mma backends/cuda/cuda_compile.c \
+  backends/msl_cpu/metal_stdlib backends/msl_cpu/msl_translate.c
+KERNEL_BUILD := $(shell cat $(KERNEL_BUILD_FILES) | cksum | awk '{printf "k%08x-%x", $$1, $$2}')
 
 include tests/objc_standin/standin.mk
 
@@ -114,6 +123,10 @@ $(BUILD)/%.o: %.c $(HEADERS)
 $(BUILD)/harness/version.o: harness/version.c FORCE
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DMQ_GIT_REV='"$(GIT_REV)"' $(INC_harness) -c $< -o $@
+
+$(BUILD)/kernels/kernel_build.o: kernels/kernel_build.c $(KERNEL_BUILD_FILES) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DMQ_KERNEL_BUILD='"$(KERNEL_BUILD)"' $(INC_kernels) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

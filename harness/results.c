@@ -20,10 +20,23 @@ static const char *const columns[] = {
     "schema", "tool_version", "git_rev", "host", "date", "chip", "backend", "format", "M", "N",
     "K", "group", "variant", "tile_m", "tile_n", "tile_k", "num_threadgroups", "split_k",
     "status", "error", "median_s", "p10_s", "p90_s", "mad_s", "ci_lo_s", "ci_hi_s", "reps",
-    "gflops", "weight_gbs", "samples_s", "idle_s",
+    "gflops", "weight_gbs", "samples_s", "idle_s", "kernel_build",
 };
-/* the columns of schema 2 (NCOL) and of schema 1 (all but idle_s) */
-enum { NCOL = (int)(sizeof columns / sizeof columns[0]), NCOL1 = NCOL - 1 };
+/* the columns of schema 3 (NCOL), of schema 2 (all but kernel_build) and of
+ * schema 1 (all but idle_s and kernel_build) */
+enum { NCOL = (int)(sizeof columns / sizeof columns[0]), NCOL2 = NCOL - 1, NCOL1 = NCOL - 2 };
+
+/* A file's schema from its header's width, 0 when no schema has it. */
+static int schema_of_width(int nfields)
+{
+    return nfields == NCOL ? 3 : nfields == NCOL2 ? 2 : nfields == NCOL1 ? 1 : 0;
+}
+
+/* A schema's width. */
+static int width_of_schema(int schema)
+{
+    return schema >= 3 ? NCOL : schema == 2 ? NCOL2 : NCOL1;
+}
 
 /* ---- writing ---- */
 
@@ -161,8 +174,10 @@ static void format_row(mq_strbuf *b, const mq_result *r, int schema)
         s[0] = 0;
         if (r->idle_s > 0)
             snprintf(s, sizeof s, "%.6e", r->idle_s);
-        put_field(b, s, 1);
+        put_field(b, s, schema < 3);
     }
+    if (schema >= 3)
+        put_field(b, r->kernel_build, 1);
 }
 
 int mq_results_append(mq_results_writer *w, const mq_result *r, char *err, size_t errlen)
@@ -343,6 +358,14 @@ static int parse_row(char **f, int ncol, mq_result *r, char *why, size_t n)
         r->samples = NULL;
         return snprintf(why, n, "idle_s: %s", bad), -1;
     }
+    if (ncol > NCOL2 && strlen(f[NCOL2]) >= sizeof r->kernel_build) {
+        free(r->samples);
+        r->samples = NULL;
+        return snprintf(why, n, "kernel_build: longer than %d characters",
+                        (int)sizeof r->kernel_build - 1), -1;
+    }
+    if (ncol > NCOL2)
+        snprintf(r->kernel_build, sizeof r->kernel_build, "%s", f[NCOL2]);
     if (!strcmp(r->status, "ok") && !(r->st.median > 0)) {
         free(r->samples);
         r->samples = NULL;
@@ -355,7 +378,7 @@ static int parse_row(char **f, int ncol, mq_result *r, char *why, size_t n)
 static int take_row(char **f, void *set, char *why, size_t n)
 {
     mq_results *rs = set;
-    if (parse_row(f, rs->schema >= 2 ? NCOL : NCOL1, &rs->r[rs->n], why, n))
+    if (parse_row(f, width_of_schema(rs->schema), &rs->r[rs->n], why, n))
         return -1;
     if (rs->r[rs->n].schema > rs->schema) {
         snprintf(why, n, "a row of schema %d in a file of schema %d's columns",
@@ -381,9 +404,10 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
         snprintf(err, errlen, "%s:%d: not a results file (expected a header starting 'schema')",
                  path, t.nrows ? t.rows[0].line : 1);
         rc = -1;
-    } else if (t.rows[0].nfields != NCOL && t.rows[0].nfields != NCOL1) {
-        snprintf(err, errlen, "%s:%d: header has %d columns, schema %d has %d (schema 1: %d)",
-                 path, t.rows[0].line, t.rows[0].nfields, MQ_RESULTS_SCHEMA, NCOL, NCOL1);
+    } else if (!schema_of_width(t.rows[0].nfields)) {
+        snprintf(err, errlen,
+                 "%s:%d: header has %d columns, schema %d has %d (schema 2: %d, schema 1: %d)",
+                 path, t.rows[0].line, t.rows[0].nfields, MQ_RESULTS_SCHEMA, NCOL, NCOL2, NCOL1);
         rc = -1;
     } else {
         for (int i = 0; i < t.rows[0].nfields && rc == 0; i++)
@@ -392,7 +416,7 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
                          t.rows[0].line, i + 1, t.rows[0].fields[i], columns[i]);
                 rc = -1;
             }
-        out->schema = t.rows[0].nfields == NCOL ? 2 : 1;
+        out->schema = schema_of_width(t.rows[0].nfields);
     }
     if (rc == 0 && t.nrows > 1) {
         out->r = calloc((size_t)(t.nrows - 1), sizeof *out->r);
@@ -402,7 +426,7 @@ int mq_results_load(const char *path, mq_results *out, char *err, size_t errlen)
         }
     }
     if (rc == 0)
-        rc = mq_csv_parse_rows(&t, path, out->schema >= 2 ? NCOL : NCOL1, take_row, out, err,
+        rc = mq_csv_parse_rows(&t, path, width_of_schema(out->schema), take_row, out, err,
                                errlen);
     mq_csv_free(&t);
     if (rc)
@@ -480,6 +504,7 @@ void mq_result_stamp(mq_result *r)
     r->schema = MQ_RESULTS_SCHEMA;
     snprintf(r->tool_version, sizeof r->tool_version, "%s", MQ_TOOL_VERSION);
     snprintf(r->git_rev, sizeof r->git_rev, "%s", mq_git_rev());
+    snprintf(r->kernel_build, sizeof r->kernel_build, "%s", mq_kernel_build());
     snprintf(r->host, sizeof r->host, "%s", mq_host_name());
     time_t now = time(NULL);
     strftime(r->date, sizeof r->date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));

@@ -13,11 +13,13 @@
 #include "mq.h"
 #include "stats.h"
 
-/* Schema 2 adds a last column, idle_s: the median device time of one launch
+/* Schema 3 adds a last column, kernel_build: the kernels the row measured
+ * (mq_kernel_build(); empty in rows of schema 1 and 2). Schema 2 added
+ * idle_s: the median device time of one launch
  * on an idle device, beside a backend's queued figure (median_s); empty where
  * not measured. Schema 1 files (no idle_s) are still read, and rows appended
  * to one are written in its width. */
-#define MQ_RESULTS_SCHEMA 2
+#define MQ_RESULTS_SCHEMA 3
 
 typedef struct {
     int schema;
@@ -32,6 +34,7 @@ typedef struct {
     double *samples;
     int nsamples;
     double idle_s; /* one launch on an idle device, median (0: not measured) */
+    char kernel_build[32]; /* the kernels measured ("": a row of schema 1 or 2) */
 } mq_result;
 
 typedef struct {
@@ -40,7 +43,7 @@ typedef struct {
     int torn_line;     /* a torn last line that was dropped (0: none) */
     size_t torn_bytes;
     const mq_result **by_key; /* mq_results_index: the rows in key order, else NULL */
-    int schema;        /* the file's width: 1 (no idle_s) or 2 */
+    int schema;        /* the file's width: 1 (no idle_s), 2 (no kernel_build) or 3 */
 } mq_results;
 
 /* The most samples a row may carry. */

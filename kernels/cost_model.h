@@ -138,6 +138,7 @@ typedef struct {
     int n_fit, n_holdout;
     double mape;      /* mean |predicted - measured| / measured on held-out rows */
     double spearman;  /* rank correlation of predicted and measured, held out */
+    char kernel_build[32]; /* the kernels of the rows it was fitted on ("": not said) */
 } mq_model;
 
 /* A term's name as model.csv spells it and its unit: j < MQ_MODEL_NSHARED

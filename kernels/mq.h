@@ -548,6 +548,11 @@ mq_moe_candidate mq_table_lookup_moe(const mq_table *t, const mq_moe_problem *p,
 /* The table's MoE rows (mq_table_rows gives the dense ones). */
 int mq_table_moe_rows(const mq_table *t, const mq_table_row **rows);
 
+/* The kernel build of this library: a checksum of the kernel sources and
+ * of each backend's translation of them ("k" CRC "-" size, hex), or
+ * "unknown" when built without the Makefile. */
+const char *mq_kernel_build(void);
+
 /* Load a table file written by tune. chip (may be NULL) must match the
  * table's; a newer schema, another chip or a malformed row is refused. */
 mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_error *err);
@@ -556,6 +561,10 @@ mq_status mq_table_from_rows(const char *chip, const mq_table_row *rows, int n, 
                              mq_error *err);
 void mq_table_free(mq_table *t);
 const char *mq_table_chip(const mq_table *t);
+/* The kernel build the table's picks were measured or verified on ("":
+ * the table does not say; tables before 2026-11-27). A runtime compares it
+ * with mq_kernel_build(): another build's picks may no longer be fast. */
+const char *mq_table_kernel_build(const mq_table *t);
 int mq_table_rows(const mq_table *t, const mq_table_row **rows);
 
 /* The candidate for a problem (t may be NULL), legal under lim (NULL:

@@ -19,6 +19,7 @@
 
 struct mq_table {
     char chip[32];
+    char kernel_build[32]; /* "": not recorded */
     mq_table_row *rows; /* the dense rows, then the MoE rows */
     int n, nmoe;
     int has_model;
@@ -88,6 +89,8 @@ void mq_table_free(mq_table *t)
 }
 
 const char *mq_table_chip(const mq_table *t) { return t ? t->chip : ""; }
+
+const char *mq_table_kernel_build(const mq_table *t) { return t ? t->kernel_build : ""; }
 
 int mq_table_rows(const mq_table *t, const mq_table_row **rows)
 {
@@ -317,10 +320,11 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
     mq_csv_table t;
     if (mq_csv_read(path, &t, msg, sizeof msg))
         return mq_fail(err, MQ_E_ARG, "%s", msg);
-    char schema[16] = "", tchip[32] = "";
+    char schema[16] = "", tchip[32] = "", kbuild[32] = "";
     for (int i = 0; i < t.ncomments; i++) {
         meta(t.comments[i], "schema", schema, sizeof schema);
         meta(t.comments[i], "chip", tchip, sizeof tchip);
+        meta(t.comments[i], "kernels", kbuild, sizeof kbuild);
     }
     mq_status st = MQ_OK;
     int sv = 0;
@@ -404,6 +408,8 @@ mq_status mq_table_load(const char *path, const char *chip, mq_table **out, mq_e
     mq_csv_free(&t);
     if (st == MQ_OK)
         st = mq_table_from_rows(tchip, rows, n, out, err);
+    if (st == MQ_OK)
+        snprintf((*out)->kernel_build, sizeof (*out)->kernel_build, "%s", kbuild);
     if (st == MQ_OK && np > 0 && (st = mq_table_set_model(*out, params, np, err)) != MQ_OK) {
         char m[sizeof err->msg];
         snprintf(m, sizeof m, "%s", err->msg);

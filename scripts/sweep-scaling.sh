@@ -140,7 +140,7 @@ for w in $SHARDS; do
     stats=$(tail -n +2 "$run/joblog.txt" | awk '{ t = $4 + 0; s += t; if (t > mx) mx = t; if (mn == "" || t < mn) mn = t; k++ }
         END { if (k) printf "%.1f,%.1f,%.1f,%.3f", mx, s / k, mn, mx / (s / k) }')
     busy=$(tail -n +2 "$run/joblog.txt" | awk -v w="$w" -v wall="$wall" '{ s += $4 } END { if (s > 0 && wall != "") printf "%.3f", wall / (s / w) }')
-    rows=$(grep -c '^"[12]",' "$run/merged.csv" 2>/dev/null)
+    rows=$(grep -c '^"[123]",' "$run/merged.csv" 2>/dev/null)
     "$BUILD/tune" --chip host --threads 1 --from-results "$run/merged.csv" --out-dir "$run/table" > "$OUT/table-$n.log" 2>&1
     picks "$run/table/table.csv" > "$run/picks.txt" 2>/dev/null
     same="" np=$(nlines < "$run/picks.txt")
@@ -162,7 +162,7 @@ if [ "$UNSHARDED" = 1 ]; then
     rc=$?
     t1=$(now_ns)
     wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')
-    rows=$(grep -c '^"[12]",' "$run/all.csv")
+    rows=$(grep -c '^"[123]",' "$run/all.csv")
     "$BUILD/tune" --chip host --threads 1 --from-results "$run/all.csv" --out-dir "$run/table" > "$OUT/table-unsharded.log" 2>&1
     picks "$run/table/table.csv" > "$run/picks.txt"
     same="" np=$(nlines < "$run/picks.txt")

@@ -401,15 +401,15 @@ static void test_results_store(void)
     snprintf(damaged, sizeof damaged, "%s\"1\",\"x\"\n", text);
     write_file(tmp_path("short.csv"), damaged);
     CHECK(mq_results_load(tmp_path("short.csv"), &rs, err, sizeof err) != 0 &&
-              strstr(err, "short.csv:6: 2 fields, expected 31"),
+              strstr(err, "short.csv:6: 2 fields, expected 32"),
           "a short row is refused with its line: '%s'", err);
     char *second = strchr(strchr(text, '\n') + 1, '\n') + 1; /* first data row */
-    snprintf(damaged, sizeof damaged, "%.*s\"3\"%s", (int)(second - text), text,
+    snprintf(damaged, sizeof damaged, "%.*s\"4\"%s", (int)(second - text), text,
              strchr(second, ','));
     write_file(tmp_path("newer.csv"), damaged);
     CHECK(mq_results_load(tmp_path("newer.csv"), &rs, err, sizeof err) != 0 &&
-              strstr(err, "newer.csv:3: schema 3 is newer than this tool's 2"),
-          "a newer schema is refused: '%s'", err);
+              strstr(err, "newer.csv:3: schema 4 is newer than this tool's 3"),
+          "a newer schema (4) is refused: '%s'", err);
     CHECK(mq_results_open(tmp_path("newer.csv"), &w, err, sizeof err) != 0,
           "and nothing is appended to it");
 }

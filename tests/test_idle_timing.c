@@ -139,9 +139,11 @@ static void test_results_schema(void)
     mq_results_close(&w);
     mq_results rs;
     int rc = mq_results_load(path, &rs, err, sizeof err);
-    CHECK(rc == 0 && rs.n == 2 && rs.schema == 2 && rs.r[0].idle_s == 4.25e-5 &&
-              rs.r[1].idle_s == 0 && rs.r[0].schema == 2,
-          "expected schema 2 rows with idle_s 4.25e-5 and none, got rc %d (%s), %d rows, "
+    CHECK(rc == 0 && rs.n == 2 && rs.schema == 3 && rs.r[0].idle_s == 4.25e-5 &&
+              rs.r[1].idle_s == 0 && rs.r[0].schema == 3 &&
+              !strcmp(rs.r[0].kernel_build, mq_kernel_build()),
+          "expected schema 3 rows with idle_s 4.25e-5 and none, this kernel build, got rc %d "
+          "(%s), %d rows, "
           "schema %d, idle %g / %g",
           rc, err, rc ? -1 : rs.n, rc ? -1 : rs.schema, rc || rs.n < 1 ? -1 : rs.r[0].idle_s,
           rc || rs.n < 2 ? -1 : rs.r[1].idle_s);
@@ -196,7 +198,7 @@ static void test_results_schema(void)
         fputs("\"2\",\"0.1\",\"abc\",\"h\",\"2026-11-01T00:00:00Z\",\"h100\",\"cuda\",\"fp4\","
               "\"3\",\"64\",\"128\",\"32\",\"lane_gemm\",\"16\",\"64\",\"64\",\"0\",\"1\",\"ok\","
               "\"\",\"0.001\",\"0.001\",\"0.001\",\"0\",\"0.001\",\"0.001\",\"1\",\"1\",\"1\","
-              "\"1e-3\",\"-2\"\n",
+              "\"1e-3\",\"-2\",\"k0\"\n",
               f);
         fclose(f);
     }

@@ -23,7 +23,7 @@ rc_says() { [ "$1" -eq "$2" ] && has "$3" "$4"; }
 # every condition, each a string for eval (check takes one command)
 all() { for c in "$@"; do eval "$c" || return 1; done; }
 # the key columns of a results file's rows (chip .. split_k), sorted
-keys() { grep -h '^"[12]",' "$@" | cut -d, -f6-18 | sort; }
+keys() { grep -h '^"[123]",' "$@" | cut -d, -f6-18 | sort; }
 # the same of a manifest's units (chip .. split_k)
 mkeys() { grep -hv '^#' "$@" | grep -v '^sweep,' | cut -d, -f5-17 | tr -d '"' | sort; }
 plain() { tr -d '"'; }
@@ -91,7 +91,7 @@ check "--keep all keeps both rows" \
     [ "$(keys "$d/mall.csv" | wc -l)" -eq $((n_all + $(keys "$d/dup.csv" | wc -l))) ]
 out=$("$B/merge" --out "$d/m.csv" "$d/s3/1.csv" "$d/s3/../s3/1.csv" 2>&1); rc=$?
 check "a file given twice is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "given twice"
-sed 's/^\("[12]","[^"]*","\)[^"]*"/\1deadbeef0000"/' "$d/s3/3.csv" > "$d/other-build.csv"
+sed 's/^\("[123]","[^"]*","\)[^"]*"/\1deadbeef0000"/' "$d/s3/3.csv" > "$d/other-build.csv"
 cp "$d/s3/3.manifest.csv" "$d/other-build.manifest.csv"
 echo keep > "$d/m.csv"
 out=$("$B/merge" --out "$d/m.csv" "$d/s3/1.csv" "$d/other-build.csv" 2>&1); rc=$?
@@ -114,7 +114,7 @@ check "bench --shard 4/3 is refused (rc $rc): $out" rc_says "$rc" 2 "$out" "--sh
 out=$("$B/tune" --chip host --threads 1 --from-results "$d/m3.csv" --out-dir "$d/tf" 2>&1); rc=$?
 check "tune --from-results exits 0 (rc $rc)" [ "$rc" -eq 0 ]
 check "and times nothing" has "$out" "nothing timed"
-want=$(grep -h '^"[12]",' "$d/m3.csv" | plain | awk -F, '$19 == "ok" {
+want=$(grep -h '^"[123]",' "$d/m3.csv" | plain | awk -F, '$19 == "ok" {
         k = $8 " " $9 " " $10 " " $11; if (!(k in best) || $21 + 0 < best[k]) { best[k] = $21 + 0; c[k] = $13 " " $14 " " $15 " " $16 " " $17 " " $18 } }
     END { for (k in c) print k, c[k] }' | sort)
 got=$(grep -v '^#' "$d/tf/table.csv" | plain | awk -F, 'NR > 1 && $3 > 0 { print $1, $18, $3, $4, $7, $8, $9, $10, $11, $12 }' | sort)
@@ -163,12 +163,12 @@ if command -v parallel >/dev/null 2>&1; then
     scripts/sweep-parallel.sh --build "$B" --jobs 2 --shards 2 --out "$rel/k" -- "${slow[@]}" >/dev/null 2>&1 &
     sp=$!
     for _ in $(seq 400); do
-        n=$(grep -c '^"[12]",' "$rel/k/shard-2-of-2.csv" 2>/dev/null)
+        n=$(grep -c '^"[123]",' "$rel/k/shard-2-of-2.csv" 2>/dev/null)
         [ "${n:-0}" -ge 1 ] && break
         sleep 0.05
     done
     pkill -9 -f -- "--shard 2/2 --out $rel/k/" ; wait $sp; rc=$?
-    before=$(grep -c '^"[12]",' "$rel/k/shard-2-of-2.csv")
+    before=$(grep -c '^"[123]",' "$rel/k/shard-2-of-2.csv")
     check "the sweep with a killed shard is a finding (rc $rc)" [ "$rc" -eq 1 ]
     check "merge named the killed shard incomplete" grep -q "shard 2/2 .*incomplete" "$rel/k/merge.txt"
     out=$(scripts/sweep-parallel.sh --build "$B" --jobs 2 --shards 2 --out "$rel/k" -- "${slow[@]}" 2>&1); rc=$?

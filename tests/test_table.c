@@ -77,10 +77,10 @@ static void test_round_trip(void)
      * {2.. big}; u4: {1..}; defaults: fp4 (small: 3 shapes of 6), u4 */
     CHECK(n == 8, "8 rows (3 + 2 + 1 merged M ranges, 2 defaults), got %d", n);
     char err[512];
-    CHECK(mq_table_write_csv(in_dir("table.csv"), "m4max", "cpu", "measured", e, n, NULL, NULL, err,
+    CHECK(mq_table_write_csv(in_dir("table.csv"), "m4max", "cpu", "measured", mq_kernel_build(), e, n, NULL, NULL, err,
                              sizeof err) == 0,
           "write the CSV: %s", err);
-    CHECK(mq_table_write_header(in_dir("table.h"), "m4max", "measured", e, n, NULL, NULL, err,
+    CHECK(mq_table_write_header(in_dir("table.h"), "m4max", "measured", mq_kernel_build(), e, n, NULL, NULL, err,
                                 sizeof err) == 0,
           "write the header: %s", err);
     mq_table *t;
@@ -90,6 +90,9 @@ static void test_round_trip(void)
         free(e);
         return;
     }
+    CHECK(!strcmp(mq_table_kernel_build(t), mq_kernel_build()) && mq_kernel_build()[0] == 'k',
+          "the table says the kernel build it was written for: expected %s, got '%s'",
+          mq_kernel_build(), mq_table_kernel_build(t));
     int bad = 0;
     for (int i = 0; i < nch; i++) {
         mq_lookup_level lv;
@@ -276,7 +279,7 @@ static void test_model_lookup(void)
               !mq_model_has_kernel(&m, mid.variant, MQ_FMT_FP4, mid.p.tile_m, mid.p.tile_n,
                                    mid.p.tile_k),
           "expected the model to hold a factor for the small kernel and none for the mid one");
-    CHECK(mq_table_write_csv(in_dir("model-table.csv"), "m4max", "cpu", "measured", e, n,
+    CHECK(mq_table_write_csv(in_dir("model-table.csv"), "m4max", "cpu", "measured", mq_kernel_build(), e, n,
                              chip.v, &m, err, sizeof err) == 0,
           "write a table with its cost model: %s", err);
     mq_table *t = NULL;
@@ -589,7 +592,7 @@ static void test_moe_rows(void)
         memcpy(all, de, sizeof *de * (size_t)nd);
         memcpy(all + nd, me, sizeof *me * (size_t)n);
     }
-    CHECK(mq_table_write_csv(in_dir("moe-table.csv"), "host", "cpu", "measured", all, nd + n,
+    CHECK(mq_table_write_csv(in_dir("moe-table.csv"), "host", "cpu", "measured", mq_kernel_build(), all, nd + n,
                              NULL, NULL, err, sizeof err) == 0,
           "the table with MoE rows is written: %s", err);
     mq_table *t = NULL;

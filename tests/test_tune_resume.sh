@@ -11,7 +11,7 @@ check() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $desc" >&2; fi
 }
 has() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
-rows() { n=$(grep -c '^"[12]",' "$1" 2>/dev/null); echo "${n:-0}"; }
+rows() { n=$(grep -c '^"[123]",' "$1" 2>/dev/null); echo "${n:-0}"; }
 table_rows() { grep -v '^#' "$1"; }   # the table without its dated comment
 args="--chip host --suite smoke --m 1,3 --formats fp4 --evals 10 --budget 0.005 --threads 2"
 d=$(mktemp -d)

@@ -116,8 +116,8 @@ int main(void)
     CHECK(n > 0 && mkdtemp(dir) != NULL, "a table is built");
     snprintf(csv, sizeof csv, "%s/table.csv", dir);
     snprintf(h, sizeof h, "%s/table.h", dir);
-    CHECK(mq_table_write_csv(csv, "toy", "cpu", "measured", ent, n, NULL, NULL, err, sizeof err) == 0 &&
-              mq_table_write_header(h, "toy", "measured", ent, n, NULL, NULL, err, sizeof err) == 0,
+    CHECK(mq_table_write_csv(csv, "toy", "cpu", "measured", "", ent, n, NULL, NULL, err, sizeof err) == 0 &&
+              mq_table_write_header(h, "toy", "measured", "", ent, n, NULL, NULL, err, sizeof err) == 0,
           "the table is written: %s", err);
     mq_table *t;
     mq_lookup_level lv;

@@ -12,9 +12,10 @@
  * model_path when not NULL, on chip's figures) for every problem of the
  * rows, against the measured best and the best measured baseline rule. 0,
  * or 2 with one line on stderr (the table or model does not load, or no
- * pick was measured). */
+ * pick was measured, or with strict, either is another kernel build's:
+ * stale.h). */
 int mq_model_lookup_cmd(const char *table_path, const char *model_path, const mq_chip *chip,
-                        const mq_model_rows *R);
+                        const mq_model_rows *R, int strict);
 
 /* model public: the never-measured chips' coefficients fitted on the
  * published figures of files[0] (chips from chips_path), written to

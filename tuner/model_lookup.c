@@ -9,15 +9,20 @@
 #include "model_cmd.h"
 #include "model_store.h"
 #include "probes.h"
+#include "stale.h"
 #include "table_write.h"
 
 int mq_model_lookup_cmd(const char *table_path, const char *model_path, const mq_chip *chip,
-                        const mq_model_rows *R)
+                        const mq_model_rows *R, int strict)
 {
     mq_table *t;
     mq_error e;
     if (mq_table_load(table_path, NULL, &t, &e)) {
         fprintf(stderr, "model: %s\n", e.msg);
+        return 2;
+    }
+    if (mq_stale_check("model", table_path, mq_table_kernel_build(t), strict)) {
+        mq_table_free(t);
         return 2;
     }
     if (model_path) {
@@ -26,6 +31,10 @@ int mq_model_lookup_cmd(const char *table_path, const char *model_path, const mq
         static mq_table_param q[MQ_TABLE_MODEL_MAX];
         if (mq_model_read(model_path, &m, err, sizeof err)) {
             fprintf(stderr, "model: %s\n", err);
+            mq_table_free(t);
+            return 2;
+        }
+        if (mq_stale_check("model", model_path, m.kernel_build, strict)) {
             mq_table_free(t);
             return 2;
         }

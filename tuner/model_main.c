@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "model.h"
 #include "model_cmd.h"
+#include "stale.h"
 #include "model_rows.h"
 #include "model_store.h"
 #include "suites.h"
@@ -27,7 +28,7 @@
 typedef struct {
     const char *chip, *chips, *chip_file, *holdout, *out, *model, *table;
     const char *files[MAX_FILES];
-    int nfiles;
+    int nfiles, strict;
 } options;
 
 static void usage(FILE *f)
@@ -67,6 +68,8 @@ static void usage(FILE *f)
         "  --table FILE       lookup: the dispatch table (table.csv form)\n"
         "  --out FILE         fit, public: the model (model.csv form); eval: the rows with\n"
         "                     their predictions (CSV)\n"
+        "  --strict           eval, lookup: a table or model measured on another kernel build\n"
+        "                     than this one's is an error (exit 2), not a warning\n"
         "  --help             this text\n\n"
         "examples:\n"
         "  model fit --chip h100 --holdout results/h100-grid/holdout.csv \\\n"
@@ -284,7 +287,7 @@ int main(int argc, char **argv)
         MQ_OPT_STR("--chip", &o.chip),         MQ_OPT_STR("--chips", &o.chips),
         MQ_OPT_STR("--chip-file", &o.chip_file), MQ_OPT_STR("--holdout", &o.holdout),
         MQ_OPT_STR("--model", &o.model),       MQ_OPT_STR("--out", &o.out),
-        MQ_OPT_STR("--table", &o.table),
+        MQ_OPT_STR("--table", &o.table),       MQ_OPT_FLAG("--strict", &o.strict),
     };
     int rc = mq_args_parse("model", argc, argv, 2, args, sizeof args / sizeof args[0], o.files,
                            MAX_FILES, &o.nfiles);
@@ -314,10 +317,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "model: %s\n", err);
         return 2;
     }
+    if (eval && !lookup && mq_stale_check("model", o.model, m.kernel_build, o.strict))
+        return 2;
     mq_model_rows R = {0};
     rc = mq_model_rows_load(o.files, o.nfiles, &chip, &R);
     if (!rc && lookup) {
-        rc = mq_model_lookup_cmd(o.table, o.model, &chip, &R);
+        rc = mq_model_lookup_cmd(o.table, o.model, &chip, &R, o.strict);
     } else if (!rc && eval) {
         char *all = malloc((size_t)(R.n ? R.n : 1));
         if (!all) {

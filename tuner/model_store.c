@@ -21,6 +21,8 @@ int mq_model_write(const char *path, const mq_model *m, const char *chip, const 
     if (!f)
         return -1;
     fprintf(f, "# mq cost model for %s: %s\n", chip, note);
+    if (m->kernel_build[0]) /* the kernels its rows measured */
+        fprintf(f, "# kernels=%s\n", m->kernel_build);
     fprintf(f, "# t = max(unique bytes / bandwidth, useful flops / peak) + the sum of value x "
                "count over the terms (tuner/model.h)\n");
     fprintf(f, "term,variant,value,unit\n");
@@ -66,6 +68,11 @@ int mq_model_read(const char *path, mq_model *m, char *err, size_t errlen)
         snprintf(err, errlen, "%s:%d: expected the header term,variant,value,unit", path,
                  t.nrows ? t.rows[0].line : 1);
         goto out;
+    }
+    for (int i = 0; i < t.ncomments; i++) { /* "# kernels=ID": the rows' kernel build */
+        const char *c = t.comments[i] + strspn(t.comments[i], " ");
+        if (!strncmp(c, "kernels=", 8) && strlen(c + 8) < sizeof m->kernel_build)
+            snprintf(m->kernel_build, sizeof m->kernel_build, "%s", c + 8);
     }
     for (int i = 1; i < t.nrows; i++) {
         const mq_csv_row *r = &t.rows[i];

@@ -56,6 +56,7 @@ typedef struct {
     int failed;             /* a row could not be stored: the run stops */
     const mq_results *from; /* --from-results: the picks come from these rows */
     const char *from_backend; /* and the backend that measured them */
+    const char *from_kernel_build; /* and their kernel build ("": rows that do not say) */
     /* --replay (replay.h): a candidate's "measurement" is its stored time,
      * replay_t[its index in replay_cs] (< 0: no ok row), and each goes to
      * trace[ntrace++] (room for the budget) in the order the search asks */

@@ -128,8 +128,8 @@ static void field(FILE *f, const char *s, int last)
 }
 
 int mq_table_write_csv(const char *path, const char *chip, const char *backend,
-                       const char *source, const mq_table_entry *e, int n,
-                       const double *fig, const mq_model *m, char *err, size_t errlen)
+                       const char *source, const char *kernel_build, const mq_table_entry *e,
+                       int n, const double *fig, const mq_model *m, char *err, size_t errlen)
 {
     char tmp[4200];
     FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
@@ -138,8 +138,11 @@ int mq_table_write_csv(const char *path, const char *chip, const char *backend,
     char date[32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    fprintf(f, "# mq dispatch table: schema=%d chip=%s backend=%s source=%s tool=%s rev=%s date=%s\n",
-            MQ_TABLE_SCHEMA, chip, backend, source, MQ_TOOL_VERSION, mq_git_rev(), date);
+    fprintf(f,
+            "# mq dispatch table: schema=%d chip=%s backend=%s source=%s tool=%s rev=%s "
+            "kernels=%s date=%s\n",
+            MQ_TABLE_SCHEMA, chip, backend, source, MQ_TOOL_VERSION, mq_git_rev(),
+            kernel_build[0] ? kernel_build : "-", date);
     fprintf(f, "# rows with N=0 K=0 are the chip's default per format; speedups are over "
                "each baseline rule (0: the rule does not serve the format)\n");
     if (fig && m) {
@@ -212,8 +215,8 @@ static const char *var_enum(mq_variant v, char *buf, size_t n)
 }
 
 int mq_table_write_header(const char *path, const char *chip, const char *source,
-                          const mq_table_entry *e, int n, const double *fig, const mq_model *m,
-                          char *err, size_t errlen)
+                          const char *kernel_build, const mq_table_entry *e, int n,
+                          const double *fig, const mq_model *m, char *err, size_t errlen)
 {
     char tmp[4200];
     FILE *f = mq_atomic_open(path, tmp, sizeof tmp, err, errlen);
@@ -228,9 +231,11 @@ int mq_table_write_header(const char *path, const char *chip, const char *source
             " * Do not edit: rerun tune. */\n"
             "#ifndef MQ_TABLE_%s_H\n#define MQ_TABLE_%s_H\n\n#include \"mq.h\"\n\n"
             "static const char mq_table_%s_chip[] = \"%s\";\n"
+            "/* the kernel build the picks were measured on: compare mq_kernel_build() */\n"
+            "#define MQ_TABLE_%s_KERNEL_BUILD \"%s\"\n"
             "static const mq_table_row mq_table_%s_rows[] = {\n",
             chip, source, MQ_TOOL_VERSION, mq_git_rev(), chip, chip, chip, chip, chip, chip, chip,
-            chip, chip, chip);
+            chip, chip, chip, kernel_build, chip);
     for (int i = 0; i < n; i++) {
         const mq_table_row *r = &e[i].row;
         char vb[96];

@@ -39,13 +39,14 @@ int mq_table_model_params(const double fig[MQ_CHIP_NFIELDS], const mq_model *m,
 
 /* Write atomically (temporary name, then rename): the CSV with its
  * "# mq dispatch table: schema=.. chip=.. backend=.. source=.. tool=.. rev=..
- * date=.." line and its "# cost-model: KIND NAME VARIANT VALUE" lines, and
+ * kernels=.. date=.." line (kernels: the kernel build the picks were measured
+ * or verified on, mq_kernel_build() of that build) and its "# cost-model: KIND NAME VARIANT VALUE" lines, and
  * the C header (rows and model). fig and m may be NULL: no model. */
 int mq_table_write_csv(const char *path, const char *chip, const char *backend,
-                       const char *source, const mq_table_entry *e, int n,
-                       const double *fig, const mq_model *m, char *err, size_t errlen);
+                       const char *source, const char *kernel_build, const mq_table_entry *e,
+                       int n, const double *fig, const mq_model *m, char *err, size_t errlen);
 int mq_table_write_header(const char *path, const char *chip, const char *source,
-                          const mq_table_entry *e, int n, const double *fig, const mq_model *m,
-                          char *err, size_t errlen);
+                          const char *kernel_build, const mq_table_entry *e, int n,
+                          const double *fig, const mq_model *m, char *err, size_t errlen);
 
 #endif

@@ -12,8 +12,10 @@
 #include "args.h"
 #include "cli.h"
 #include "model_store.h"
+#include "from_results.h"
 #include "moe_rows.h"
 #include "replay.h"
+#include "stale.h"
 #include "table_check.h"
 #include "target.h"
 #include "tune_run.h"
@@ -23,7 +25,7 @@
 
 typedef struct {
     const char *chip, *chips, *suite, *m, *out_dir, *check, *search, *model, *strategy;
-    int threads, from_results, nfrom, formats_given, explain;
+    int threads, from_results, nfrom, formats_given, explain, strict;
     mq_replay_opts replay;
     const char *from[MAX_FROM];
     mq_shard shard;
@@ -93,6 +95,9 @@ static void usage(FILE *f)
         "                     seed's order (default 20)\n"
         "  --min-candidates N --replay: default 20\n"
         "  --trace FILE       --replay: a CSV row per problem, strategy and seed\n"
+        "  --strict           a table (--check), a model (--model) or rows (--from-results)\n"
+        "                     measured on another kernel build than this one's are an error\n"
+        "                     (exit 2), not a warning\n"
         "  --help             this text\n\n"
         "examples:\n"
         "  tune --chip m4max\n"
@@ -155,6 +160,7 @@ static int parse_args(int argc, char **argv, options *o)
         MQ_OPT_INT("--min-candidates", &o->replay.min_candidates, 1, 1 << 24,
                    "bad --min-candidates"),
         MQ_OPT_STR("--trace", &o->replay.trace),
+        MQ_OPT_FLAG("--strict", &o->strict),
     };
     int rc = mq_args_parse("tune", argc, argv, 1, args, sizeof args / sizeof args[0], o->from,
                            MAX_FROM, &o->nfrom);
@@ -234,99 +240,6 @@ static int load_suite(const options *o, int measured, mq_suite *suite)
     return 0;
 }
 
-/* --from-results: every file's rows in one set (each file loaded and
- * validated as any results file). 0 or -1 with a message. */
-static int load_from(const options *o, mq_results *all, char *err, size_t errlen)
-{
-    memset(all, 0, sizeof *all);
-    for (int i = 0; i < o->nfrom; i++) {
-        mq_results rs;
-        if (mq_results_load(o->from[i], &rs, err, errlen))
-            return -1;
-        mq_result *r = realloc(all->r, sizeof *r * (size_t)(all->n + rs.n + 1));
-        if (!r) {
-            mq_results_free(&rs);
-            snprintf(err, errlen, "%s: out of memory", o->from[i]);
-            return -1;
-        }
-        all->r = r;
-        memcpy(all->r + all->n, rs.r, sizeof *r * (size_t)rs.n); /* the samples move too */
-        all->n += rs.n;
-        free(rs.r);
-    }
-    return 0;
-}
-
-/* The rows --from-results builds from: the chip's rows of one backend and
- * one build. The backend into backend; -1 with a message when the chip has
- * no rows, or its rows mix backends or builds (merge says which). */
-static int from_rows_check(const options *o, const mq_results *all, const char *chip,
-                           const char **backend, char *err, size_t errlen)
-{
-    const mq_result *first = NULL;
-    for (int i = 0; i < all->n; i++) {
-        const mq_result *r = &all->r[i];
-        if (strcmp(r->chip, chip) || r->p.group != o->t.group)
-            continue;
-        if (!first) {
-            first = r;
-        } else if (strcmp(r->backend, first->backend)) {
-            snprintf(err, errlen, "--from-results: %s's rows come from the %s and the %s "
-                                  "backends: give rows of one backend",
-                     chip, first->backend, r->backend);
-            return -1;
-        } else if (strcmp(r->git_rev, first->git_rev) ||
-                   strcmp(r->tool_version, first->tool_version)) {
-            snprintf(err, errlen, "--from-results: %s's rows mix builds (%s and %s): merge "
-                                  "them first (merge --allow-mixed-builds) to say so",
-                     chip, first->git_rev, r->git_rev);
-            return -1;
-        }
-    }
-    if (!first) {
-        snprintf(err, errlen, "--from-results: no rows of chip %s with group %d in %s%s", chip,
-                 o->t.group, o->from[0], o->nfrom > 1 ? " and the other files" : "");
-        return -1;
-    }
-    *backend = first->backend;
-    return 0;
-}
-
-/* --from-results without --suite or --m: the distinct shapes of the chip's
- * rows (of --formats when given; else their formats go to *formats). */
-static int suite_from_rows(const mq_results *all, const char *chip, const char *backend,
-                           int formats_given, unsigned *formats, mq_suite *suite)
-{
-    memset(suite, 0, sizeof *suite);
-    unsigned seen = 0;
-    for (int i = 0; i < all->n; i++) {
-        const mq_result *r = &all->r[i];
-        if (strcmp(r->chip, chip) || strcmp(r->backend, backend) ||
-            (formats_given && !(*formats & (1u << r->p.format))))
-            continue;
-        seen |= 1u << r->p.format;
-        int have = 0;
-        for (int k = 0; k < suite->n && !have; k++)
-            have = suite->s[k].M == r->p.M && suite->s[k].N == r->p.N && suite->s[k].K == r->p.K;
-        if (have)
-            continue;
-        mq_shape *ns = realloc(suite->s, sizeof *ns * (size_t)(suite->n + 1));
-        if (!ns)
-            return -1;
-        suite->s = ns;
-        mq_shape *sh = &suite->s[suite->n++];
-        memset(sh, 0, sizeof *sh);
-        snprintf(sh->model, sizeof sh->model, "rows");
-        snprintf(sh->layer, sizeof sh->layer, "%dx%dx%d", r->p.M, r->p.N, r->p.K);
-        sh->M = r->p.M;
-        sh->N = r->p.N;
-        sh->K = r->p.K;
-    }
-    if (!formats_given)
-        *formats = seen;
-    return 0;
-}
-
 /* --moe-results against the chip and backend: a predicted chip has none of
  * its own; the file must hold rows of this backend and machine. Checked
  * before anything is created. 0, or -1 said on stderr. */
@@ -368,6 +281,8 @@ static int read_model(const options *o, const mq_chip *chip, const char *dir, in
             fprintf(stderr, "tune: %s\n", err);
             return -1;
         }
+        if (mq_stale_check("tune", o->model, pred->kernel_build, o->strict))
+            return -1;
         snprintf(pred_note, n, "%s (%d rows fitted elsewhere) on %s's figures", o->model,
                  pred->n_fit, chip->name);
     } else if (!measured) {
@@ -527,15 +442,20 @@ int main(int argc, char **argv)
     if (check_modes(&o, &t))
         goto out;
     if (o.from_results) {
-        if (load_from(&o, &from, err, sizeof err) ||
-            from_rows_check(&o, &from, t.chip.name, &T.from_backend, err, sizeof err)) {
+        if (mq_from_results_load(o.from, o.nfrom, &from, err, sizeof err) ||
+            mq_from_results_check(&from, t.chip.name, o.t.group, o.from[0], o.nfrom,
+                                  &T.from_backend, &T.from_kernel_build, err, sizeof err)) {
             fprintf(stderr, "tune: %s\n", err);
             goto out;
         }
+        char what[4400];
+        snprintf(what, sizeof what, "--from-results %s's rows", t.chip.name);
+        if (mq_stale_check("tune", what, T.from_kernel_build, o.strict))
+            goto out;
         T.from = &from;
     }
     if (o.from_results && !o.suite && !o.m) {
-        if (suite_from_rows(&from, t.chip.name, T.from_backend, o.formats_given, &o.t.formats,
+        if (mq_from_results_suite(&from, t.chip.name, T.from_backend, o.formats_given, &o.t.formats,
                             &suite)) {
             fprintf(stderr, "tune: out of memory\n");
             goto out;
@@ -559,6 +479,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "tune: %s\n", e.msg);
             goto out;
         }
+        if (mq_stale_check("tune", tp, mq_table_kernel_build(check_table), o.strict))
+            goto out;
     }
     if (o.explain) { /* every input has been read and checked: the plan, nothing made */
         rc = mq_shard_plan_print(&work, stdout) ? 2 : 0;

@@ -128,14 +128,16 @@ static int publish(mq_tuner *T, const mq_table_entry *ent, int nent, const mq_mo
     char tpath[4400], hpath[4400], mpath[4400], cpath[4400], err[4400];
     const char *source = measured ? "measured" : "predicted";
     const char *backend = T->from ? T->from_backend : T->be->name;
+    const char *kbuild = fit->kernel_build;
     mq_table_set_path(ts, "table.csv", tpath, sizeof tpath);
     mq_table_set_path(ts, "table.h", hpath, sizeof hpath);
     mq_table_set_path(ts, "model.csv", mpath, sizeof mpath);
     mq_table_set_path(ts, "chip.csv", cpath, sizeof cpath);
-    if (nent < 0 || mq_table_write_csv(tpath, T->chip->name, backend, source, ent, nent,
-                                       T->chip->v, fit, err, sizeof err) ||
-        mq_table_write_header(hpath, T->chip->name, source, ent, nent, T->chip->v, fit, err,
-                              sizeof err) ||
+    if (nent < 0 ||
+        mq_table_write_csv(tpath, T->chip->name, backend, source, kbuild, ent, nent, T->chip->v,
+                           fit, err, sizeof err) ||
+        mq_table_write_header(hpath, T->chip->name, source, kbuild, ent, nent, T->chip->v, fit,
+                              err, sizeof err) ||
         mq_model_write(mpath, fit, T->chip->name, fit_note, err, sizeof err) ||
         mq_chip_write(cpath, T->chip, err, sizeof err) ||
         mq_table_set_commit(ts, err, sizeof err)) {
@@ -262,6 +264,10 @@ static int publish_tally(mq_tuner *T, const tune_tally *tl, const mq_table_entry
                              sizeof err) == 0)
         snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
                  T->chip->name);
+    /* the kernels the set describes: this build's, or those of the rows it
+     * was built from ("" for rows of schema 1 and 2, which do not say) */
+    snprintf(fit.kernel_build, sizeof fit.kernel_build, "%s",
+             T->from ? T->from_kernel_build : mq_kernel_build());
     mq_table_entry *ent = NULL;
     int nent = mq_table_build(tl->choices, tl->nchoice, &ent);
     if (nent >= 0 && nmoe > 0) { /* the MoE rows after the dense ones */

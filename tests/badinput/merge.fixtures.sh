@@ -52,5 +52,5 @@ for i in 1 2; do
     sed 's/: 6 units,/: 7 units,/' "mg/s$i.manifest.csv" > "mg/six$i.manifest.csv"
 done
 # another build's rows; a results file that is no results file
-sed 's/^\("[12]","[^"]*","\)[^"]*"/\1deadbeef0000"/' mg/s2.csv > mg/build2.csv
+sed 's/^\("[123]","[^"]*","\)[^"]*"/\1deadbeef0000"/' mg/s2.csv > mg/build2.csv
 printf 'not,results\n1,2\n' > mg/junk.csv
