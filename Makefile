@@ -170,7 +170,7 @@ test: deps $(TEST_BIN) $(TOOLS) $(FAULT_LIB) $(STANDIN_LIB) $(MSGSEND_ABI)
 	  scripts/run-tests.sh $(TEST_BIN) "tests/test_cli.sh $(BUILD)" "tests/test_plot.sh $(BUILD)" \
 	  "tests/test_metal_standin.sh $(BUILD)" $(MSGSEND_ABI) tests/test_msgsend_arm64.sh \
 	  "tests/test_badinput.sh $(BUILD)" "tests/test_faults.sh $(BUILD)" \
-	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
+	  "tests/test_tune_resume.sh $(BUILD)" "tests/test_stale.sh $(BUILD)" "tests/test_install.sh $(BUILD)" tests/check_layers.sh tests/check_portable_sh.sh \
 	  "tests/test_hostile.sh $(BUILD)" "tests/test_merge.sh $(BUILD)" tests/check_files.sh \
 	  "tests/check_cycles.sh $(BUILD)" "tests/check_docs.sh $(BUILD)" \
 	  "tests/test_sweep.sh $(BUILD)" \

@@ -54,9 +54,9 @@ BUDGET = 80
 PARAMS = ("variant", "tile_m", "tile_n", "tile_k", "num_threadgroups", "split_k")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_REV = "64ff102"  # the raw results left the tree at this commit
-# (chip, path, the commit that holds it or None for today's tree, the chip
-# directory whose chip.csv describes a host: the 16-core CPU host "devcpu" or
-# the 2-core VM "host")
+# (chip, path, the commit to read it at, and for a host the directory whose
+# chip.csv (at that commit) describes it: the 16-core CPU host "devcpu" or the
+# 2-core VM "host")
 DEFAULT_FILES = (("h100", "results/h100/exhaustive/tune-results.csv", DEFAULT_REV, None),
                  ("h100", "results/h100/grid/check-results.csv", DEFAULT_REV, None),
                  ("h100", "results/h100/unseen.csv", DEFAULT_REV, None),
@@ -65,7 +65,8 @@ DEFAULT_FILES = (("h100", "results/h100/exhaustive/tune-results.csv", DEFAULT_RE
                  ("h200", "results/h200/unseen-u4.csv", DEFAULT_REV, None),
                  ("host", "results/devcpu/grid/check-results.csv", DEFAULT_REV, "results/devcpu"),
                  ("host", "results/host/check-results.csv", DEFAULT_REV, "results/host"),
-                 ("host", "results/host/examples/sweep-fp4-4096x14336.csv", None, "results/host"))
+                 ("host", "results/host/examples/sweep-fp4-4096x14336.csv", DEFAULT_REV,
+                  "results/host"))
 DEFAULT_KT = ("adaptive_tabu_greywolf", "bayes_opt", "random_sample")
 # Kernel Tuner 1.4.0's single-objective strategies that take max_fevals and
 # need nothing beyond its own dependencies (left out: brute_force, which
@@ -76,6 +77,25 @@ ALL_KT = ("adaptive_tabu_greywolf", "basinhopping", "bayes_opt", "diff_evo", "du
           "minimize", "mls", "ordered_greedy_mls", "pso", "random_sample", "simulated_annealing")
 TRACE_COLS = (["strategy", "seed", "backend", "format", "M", "N", "K", "group", "candidates",
                "best_s"] + [f"regret_{c}" for c in CHECKS] + ["evals_3pct", "evals_1pct"])
+
+
+def git_show(rev, path):
+    """A file's text at a commit, following symbolic links in any component of
+    its path (a published table set's chip.csv -> tables/current/chip.csv,
+    and tables/current -> a generation)."""
+    parts, done = path.split("/"), []
+    while parts:
+        done.append(parts.pop(0))
+        here = "/".join(done)
+        mode = subprocess.run(["git", "-C", REPO, "ls-tree", rev, here], capture_output=True,
+                              text=True, check=True).stdout.split(" ")[0]
+        if mode == "120000":  # a link: its text is the target, relative to its directory
+            target = subprocess.run(["git", "-C", REPO, "show", f"{rev}:{here}"],
+                                    capture_output=True, text=True, check=True).stdout.strip()
+            parts = target.split("/") + parts
+            done.pop()
+    return subprocess.run(["git", "-C", REPO, "show", f"{rev}:{'/'.join(done)}"],
+                          capture_output=True, text=True, check=True).stdout
 
 
 def read_rows(path):
@@ -355,15 +375,17 @@ def main():
                 ap.error(f"bad --file '{spec}' (expected CHIP:PATH, or host:PATH:DIR)")
             files.append((chip, path, path, host_dir))
         for i, (chip, path, rev, host_dir) in enumerate([] if args.file else DEFAULT_FILES):
-            host_dir = host_dir and os.path.join(REPO, host_dir)
-            if rev is None:
-                files.append((chip, os.path.join(REPO, path), path, host_dir))
-                continue
             local = os.path.join(tmp, f"{i}-" + os.path.basename(path))
             with open(local, "w") as f:
-                subprocess.run(["git", "-C", REPO, "show", f"{rev}:{path}"], stdout=f,
-                               check=True)
-            files.append((chip, local, f"{rev}:{path}", host_dir))
+                f.write(git_show(rev, path))
+            if host_dir:  # the host as that run saw it: its chip.csv at the same commit
+                chip_dir = os.path.join(tmp, f"{i}-chip")
+                os.makedirs(chip_dir)
+                with open(os.path.join(chip_dir, "chip.csv"), "w") as f:
+                    f.write(git_show(rev, host_dir + "/chip.csv"))
+                files.append((chip, local, f"{rev}:{path}", chip_dir))
+            else:
+                files.append((chip, local, f"{rev}:{path}", None))
         machine = {label: (os.path.basename(d) if chip == "host" else chip)
                    for chip, _, label, d in files}
         spaces = [s for chip, path, label, _ in files

@@ -19,6 +19,31 @@ typedef struct {
     double sum, max;
 } gap_stats;
 
+/* The guided search, then the rules' picks it did not reach, for the
+ * table's speedups over them: --evals timings in all, as many of them the
+ * search's as the rules leave (their picks are not the search's first
+ * timings: tuner/search.c). */
+static void search_then_rules(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
+                              const int *base)
+{
+    int rules = 0;
+    for (int b = 0; b < MQ_BASE_COUNT; b++) {
+        int dup = 0;
+        for (int c = 0; c < b; c++)
+            dup |= base[c] == base[b];
+        rules += base[b] >= 0 && !dup;
+    }
+    mq_tune_opts o = *T->o;
+    const mq_tune_opts *keep = T->o;
+    o.evals = o.evals > rules + 1 ? o.evals - rules : 1;
+    T->o = &o;
+    mq_tune_search_guided(T, p, cs, n, base);
+    T->o = keep;
+    for (int b = 0; b < MQ_BASE_COUNT && !T->failed; b++)
+        if (base[b] >= 0 && !cs[base[b]].measured)
+            mq_tune_measure(T, p, &cs[base[b]]);
+}
+
 /* Measured: time candidates (guided or all), pick the fastest verified.
  * Returns the pick's index or -1; 2 in *rc when the run cannot go on. */
 static int pick_measured(mq_tuner *T, const mq_suite *suite, int s, const mq_problem *p,
@@ -38,12 +63,7 @@ static int pick_measured(mq_tuner *T, const mq_suite *suite, int s, const mq_pro
         for (int i = 0; i < n && !T->failed; i++)
             mq_tune_measure(T, p, &cs[i]);
     else
-        mq_tune_search_guided(T, p, cs, n, base);
-    /* the rules' picks, for the table's speedups over them: timed after the
-     * search, outside its budget, when it did not reach them */
-    for (int b = 0; b < MQ_BASE_COUNT && !T->o->exhaustive && !T->failed; b++)
-        if (base[b] >= 0 && !cs[base[b]].measured)
-            mq_tune_measure(T, p, &cs[base[b]]);
+        search_then_rules(T, p, cs, n, base);
     *fraction += (double)(T->timed + T->reused - before) / n;
     for (int i = 0; i < n; i++)
         if (cs[i].time > 0 && (pick < 0 || cs[i].time < cs[pick].time))
