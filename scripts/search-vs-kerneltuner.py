@@ -379,8 +379,8 @@ def main():
             with open(local, "w") as f:
                 f.write(git_show(rev, path))
             if host_dir:  # the host as that run saw it: its chip.csv at the same commit
-                chip_dir = os.path.join(tmp, f"{i}-chip")
-                os.makedirs(chip_dir)
+                chip_dir = os.path.join(tmp, f"{i}-chip", os.path.basename(host_dir))
+                os.makedirs(chip_dir)  # named as the machine: the summary groups by it
                 with open(os.path.join(chip_dir, "chip.csv"), "w") as f:
                     f.write(git_show(rev, host_dir + "/chip.csv"))
                 files.append((chip, local, f"{rev}:{path}", chip_dir))
