@@ -186,18 +186,27 @@ static void guide_predict(mq_tuner *T, const mq_cand *cs, int n, double *lp)
 /* Timings before each untried variant gets one. */
 #define VARIANT_SWEEP_AFTER 12
 
-/* The next candidate to time: with sweep, each variant not yet timed gets
- * one first (its fastest as believed): a model wrong about a whole variant
- * (a new kernel, another chip) would otherwise never learn it. Else the
+/* The next candidate to time. Once `done` reaches VARIANT_SWEEP_AFTER, or
+ * the timings left (`left`) are no more than the variants not yet timed,
+ * each of those gets one first (its fastest as believed): a model wrong
+ * about a whole variant (a new kernel, another chip) would otherwise never
+ * learn it, and every variant is timed when the budget allows. Else the
  * largest expected improvement on best (the guide's fastest while nothing
  * is timed). -1 when every candidate is timed. */
 static int next_pick(const mq_cand *cs, int n, const mq_gp_input *in, const double *lp,
-                     mq_gp *gp, double best, int sweep)
+                     mq_gp *gp, double best, int done, int left)
 {
-    unsigned tried = 0;
-    for (int i = 0; i < n; i++)
+    unsigned tried = 0, present = 0;
+    for (int i = 0; i < n; i++) {
+        unsigned bit = 1u << (cs[i].c.variant & 31);
+        present |= bit;
         if (cs[i].measured || cs[i].c.variant >= 32) /* (a 33rd variant: no sweep) */
-            tried |= 1u << (cs[i].c.variant & 31);
+            tried |= bit;
+    }
+    int untried = 0;
+    for (unsigned u = present & ~tried; u; u &= u - 1)
+        untried++;
+    int sweep = untried > 0 && (done >= VARIANT_SWEEP_AFTER || left <= untried);
     for (int untried_only = sweep; untried_only >= 0; untried_only--) {
         int pick = -1;
         double top = -INFINITY;
@@ -259,8 +268,7 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
                 best = fmin(best, log(cs[i].time));
             }
         int gp_ok = mq_gp_fit(&gp, obs, resid, no) == 0;
-        int pick = next_pick(cs, n, in, lp, gp_ok ? &gp : NULL, best,
-                             done >= VARIANT_SWEEP_AFTER);
+        int pick = next_pick(cs, n, in, lp, gp_ok ? &gp : NULL, best, done, budget - done);
         if (pick < 0)
             break;
         mq_tune_measure(T, p, &cs[pick]);
