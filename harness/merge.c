@@ -28,12 +28,12 @@ static int by_order(const void *a, const void *b)
 
 /* The first pair of rows that differ in what they must share (the build,
  * or the schema): 1 and the two rows' inputs, else 0. */
-/* Results schemas that mean the same per column: 2 is 1 plus idle_s, so
- * their rows merge (the output is schema 2; a schema 1 row keeps its number
- * and an empty idle_s). */
+/* Results schemas that mean the same per column: 2 is 1 plus idle_s, 3 is 2
+ * plus kernel_build, so their rows merge (the output is schema 3; a row of
+ * an older schema keeps its number and its columns stay empty). */
 static int schema_family(int schema)
 {
-    return schema <= 2 ? 1 : schema;
+    return schema <= 3 ? 1 : schema;
 }
 
 static int differ(const entry *e, int n, int schema, int *i0, int *i1)

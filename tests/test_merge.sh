@@ -101,14 +101,14 @@ check "merge to a name with dangling links planted exits 0 (rc $rc: $err)" [ "$r
 check "and creates nothing they point at: $(ls outside/new | tr '\n' ' ')" \
     [ -z "$(ls outside/new)" ]
 
-# 5. schema 1 rows (another build's) and this build's schema 2 rows merge:
-#    2 is 1 plus idle_s; the output is schema 2, each row keeps its number
+# 5. schema 1 rows (another build's) and this build's schema 3 rows merge:
+#    3 is 1 plus idle_s and kernel_build; the output is schema 3, each row keeps its number
 "$B/bench" --shape 1x64x128 --formats fp4 --budget 0.002 --max-reps 2 --no-probes --quiet \
     --threads 1 --candidate "marlin_gemm_fused_fp4 8 64 64 0 1" --out two.csv >/dev/null 2>&1
 run --allow-mixed-builds --out s12.csv "$ROOT/tests/data/bench-llama3-8b-host.csv" two.csv
-check "schema 1 and schema 2 rows merge without --allow-mixed-schemas (rc $rc: $err)" [ "$rc" -eq 0 ]
-check "the merged file is schema 2 with rows of both" \
-    eval 'head -1 s12.csv | grep -q "schema 2" && grep -q "^\"1\"," s12.csv && grep -q "^\"2\"," s12.csv'
+check "schema 1 and schema 3 rows merge without --allow-mixed-schemas (rc $rc: $err)" [ "$rc" -eq 0 ]
+check "the merged file is schema 3 with rows of both" \
+    eval 'head -1 s12.csv | grep -q "schema 3" && grep -q "^\"1\"," s12.csv && grep -q "^\"3\"," s12.csv'
 
 cd / || exit 2
 test_summary merge "$passed" "$failed"

@@ -3,9 +3,9 @@
 # and $root the source tree).
 "$B/bench" --chip m4max --shape 3x64x256 --formats u4 --budget 0.01 --max-reps 5 \
     --candidate "marlin_gemm_fused_u4 8 64 64 0 1" --out good.csv >/dev/null 2>&1
-sed 's/^"2",/"9",/' good.csv > newer.csv                       # a schema from the future
+sed 's/^"[23]",/"9",/' good.csv > newer.csv                       # a schema from the future
 { cat good.csv; printf '"broken\n'; } > malformed.csv        # an unterminated quote
-{ head -n 2 good.csv; printf '1,"0.4.0","r","h","d","m4max","cpu","u4",3,64,256,64,"marlin_gemm_fused_u4",8,64,64,0,1,"ok","",1e-3,1e-3,1e-3,0,1e-3,1e-3,1,1,1,"1e-3",""\n'; } > oknumbers.csv
+{ head -n 2 good.csv; printf '1,"0.4.0","r","h","d","m4max","cpu","u4",3,64,256,64,"marlin_gemm_fused_u4",8,64,64,0,1,"ok","",1e-3,1e-3,1e-3,0,1e-3,1e-3,1,1,1,"1e-3","",""\n'; } > oknumbers.csv
 sed 's/,3,64,256,64,/,3,4294967552,256,64,/' oknumbers.csv > wrapped.csv   # N past 2^32
 sed 's/,"ok","",1e-3,/,"ok","",nan,/' oknumbers.csv > nanmedian.csv
 printf 'model,layer,N,K\nx,y,64,\000256\n' > nul.csv            # a NUL byte in a field
