@@ -104,7 +104,7 @@ static int search(space *s, int *order)
     T.replay_cs = s->cs;
     T.replay_t = s->truth;
     T.trace = trace;
-    mq_tune_search_guided(&T, &s->p, s->cs, s->n, s->base);
+    mq_tune_search_guided(&T, &s->p, s->cs, s->n);
     int k = 0;
     for (int e = 0; e < T.ntrace; e++) /* the trace holds times: find each one's candidate */
         for (int i = 0; i < s->n; i++)

@@ -53,7 +53,7 @@ typedef struct {
     mq_problem p;
     char backend[16];
     mq_cand *cs;
-    int n, base[MQ_BASE_COUNT];
+    int n, base[MQ_BASE_COUNT]; /* filled by mq_tune_candidates_from_rows, unused here */
     double best;
 } space;
 
@@ -74,17 +74,11 @@ static int run_once(mq_tuner *T, const space *sp, mq_replay_strategy st, int see
         perm[i] = (size_t)i;
     gsl_rng_set(rng, (unsigned long)seed);
     gsl_ran_shuffle(rng, perm, (size_t)n, sizeof *perm);
-    int base[MQ_BASE_COUNT];
-    for (int b = 0; b < MQ_BASE_COUNT; b++)
-        base[b] = -1;
     for (int i = 0; i < n; i++) {
         cs[i] = sp->cs[perm[i]];
         t[i] = cs[i].time;
         cs[i].time = -1;
         cs[i].measured = 0;
-        for (int b = 0; b < MQ_BASE_COUNT; b++)
-            if (sp->base[b] == (int)perm[i])
-                base[b] = i;
     }
     T->rows.n = 0;
     T->guide_fitted = 0;
@@ -93,7 +87,7 @@ static int run_once(mq_tuner *T, const space *sp, mq_replay_strategy st, int see
     T->trace = trace;
     T->ntrace = 0;
     if (st == MQ_REPLAY_GUIDED)
-        mq_tune_search_guided(T, &sp->p, cs, n, base);
+        mq_tune_search_guided(T, &sp->p, cs, n);
     else
         for (int i = 0; i < budget && !T->failed; i++)
             mq_tune_measure(T, &sp->p, &cs[i]);

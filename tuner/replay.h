@@ -33,7 +33,7 @@ typedef struct {
  * message naming the word. */
 int mq_replay_parse_strategies(const char *s, unsigned *mask, char *err, size_t errlen);
 
-/* Replay T's search (T->o: formats, group, evals as the budget, init) on
+/* Replay T's search (T->o: formats, group, evals as the budget) on
  * every space of o->path measured on T->chip, the prior model T->prior;
  * the summary goes to out. 0; 2 (said on stderr, the trace file untouched)
  * on a broken file, one without a space of the chip, an output that cannot

@@ -176,7 +176,7 @@ static void guide_predict(mq_tuner *T, const mq_cand *cs, int n, double *lp)
         lo = fmin(lo, lp[i]);
     }
     /* a candidate the model cannot price (stored rows of a kernel today's
-     * planner refuses: no features) is believed as slow as the fastest
+     * planner refuses: no features) is believed as fast as the fastest
      * predicted, with the uncertainty of every other */
     for (int i = 0; i < n; i++)
         if (isnan(lp[i]))
@@ -238,9 +238,8 @@ static int next_pick(const mq_cand *cs, int n, const mq_gp_input *in, const doub
  * rules' picks are candidates like any other (the caller times them after
  * the search, for the table's speedups). Deterministic: ties go to the
  * earlier candidate in the list. */
-void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n, const int *base)
+void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n)
 {
-    (void)base;
     int budget = T->o->evals < n ? T->o->evals : n, done = 0;
     double *lp = malloc(sizeof *lp * (size_t)n), *resid = malloc(sizeof *resid * (size_t)n);
     mq_gp_input *in = malloc(sizeof *in * (size_t)n), *obs = malloc(sizeof *obs * (size_t)n);

@@ -1,10 +1,10 @@
 /* search.h - the tuner's search over one problem's candidates: the legal
  * candidates with their work features and the baselines; timing one
  * candidate (or taking the row an earlier run of this build stored, for
- * --resume), appended to the results store as it is measured; the guided
- * search (baselines and a spread-out sample, then the cost model's best
- * untimed picks, refitting after each batch); and fitting a predicted
- * chip's model on its stored measurements. */
+ * --resume, or its stored time for --replay), appended to the results store
+ * as it is measured; the guided search (expected improvement on the cost
+ * model's prediction and a Gaussian process on this shape's timings); and
+ * fitting a predicted chip's model on its stored measurements. */
 #ifndef MQ_SEARCH_H
 #define MQ_SEARCH_H
 
@@ -19,7 +19,7 @@
 typedef struct {
     unsigned formats;  /* bit (1u << mq_format) per format */
     int group;
-    int evals, init;   /* guided: candidates timed per shape; of them, the spread sample */
+    int evals;         /* guided: candidates timed per shape */
     int exhaustive, resume, quiet;
     mq_measure_opts mo;
     const char *moe_results; /* moe-bench results whose best fused rows join the table */
@@ -87,9 +87,10 @@ mq_cand *mq_tune_candidates(const mq_problem *p, const mq_chip *chip, int *n_out
 mq_cand *mq_tune_candidates_from_rows(const mq_problem *p, const mq_chip *chip,
                                       const mq_results *rs, const char *backend, int *n_out,
                                       int *base);
-/* Guided search over cs until o->evals are timed (or T->failed). */
-void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n,
-                           const int *base);
+/* Guided search over cs until o->evals are timed (or T->failed). The
+ * rules' picks are candidates like any other (tune times the ones it did
+ * not reach after it). */
+void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n);
 /* Fit the model on a results file of rows measured on a backend that is the
  * chip itself (any backend but the CPU model), e.g. copied from a Mac's
  * bench run. Returns the rows fitted (0: no such file or too few rows, pred

@@ -131,7 +131,6 @@ static int parse_args(int argc, char **argv, options *o)
     o->strategy = "all";
     o->replay.seeds = 20;
     o->replay.min_candidates = 20;
-    o->t.init = 12;
     o->t.mo = mq_measure_defaults();
     o->t.mo.budget_s = 0.3;
     const mq_arg args[] = {

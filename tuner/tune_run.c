@@ -37,7 +37,7 @@ static void search_then_rules(mq_tuner *T, const mq_problem *p, mq_cand *cs, int
     const mq_tune_opts *keep = T->o;
     o.evals = o.evals > rules + 1 ? o.evals - rules : 1;
     T->o = &o;
-    mq_tune_search_guided(T, p, cs, n, base);
+    mq_tune_search_guided(T, p, cs, n);
     T->o = keep;
     for (int b = 0; b < MQ_BASE_COUNT && !T->failed; b++)
         if (base[b] >= 0 && !cs[base[b]].measured)
