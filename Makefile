@@ -199,7 +199,7 @@ portable:
 # clang; `make fuzz-run` runs each FUZZ_SECONDS seconds from seed corpora of
 # the committed files (scripts/fuzz.sh)
 FUZZ_TARGETS = results table chips suite model compare cli public \
-               manifest merge moe_results routing weight_cache
+               manifest merge moe_results routing weight_cache tiers
 FUZZ_SECONDS ?= 5
 fuzz: deps
 	$(MAKE) BUILD=build-fuzz CC=clang OPT=-O1 \

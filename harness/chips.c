@@ -40,6 +40,8 @@ static const struct {
     [MQ_CHIP_MAX_THREADS_PER_CORE] = {0, 65536, 1, 1},
     [MQ_CHIP_TENSOR_FP16_TFLOPS] = {0, 1e5, 0, 1},
     [MQ_CHIP_ASYNC_COPY_STAGES] = {0, 5, 1, 1}, /* the prelude waits for 0-3 pending groups */
+    [MQ_CHIP_DECODE_BW_REL] = {0, 1, 0, 1},
+    [MQ_CHIP_PREFILL_REL] = {0, 1, 0, 1},
 };
 
 const char *mq_chips_default_path(void)

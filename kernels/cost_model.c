@@ -26,6 +26,8 @@ const char *const mq_chip_field_names[MQ_CHIP_NFIELDS] = {
     [MQ_CHIP_MAX_THREADS_PER_CORE] = "max_threads_per_core",
     [MQ_CHIP_TENSOR_FP16_TFLOPS] = "tensor_fp16_tflops",
     [MQ_CHIP_ASYNC_COPY_STAGES] = "async_copy_stages",
+    [MQ_CHIP_DECODE_BW_REL] = "decode_bw_rel",
+    [MQ_CHIP_PREFILL_REL] = "prefill_rel",
 };
 
 mq_limits mq_limits_of_figures(const double fig[MQ_CHIP_NFIELDS])
@@ -99,9 +101,13 @@ void mq_features_of(const mq_problem *p, const mq_candidate *c, const mq_plan *p
     int cls = p->format == MQ_FMT_FP4 ? 0 : p->format == MQ_FMT_U4 ? 1 : 2;
     for (int i = 0; i < 3; i++)
         f->dequant_core[i] = i == cls ? units_core * tn * k_len : 0.0;
-    double core_flops = fig[MQ_CHIP_FP32_TFLOPS] * 1e12 / cores;
-    double peak = fmax(fig[MQ_CHIP_FP32_TFLOPS], fig[MQ_CHIP_FP16_TFLOPS]) * 1e12;
-    double bw = fig[MQ_CHIP_MEM_BW_GBS] * 1e9;
+    /* the rates the chip sustains: its tier's relative rates where given
+     * (0: as advertised) */
+    double bw_share = fig[MQ_CHIP_DECODE_BW_REL] > 0 ? fig[MQ_CHIP_DECODE_BW_REL] : 1.0;
+    double eff = fig[MQ_CHIP_PREFILL_REL] > 0 ? fig[MQ_CHIP_PREFILL_REL] : 1.0;
+    double core_flops = eff * fig[MQ_CHIP_FP32_TFLOPS] * 1e12 / cores;
+    double peak = eff * fmax(fig[MQ_CHIP_FP32_TFLOPS], fig[MQ_CHIP_FP16_TFLOPS]) * 1e12;
+    double bw = bw_share * fig[MQ_CHIP_MEM_BW_GBS] * 1e9;
     f->unique_bytes = bpe * (double)p->N * p->K + 2.0 * p->M * (double)p->K +
                       2.0 * p->M * (double)p->N + f->splitk_bytes;
     f->useful_flops = 2.0 * p->M * (double)p->N * p->K;

@@ -4,7 +4,9 @@
  * the counts the fitted terms scale) and the model's prediction
  *   t = floor + sum_j theta_j * x_j + sum_k theta_{k,v} * y_k,
  *   every theta >= 0, every x and y >= 0,
- * with floor = max(unique bytes / bandwidth, useful flops / peak). The
+ * with floor = max(unique bytes / bandwidth, useful flops / peak), the
+ * bandwidth and peaks scaled by the chip's relative decode and prefill
+ * rates where it gives them (its tier's, for Apple chips). The
  * shared terms x: per dispatch (launch), traffic and compute at the peaks
  * (their inefficiency), split-K traffic, waves, the weights dequantized per
  * format class, the K steps on a slot's critical path (latency), the
@@ -42,6 +44,13 @@ enum {
     MQ_CHIP_MAX_THREADS_PER_CORE,
     MQ_CHIP_TENSOR_FP16_TFLOPS,
     MQ_CHIP_ASYNC_COPY_STAGES,
+    /* the share of its bandwidth a decode and of its peak a prefill sustain
+     * on this chip relative to the M3 Max (the chip the default coefficients
+     * are fitted on), at most 1 (0 or absent: 1, the figures as advertised):
+     * Apple chips' values come from the tier functions fitted on public
+     * llama.cpp figures (`model tiers`, tuner/chip_tiers.h) */
+    MQ_CHIP_DECODE_BW_REL,
+    MQ_CHIP_PREFILL_REL,
     MQ_CHIP_NFIELDS
 };
 

@@ -160,7 +160,8 @@ static int figure_needed(int f)
 {
     return f != MQ_CHIP_L2_BYTES && f != MQ_CHIP_SLC_BYTES && f != MQ_CHIP_TENSOR_FP16_TFLOPS &&
            f != MQ_CHIP_TG_MEM_PER_CORE_BYTES && f != MQ_CHIP_MAX_THREADS_PER_CORE &&
-           f != MQ_CHIP_ASYNC_COPY_STAGES;
+           f != MQ_CHIP_ASYNC_COPY_STAGES && f != MQ_CHIP_DECODE_BW_REL &&
+           f != MQ_CHIP_PREFILL_REL;
 }
 
 /* mq_table_set_model into a zeroed model m (large: the caller's heap). */

@@ -24,6 +24,7 @@ seed chips harness/chips.csv results/*/chip.csv
 seed model results/*/model.csv
 seed suite tests/fuzz/seeds/suite.csv
 seed public harness/public-figures.csv
+seed tiers harness/llm-figures.csv
 seed manifest tests/data/shard-*-of-*.manifest.csv tests/fuzz/seeds/merge-manifest-*.csv
 seed moe_results tests/data/moe-*.csv results/devcpu/moe-*.csv
 seed routing tests/fuzz/seeds/routing.csv
@@ -41,7 +42,7 @@ status=0
 ok=0
 bad=0
 for t in results table chips suite model compare cli public manifest merge moe_results routing \
-    weight_cache; do
+    weight_cache tiers; do
     printf 'fuzz_%s: ' "$t"
     if TMPDIR="$scratch" "$B/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=16384 \
         -artifact_prefix="$B/" -print_final_stats=1 "$corpus/$t" > "$B/fuzz_$t.log" 2>&1; then

@@ -70,7 +70,8 @@ static void test_chips(void)
     mq_chip_db db;
     CHECK(mq_chips_load(mq_chips_default_path(), &db, err, sizeof err) == 0,
           "the shipped chips file loads: %s", err);
-    CHECK(db.n == 30, "30 chips described (m1 .. m4max, 14 binned parts, h100, h200), got %d",
+    CHECK(db.n == 32, "32 chips described (m1 .. m4max, m3ultra, 15 binned parts, h100, h200), "
+          "got %d",
           db.n);
     mq_chip c;
     CHECK(mq_chip_find(&db, "m4max", 0, &c, err, sizeof err) == 0 &&
@@ -96,7 +97,7 @@ static void test_chips(void)
               "binned %s (like %s): named %s, fewer cores, FP32 per core %.3f of its base",
               b->name, b->like, want, per);
     }
-    CHECK(binned == 14, "14 binned parts, each like a chip of the file, got %d", binned);
+    CHECK(binned == 15, "15 binned parts, each like a chip of the file, got %d", binned);
     CHECK(mq_chip_has_binned_parts(&db, "m4max") && !mq_chip_has_binned_parts(&db, "m4max32") &&
               !mq_chip_has_binned_parts(&db, "h100"),
           "m4max has binned parts; m4max32 and h100 have none");

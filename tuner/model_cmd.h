@@ -1,7 +1,7 @@
 /* model_cmd.h - the model command's subcommands that live in files of
  * their own (model_main.c keeps the options, fit and eval): lookup
- * (model_lookup.c) and public (model_public.c), each a report of its own
- * on stdout. */
+ * (model_lookup.c), public (model_public.c) and tiers (model_tiers.c), each
+ * a report of its own on stdout. */
 #ifndef MQ_MODEL_CMD_H
 #define MQ_MODEL_CMD_H
 
@@ -23,5 +23,13 @@ int mq_model_lookup_cmd(const char *table_path, const char *model_path, const mq
  * 1 when a check figure missed, 2 on bad input (one line on stderr). */
 int mq_model_public_cmd(const char *const *files, int nfiles, const char *chips_path,
                         const char *out_path);
+
+/* model tiers: the Apple chips' decode share and prefill efficiency fitted
+ * on the whole-model figures of files[0] (chip_tiers.h), every figure and
+ * the held-out check reported, and every Apple chip of chips_path held
+ * against the functions' values. 0, 1 when the held-out targets are missed
+ * or a chip's decode_bw_rel / prefill_rel differ from the fit, 2 on bad
+ * input (one line on stderr). */
+int mq_model_tiers_cmd(const char *const *files, int nfiles, const char *chips_path);
 
 #endif

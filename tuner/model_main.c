@@ -6,7 +6,8 @@
  * never have seen: its picks against the measured best and the baseline
  * rules (model lookup), or fit a never-measured chip's coefficients on
  * published figures (model public). Here the options, fit and eval; the
- * rows are model_rows.c, lookup model_lookup.c, public model_public.c. */
+ * rows are model_rows.c, lookup model_lookup.c, public model_public.c,
+ * tiers model_tiers.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ static void usage(FILE *f)
         "       model eval --chip CHIP --model FILE [options] RESULTS.csv...\n"
         "       model lookup --chip CHIP --table TABLE.csv [--model FILE] RESULTS.csv...\n"
         "       model public [--chips FILE] [--out FILE] FIGURES.csv\n"
+        "       model tiers [--chips FILE] LLM-FIGURES.csv\n"
         "fit: fits the cost model (floor + non-negative terms, tuner/model.h) on the rows of\n"
         "the results files measured on CHIP (status ok), keeping --holdout's shapes out of the\n"
         "fit, and reports it on them: MAPE, Spearman, and per problem the measured regret of\n"
@@ -54,8 +56,15 @@ static void usage(FILE *f)
         "'check' test the result - each predicted within 1.5x, and the faster of two figures\n"
         "of one problem predicted faster; 'compare' figures (other implementations) are set\n"
         "against the model's best candidate and only reported.\n"
-        "Exit status: 0 done, 1 (public) a check figure missed, 2 bad input or an environment\n"
-        "error.\n\n"
+        "tiers: the share of its bandwidth an Apple chip sustains on a decode and of its FP16\n"
+        "peak on a prefill, fitted as functions of the chip's description (bandwidth, GPU\n"
+        "cores, Ultra, generation) on public whole-model rates (harness/llm-figures.csv:\n"
+        "llama.cpp's LLaMA-2 7B per chip, role, source); the 'check' rows test the fit (90%%\n"
+        "within 1.2x, every tier's mean within 1.2x), and every Apple chip of the chips file\n"
+        "must carry the functions' values relative to the M3 Max's as decode_bw_rel and\n"
+        "prefill_rel (capped at 1: the cost model's rates for that chip).\n"
+        "Exit status: 0 done, 1 (public) a check figure missed, (tiers) the held-out targets\n"
+        "missed or a chip's shares differ from the fit, 2 bad input or an environment error.\n\n"
         "  --chip NAME        the chip the rows were measured on (rows of others are skipped)\n"
         "  --chips FILE       chip descriptions (default harness/chips.csv or $MQ_CHIPS)\n"
         "  --chip-file FILE   the chip as a tool saw it instead (results/CHIP/chip.csv: the\n"
@@ -78,7 +87,8 @@ static void usage(FILE *f)
         "results/h200/tune-results.csv\n"
         "  model lookup --chip h100 --table results/h100/grid/table.csv \\\n"
         "      --model results/h100/model-fit.csv results/h100/unseen.csv\n"
-        "  model public harness/public-figures.csv\n");
+        "  model public harness/public-figures.csv\n"
+        "  model tiers harness/llm-figures.csv\n");
 }
 
 /* MAPE, Spearman, and per problem the measured time of the model's pick
@@ -277,9 +287,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 2 || (strcmp(argv[1], "fit") && strcmp(argv[1], "eval") &&
-                     strcmp(argv[1], "lookup") && strcmp(argv[1], "public"))) {
-        fprintf(stderr,
-                "model: expected 'fit', 'eval', 'lookup' or 'public' first (see --help)\n");
+                     strcmp(argv[1], "lookup") && strcmp(argv[1], "public") &&
+                     strcmp(argv[1], "tiers"))) {
+        fprintf(stderr, "model: expected 'fit', 'eval', 'lookup', 'public' or 'tiers' first "
+                        "(see --help)\n");
         return 2;
     }
     int eval = !strcmp(argv[1], "eval"), lookup = !strcmp(argv[1], "lookup");
@@ -297,6 +308,8 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
     if (!strcmp(argv[1], "public"))
         return mq_model_public_cmd(o.files, o.nfiles, o.chips, o.out);
+    if (!strcmp(argv[1], "tiers"))
+        return mq_model_tiers_cmd(o.files, o.nfiles, o.chips);
     if (!o.chip && !o.chip_file)
         return mq_cli_fail("model", "--chip or --chip-file is required", "");
     if (eval && !o.model)
