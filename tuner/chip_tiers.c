@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "chip_tiers.h"
-#include "csvfile.h"
+#include "figures_file.h"
 #include "numparse.h"
 
 static const char *const columns[] = {"chip",        "workload",    "bytes_per_token",
@@ -63,13 +63,15 @@ double mq_llm_figure_eff(const mq_llm_figure *f)
     return f->prefill_tps * f->flops_per_token / (peak * 1e12);
 }
 
-static int parse_row(const char *path, const mq_csv_row *r, const int *col, const char *chips,
-                     mq_llm_figure *f, char *err, size_t errlen)
+static int parse_row(const char *path, const mq_csv_row *r, const int *col, void *ctx,
+                     void *elem, char *err, size_t errlen)
 {
+    const char *chips = ctx;
+    mq_llm_figure *f = elem;
     const char *v[NCOL];
     char why[200], cerr[600];
     for (int j = 0; j < NCOL; j++)
-        v[j] = col[j] < r->nfields ? r->fields[col[j]] : "";
+        v[j] = mq_figure_field(r, col, j);
     memset(f, 0, sizeof *f);
     f->line = r->line;
     if (mq_chip_load_named(chips, v[0], &f->chip, cerr, sizeof cerr)) {
@@ -110,49 +112,29 @@ static int parse_row(const char *path, const mq_csv_row *r, const int *col, cons
         return -1;
     }
     snprintf(f->source, sizeof f->source, "%s", v[7]);
-    double share = mq_llm_figure_share(f), eff = mq_llm_figure_eff(f);
-    if (!(share > 0 && share <= 1) || !(eff > 0 && eff <= 1)) {
-        snprintf(err, errlen,
-                 "%s:%d: the figures give %s %.3g of %s's advertised %s (must be in (0, 1])",
-                 path, r->line, share > 0 && share <= 1 ? "prefill" : "decode",
-                 share > 0 && share <= 1 ? eff : share, f->chip.name,
-                 share > 0 && share <= 1 ? "FP16 peak" : "bandwidth");
-        return -1;
-    }
+    /* a rate above what the chip is advertised to reach is a wrong row */
+    const struct {
+        const char *what, *of;
+        double v;
+    } got[] = {{"decode", "bandwidth", mq_llm_figure_share(f)},
+               {"prefill", "FP16 peak", mq_llm_figure_eff(f)}};
+    for (int j = 0; j < 2; j++)
+        if (!(got[j].v > 0 && got[j].v <= 1)) {
+            snprintf(err, errlen,
+                     "%s:%d: the figures give a %s at %.3g of %s's advertised %s (must be in "
+                     "(0, 1])", path, r->line, got[j].what, got[j].v, f->chip.name, got[j].of);
+            return -1;
+        }
     return 0;
 }
 
 int mq_llm_figures_load(const char *path, const char *chips_path, mq_llm_figures *out,
                         char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    mq_csv_table t;
-    if (mq_csv_read(path, &t, err, errlen))
-        return -1;
-    int col[NCOL], rc = -1;
-    if (t.nrows < 2) {
-        snprintf(err, errlen, "%s: no figures (a header line and one row per figure)", path);
-        goto done;
-    }
-    for (int j = 0; j < NCOL; j++)
-        if ((col[j] = mq_csv_column(&t, columns[j])) < 0) {
-            snprintf(err, errlen, "%s:%d: no column '%s' in the header", path, t.rows[0].line,
-                     columns[j]);
-            goto done;
-        }
-    out->f = calloc((size_t)t.nrows, sizeof *out->f);
-    if (!out->f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        goto done;
-    }
-    for (int i = 1; i < t.nrows; i++)
-        if (parse_row(path, &t.rows[i], col, chips_path, &out->f[out->n++], err, errlen))
-            goto done;
-    rc = 0;
-done:
-    if (rc)
-        mq_llm_figures_free(out);
-    mq_csv_free(&t);
+    void *f;
+    int rc = mq_figures_read(path, columns, NCOL, sizeof *out->f, parse_row, (void *)chips_path,
+                             &f, &out->n, err, errlen);
+    out->f = f;
     return rc;
 }
 

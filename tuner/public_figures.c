@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "candidate_grid.h"
-#include "csvfile.h"
+#include "figures_file.h"
 #include "numparse.h"
 #include "public_figures.h"
 #include "work_features.h"
@@ -30,13 +30,15 @@ void mq_public_figures_free(mq_public_figures *pf)
     pf->n = 0;
 }
 
-static int parse_row(const char *path, const mq_csv_row *r, const int *col, const char *chips,
-                     mq_public_figure *f, char *err, size_t errlen)
+static int parse_row(const char *path, const mq_csv_row *r, const int *col, void *ctx,
+                     void *elem, char *err, size_t errlen)
 {
+    const char *chips = ctx;
+    mq_public_figure *f = elem;
     const char *v[NCOL];
     char why[200];
     for (int j = 0; j < NCOL; j++)
-        v[j] = col[j] < r->nfields ? r->fields[col[j]] : "";
+        v[j] = mq_figure_field(r, col, j);
     memset(f, 0, sizeof *f);
     f->line = r->line;
     char cerr[600];
@@ -109,34 +111,10 @@ static int parse_row(const char *path, const mq_csv_row *r, const int *col, cons
 int mq_public_figures_load(const char *path, const char *chips_path, mq_public_figures *out,
                            char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    mq_csv_table t;
-    if (mq_csv_read(path, &t, err, errlen))
-        return -1;
-    int col[NCOL], rc = -1;
-    if (t.nrows < 2) {
-        snprintf(err, errlen, "%s: no figures (a header line and one row per figure)", path);
-        goto done;
-    }
-    for (int j = 0; j < NCOL; j++)
-        if ((col[j] = mq_csv_column(&t, columns[j])) < 0) {
-            snprintf(err, errlen, "%s:%d: no column '%s' in the header", path, t.rows[0].line,
-                     columns[j]);
-            goto done;
-        }
-    out->f = calloc((size_t)t.nrows, sizeof *out->f);
-    if (!out->f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        goto done;
-    }
-    for (int i = 1; i < t.nrows; i++)
-        if (parse_row(path, &t.rows[i], col, chips_path, &out->f[out->n++], err, errlen))
-            goto done;
-    rc = 0;
-done:
-    if (rc)
-        mq_public_figures_free(out);
-    mq_csv_free(&t);
+    void *f;
+    int rc = mq_figures_read(path, columns, NCOL, sizeof *out->f, parse_row, (void *)chips_path,
+                             &f, &out->n, err, errlen);
+    out->f = f;
     return rc;
 }
 
