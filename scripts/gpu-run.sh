@@ -16,6 +16,11 @@
 #   scripts/gpu-run.sh unseen    bench --space full on the unseen suite (shapes of no other
 #                                suite), fp4, M 1,16: every candidate -> results/CHIP/unseen.csv
 #   scripts/gpu-run.sh unseen-u4 the same for u4 -> results/CHIP/unseen-u4.csv
+#   scripts/gpu-run.sh refit     the rows of a refit on today's kernels, resumable across calls
+#                                (build/ stays on a warm machine): every candidate of the unseen
+#                                suite (fp4, M 1,16), then the grid tune (fp4 and u4, M 1,16,128,
+#                                24 evaluations) in the time left -> build/refit (tarred to
+#                                $OUT/refit.tar.gz); model fit / lookup run on the VM
 #   scripts/gpu-run.sh exh-check bench --space full on N=4096 K=14336 and N=14336 K=4096
 #                                fp4 M 1,16 -> results/CHIP/exh-check.csv
 #   scripts/gpu-run.sh check-unseen  tune --check unseen on the grid stage's table, fp4,
@@ -227,6 +232,20 @@ unseen)
     measure "bench --space full --suite unseen, fp4, M 1,16" bench-unseen \
         "results/$CHIP/unseen.csv" build/bench --backend cuda --suite unseen --m 1,16 \
         --formats fp4 --space full --budget 0.02 --quiet --out "results/$CHIP/unseen.csv"
+    ;;
+refit)
+    # both stages within REFIT_S seconds (default 560), so the call ends with its tar
+    D=build/refit t0=$(date +%s)
+    mkdir -p "$D/grid"
+    STAGE_S=${REFIT_S:-560}
+    measure "bench --space full --suite unseen, fp4, M 1,16 (resumed)" refit-unseen \
+        "$D/unseen.csv" build/bench --backend cuda --suite unseen --m 1,16 --formats fp4 \
+        --space full --budget 0.02 --quiet --resume --out "$D/unseen.csv"
+    STAGE_S=$((${REFIT_S:-560} - $(date +%s) + t0))
+    [ "$STAGE_S" -gt 20 ] && measure "tune --suite grid, fp4 and u4, M 1,16,128, --evals 24 (resumed)" refit-grid \
+        "$D/grid/tune-results.csv" build/tune --chip "$CHIP" --suite grid --m 1,16,128 \
+        --formats fp4,u4 --evals 24 --budget 0.05 --quiet --resume --out-dir "$D/grid"
+    tar czf "$OUT/refit.tar.gz" "$D"
     ;;
 unseen-u4)
     measure "bench --space full --suite unseen, u4, M 1,16" bench-unseen-u4 \
