@@ -42,5 +42,14 @@ check "--from-results of rows without a kernel build, --strict: exit 2 (rc $rc)"
 check "and says the rows do not record one: '$err'" has "$err" "rows was measured on a kernel build it does not record"
 check "and creates nothing" [ ! -e "$d/e" ]
 
+# model fit records the build its rows measured (the published h100 tune's rows)
+set -- "$root"/results/h100/tune-k*/tune-results.csv.gz # one of them: all record a build
+gzip -dc "$1" > "$d/h100-rows.csv"
+rows_build=$(awk -F, 'NR == 3 { gsub(/"/, "", $NF); print $NF }' "$d/h100-rows.csv")
+"$B/model" fit --chip h100 --holdout none --out "$d/fit.csv" "$d/h100-rows.csv" > /dev/null 2>&1; rc=$?
+check "model fit on the h100 tune's rows: exit 0 (rc $rc)" [ "$rc" -eq 0 ]
+check "the fitted model records the rows' build $rows_build" \
+    grep -qx "# kernels=$rows_build" "$d/fit.csv"
+
 echo "stale: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

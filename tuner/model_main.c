@@ -91,6 +91,26 @@ static void usage(FILE *f)
         "  model tiers harness/llm-figures.csv\n");
 }
 
+/* The kernel build the model describes: its fitted rows' one build, or
+ * none (said) when they mix builds or do not say. */
+static void record_kernel_build(mq_model *m, const mq_model_rows *R, const char *held)
+{
+    const char *kb = NULL;
+    for (int i = 0; i < R->n; i++) {
+        if (held[i])
+            continue;
+        if (!kb) {
+            kb = R->r[i].kernel_build;
+        } else if (strcmp(kb, R->r[i].kernel_build)) {
+            printf("the fitted rows mix kernel builds (%s and %s): the model records none\n",
+                   kb[0] ? kb : "unsaid", R->r[i].kernel_build[0] ? R->r[i].kernel_build
+                                                                 : "unsaid");
+            return;
+        }
+    }
+    snprintf(m->kernel_build, sizeof m->kernel_build, "%s", kb ? kb : "");
+}
+
 /* MAPE, Spearman, and per problem the measured time of the model's pick
  * over the measured best; printed. MAPE and Spearman also to *mape_out
  * and *rho_out when given. */
@@ -248,6 +268,7 @@ static int do_fit(const options *o, const mq_chip *chip, const mq_model_rows *R)
         fprintf(stderr, "model: %s\n", err);
     } else {
         printf("fitted on %d rows of %s (%d held out)\n", nf, chip->name, nh);
+        record_kernel_build(&m, R, held);
         print_model(&m);
         char *fitsel = malloc((size_t)(R->n ? R->n : 1));
         for (int i = 0; fitsel && i < R->n; i++)
