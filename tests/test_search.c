@@ -166,6 +166,24 @@ static void test_guided(void)
           "a model wrong about %s: the search finds the best within 3%% in 20 timings (best "
           "found %g s, the best %g s)",
           mq_variant_get(v)->name, best_of(&s, order, k), opt);
+    /* every 4th timing from the 8th on is a local step: a candidate of the
+     * incumbent's variant one step (1 in the log2 inputs) from it */
+    for (int e = 8; e < k; e += 4) {
+        int inc = order[0];
+        for (int a = 1; a < e; a++)
+            if (s.truth[order[a]] < s.truth[inc])
+                inc = order[a];
+        mq_gp_input x, y;
+        mq_gp_input_of(&s.cs[inc].c, &x);
+        mq_gp_input_of(&s.cs[order[e]].c, &y);
+        double d = 0;
+        for (int j = 0; j < MQ_GP_DIM; j++)
+            d += fabs(x.x[j] - y.x[j]);
+        CHECK(x.variant == y.variant && d <= 1.01,
+              "timing %d: a neighbour of the incumbent (same variant, 1 step away), got "
+              "variant %d vs %d at distance %g",
+              e, y.variant, x.variant, d);
+    }
     /* the model's own order would not: the test means something */
     int *by_model = malloc(sizeof *by_model * (size_t)s.n);
     for (int i = 0; i < s.n; i++)

@@ -230,11 +230,53 @@ static int next_pick(const mq_cand *cs, int n, const mq_gp_input *in, const doub
     return -1;
 }
 
+/* A local step: every LOCAL_EVERY-th timing from the LOCAL_AFTER-th on. */
+#define LOCAL_AFTER 8
+#define LOCAL_EVERY 4
+
+/* The local step's pick: of the untimed candidates of the incumbent's (the
+ * fastest timed) variant that differ from it by one step in one tunable (a
+ * tile, the threadgroups or split-K doubled or halved: 1 in the GP's log2
+ * inputs), the one believed fastest; -1 when none is left. Why: where the
+ * model is off by 20-30% across the space (a CPU host), expected
+ * improvement keeps spreading its timings over the space's far corners
+ * while the best candidate is usually a neighbour of the incumbent. Replayed
+ * on the stored spaces (docs/tuning.md), this step took the 16-core CPU's
+ * median timings to within 3% from 22 to 10 and left the GPUs' at 8. */
+static int local_pick(const mq_cand *cs, int n, const mq_gp_input *in, const double *lp,
+                      mq_gp *gp)
+{
+    int inc = -1;
+    for (int i = 0; i < n; i++)
+        if (cs[i].measured && cs[i].time > 0 && (inc < 0 || cs[i].time < cs[inc].time))
+            inc = i;
+    int pick = -1;
+    double top = INFINITY;
+    for (int i = 0; inc >= 0 && i < n; i++) {
+        if (cs[i].measured || cs[i].c.variant != cs[inc].c.variant)
+            continue;
+        double d = 0;
+        for (int j = 0; j < MQ_GP_DIM; j++)
+            d += fabs(in[i].x[j] - in[inc].x[j]);
+        if (d > 1.01) /* log2(1 + threadgroups): 16 -> 32 is 0.96 */
+            continue;
+        double m = 0, sd = 1;
+        if (gp)
+            mq_gp_predict(gp, &in[i], &m, &sd);
+        if (lp[i] + m < top) {
+            top = lp[i] + m;
+            pick = i;
+        }
+    }
+    return pick;
+}
+
 /* Guided search: from the first timing on, the next candidate is the one
  * with the largest expected improvement of log time, believing the guide's
  * prediction times a Gaussian process fitted on this shape's timings
  * (residual_gp.h). The first is the guide's fastest. The guide is refitted
- * every 4 timings once the run's rows allow. No fixed first picks: the
+ * every 4 timings once the run's rows allow. From the 8th timing on, every
+ * 4th is a local step (local_pick) instead. No fixed first picks: the
  * rules' picks are candidates like any other (the caller times them after
  * the search, for the table's speedups). Deterministic: ties go to the
  * earlier candidate in the list. */
@@ -267,7 +309,11 @@ void mq_tune_search_guided(mq_tuner *T, const mq_problem *p, mq_cand *cs, int n)
                 best = fmin(best, log(cs[i].time));
             }
         int gp_ok = mq_gp_fit(&gp, obs, resid, no) == 0;
-        int pick = next_pick(cs, n, in, lp, gp_ok ? &gp : NULL, best, done, budget - done);
+        int pick = -1;
+        if (done >= LOCAL_AFTER && done % LOCAL_EVERY == 0)
+            pick = local_pick(cs, n, in, lp, gp_ok ? &gp : NULL);
+        if (pick < 0)
+            pick = next_pick(cs, n, in, lp, gp_ok ? &gp : NULL, best, done, budget - done);
         if (pick < 0)
             break;
         mq_tune_measure(T, p, &cs[pick]);
