@@ -73,7 +73,7 @@ static int write_row(int fd, const char *out_path, const mq_moe_model *md,
         .p10_s = m->st.p10, .p90_s = m->st.p90, .reps = m->st.n,
         .touched_gbs = ok ? touched_bytes / m->st.median / 1e9 : 0,
         .worst_of_bound = m->worst, .backend = b->name, .device = b->device,
-        .read_probe_gbs = probe_gbs};
+        .read_probe_gbs = probe_gbs, .kernel_build = mq_kernel_build()};
     return mq_moe_results_append(fd, out_path, &r, err, errlen);
 }
 

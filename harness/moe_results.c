@@ -34,7 +34,7 @@ typedef struct {
 #define I(n, lo, hi) {#n, T_INT, offsetof(mq_moe_result, n), lo, hi, NULL}
 #define R(n, hi, f) {#n, T_REAL, offsetof(mq_moe_result, n), 0, hi, f}
 static const moe_col cols[] = {
-    I(schema, 1, 2), S(tool_version), S(git_rev), S(host), S(date), S(model),
+    I(schema, 1, 3), S(tool_version), S(git_rev), S(host), S(date), S(model),
     {"format", T_FORMAT, offsetof(mq_moe_result, format), 0, 0, NULL},
     I(tokens, 1, 1 << 16), I(experts, 1, 4096), I(top_k, 1, 4096), I(hidden, 1, 1 << 20),
     I(inter, 1, 1 << 20), I(group, 1, 1 << 20), S(routing), I(route_max_tokens, 0, 1 << 16),
@@ -46,12 +46,15 @@ static const moe_col cols[] = {
     {"worst_of_bound", T_WORST, offsetof(mq_moe_result, worst_of_bound), 0, WORST_MAX, "%.3g"},
     /* schema 2 */
     S(backend), S(device), R(read_probe_gbs, 1e12, "%.4g"),
+    /* schema 3 */
+    S(kernel_build),
 };
 #undef S
 #undef I
 #undef R
 #define NCOL_1 28
-#define NCOL_2 (int)(sizeof cols / sizeof cols[0])
+#define NCOL_2 31
+#define NCOL_3 (int)(sizeof cols / sizeof cols[0])
 
 static const char *const statuses[] = {"ok", "wrong", "error", "verified"};
 
@@ -87,8 +90,8 @@ static void put_text(mq_strbuf *b, const char *s, int last)
 static void put_header(mq_strbuf *b)
 {
     mq_sb_printf(b, "# mq MoE results, schema %d\n", MQ_MOE_RESULTS_SCHEMA);
-    for (int i = 0; i < NCOL_2; i++)
-        mq_sb_printf(b, "%s%c", cols[i].name, i == NCOL_2 - 1 ? '\n' : ',');
+    for (int i = 0; i < NCOL_3; i++)
+        mq_sb_printf(b, "%s%c", cols[i].name, i == NCOL_3 - 1 ? '\n' : ',');
 }
 
 /* What every row must hold, read or written: each number in its column's
@@ -97,7 +100,7 @@ static void put_header(mq_strbuf *b)
 static int check_values(const mq_moe_result *r, int schema, char *why, size_t whylen)
 {
     const char *base = (const char *)r;
-    for (int i = 0; i < NCOL_2; i++) {
+    for (int i = 0; i < NCOL_3; i++) {
         const moe_col *c = &cols[i];
         const void *v = base + c->off;
         if (c->type != T_INT && c->type != T_REAL && c->type != T_WORST)
@@ -150,9 +153,9 @@ int mq_moe_results_append(int fd, const char *path, const mq_moe_result *r, char
     }
     mq_strbuf b = {0};
     const char *base = (const char *)r;
-    for (int i = 0; i < NCOL_2; i++) {
+    for (int i = 0; i < NCOL_3; i++) {
         const moe_col *c = &cols[i];
-        int last = i == NCOL_2 - 1;
+        int last = i == NCOL_3 - 1;
         const void *v = base + c->off;
         if (c->type == T_STR) {
             const char *s = *(const char *const *)v;
@@ -286,6 +289,7 @@ static int read_row(char **f, int ncol, int schema, mq_moe_result *r, char *why,
     memset(r, 0, sizeof *r);
     r->backend = "cpu";
     r->device = "";
+    r->kernel_build = "";
     for (int i = 0; i < ncol; i++)
         if (read_field(&cols[i], f[i], r, w, sizeof w)) {
             snprintf(why, whylen, "%s: %s", cols[i].name, w);
@@ -294,15 +298,15 @@ static int read_row(char **f, int ncol, int schema, mq_moe_result *r, char *why,
     return check_values(r, schema, why, whylen);
 }
 
-/* The schema of a header row (1 or 2), or 0. */
+/* The schema of a header row (1, 2 or 3), or 0. */
 static int header_schema(const mq_csv_row *h)
 {
-    if (h->nfields != NCOL_1 && h->nfields != NCOL_2)
+    if (h->nfields != NCOL_1 && h->nfields != NCOL_2 && h->nfields != NCOL_3)
         return 0;
     for (int i = 0; i < h->nfields; i++)
         if (strcmp(h->fields[i], cols[i].name))
             return 0;
-    return h->nfields == NCOL_1 ? 1 : 2;
+    return h->nfields == NCOL_1 ? 1 : h->nfields == NCOL_2 ? 2 : 3;
 }
 
 int mq_moe_results_load(const char *path, mq_moe_results *out, char *err, size_t errlen)
@@ -316,7 +320,7 @@ int mq_moe_results_load(const char *path, mq_moe_results *out, char *err, size_t
     if (!t->nrows || !(out->schema = header_schema(&t->rows[0]))) {
         if (t->nrows)
             snprintf(err, errlen, "%s: not a moe-bench results file (line %d is not the header "
-                                  "of schema 1 or 2: schema,tool_version,git_rev,...)",
+                                  "of schema 1, 2 or 3: schema,tool_version,git_rev,...)",
                      path, t->rows[0].line);
         else
             snprintf(err, errlen, "%s: not a moe-bench results file (no header line: "

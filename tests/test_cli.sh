@@ -139,6 +139,16 @@ check "its compiled-in table answers a suite shape exactly and, with its compile
     [ "$("$dir/use" 2>&1)" = "exact model" ]
 rm -rf "$dir"
 
+# --replay's own options without --replay: refused in one line, exit 2, nothing made
+for opt in "--seeds 3" "--strategy random" "--min-candidates 5" "--trace $dir/tr.csv"; do
+    # shellcheck disable=SC2086 # opt: an option and its value
+    out=$("$B/tune" --chip host --suite smoke $opt --out-dir "$dir/noreplay" 2>&1); rc=$?
+    ok=0
+    [ "$rc" -eq 2 ] && echo "$out" | grep -q "are for --replay" && [ ! -e "$dir/noreplay" ] &&
+        [ ! -e "$dir/tr.csv" ] && ok=1
+    check "tune $opt without --replay: exit 2 naming --replay, nothing made (got $rc: $out)" \
+        [ "$ok" -eq 1 ]
+done
 # tune --explain: every input checked, the work listed, nothing measured or made
 out=$("$B/tune" --chip m4max --suite smoke --explain --out-dir "$dir/explained" 2>&1); rc=$?
 check "tune --explain exits 0 (got $rc: $out)" [ "$rc" -eq 0 ]
@@ -259,12 +269,24 @@ check "its table has the MoE layer's row (experts 128, top_k 8, from 1 token)" \
     grep -q '^"trellis3","128","2048","768","1",.*"measured-moe",.*"128","8","[0-9]*","[01]","0","0"$' "$dir/t/table.csv"
 out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --quiet \
       --out-dir "$dir/t" --moe-results "$dir/g.csv" 2>&1); rc=$?
-check "rows measured on another backend are refused, exit 2 (got $rc: $out)" \
-    [ "$rc" -eq 2 ] && case "$out" in *"no verified, timed fused rows of backend cpu"*) true ;; *) false ;; esac
+ok=0; [ "$rc" -eq 2 ] && case "$out" in *"no verified, timed fused rows of backend cpu"*) ok=1 ;; esac
+check "rows measured on another backend are refused, exit 2 (got $rc: $out)" [ "$ok" -eq 1 ]
+# rows of another kernel build: said, and with --strict refused before anything is made
+check "moe-bench records its kernel build in each row" grep -q ',"k[0-9a-f]*-[0-9a-f]*"$' "$dir/m.csv"
+sed 's/,"k[0-9a-f]*-[0-9a-f]*"$/,"k00000000-0"/' "$dir/m.csv" > "$dir/m-old.csv"
+out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --budget 0.005 \
+      --quiet --threads 2 --out-dir "$dir/t-old" --moe-results "$dir/m-old.csv" 2>&1); rc=$?
+ok=0; [ "$rc" -eq 0 ] && case "$out" in *"warning: $dir/m-old.csv was measured on kernel build k00000000-0"*) ok=1 ;; esac
+check "another build's MoE rows: a warning naming the file and build, exit 0 (got $rc: $out)" \
+    [ "$ok" -eq 1 ]
+out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --quiet \
+      --strict --out-dir "$dir/t-strict" --moe-results "$dir/m-old.csv" 2>&1); rc=$?
+ok=0; [ "$rc" -eq 2 ] && [ ! -e "$dir/t-strict" ] && case "$out" in *"k00000000-0"*) ok=1 ;; esac
+check "with --strict: exit 2, nothing made (got $rc: $out)" [ "$ok" -eq 1 ]
 out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --quiet \
       --out-dir "$dir/t" --moe-results "$dir/none.csv" 2>&1); rc=$?
-check "a missing --moe-results file: exit 2 naming it (got $rc: $out)" \
-    [ "$rc" -eq 2 ] && case "$out" in *"none.csv"*) true ;; *) false ;; esac
+ok=0; [ "$rc" -eq 2 ] && case "$out" in *"none.csv"*) ok=1 ;; esac
+check "a missing --moe-results file: exit 2 naming it (got $rc: $out)" [ "$ok" -eq 1 ]
 rm -rf "$dir"
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

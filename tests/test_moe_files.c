@@ -134,7 +134,7 @@ static mq_moe_result odd_row(const char *routing, int fused, double median)
         .candidate = "c,\"x\"", .status = "ok", .error = "line one\nline two\r\\n",
         .median_s = median, .p10_s = median / 2, .p90_s = median * 2, .reps = 5,
         .touched_gbs = 1.5, .worst_of_bound = 0.25, .backend = "cpu", .device = "d\ne\"v",
-        .read_probe_gbs = 10};
+        .read_probe_gbs = 10, .kernel_build = "k,\"b\""};
     return r;
 }
 
@@ -163,13 +163,14 @@ static void test_results_roundtrip(void)
         CHECK(0, "the file loads back: %s", err);
         return;
     }
-    CHECK(rs.n == 2 && rs.schema == 2, "2 rows of schema 2, got %d of %d", rs.n, rs.schema);
+    CHECK(rs.n == 2 && rs.schema == 3, "2 rows of schema 3, got %d of %d", rs.n, rs.schema);
     for (int i = 0; i < rs.n; i++) {
         const mq_moe_result *r = &rs.r[i], *w = i ? &b : &a;
         CHECK(!strcmp(r->routing, routing) && !strcmp(r->host, w->host) &&
                   !strcmp(r->git_rev, w->git_rev) && !strcmp(r->model, w->model) &&
                   !strcmp(r->candidate, w->candidate) && !strcmp(r->error, w->error) &&
-                  !strcmp(r->device, w->device) && !strcmp(r->status, "ok"),
+                  !strcmp(r->device, w->device) && !strcmp(r->status, "ok") &&
+                  !strcmp(r->kernel_build, w->kernel_build),
               "row %d: every text field as written (routing '%s', error '%s')", i, r->routing,
               r->error);
         CHECK(r->fused == w->fused && r->tokens == 4 && r->median_s == w->median_s &&
@@ -303,7 +304,7 @@ static void test_results_reader(void)
     snprintf(t, sizeof t, "%s%s", head1, row1);
     put(at("one.csv"), t);
     int fd = mq_moe_results_open(at("one.csv"), err, sizeof err);
-    CHECK(fd < 0 && strstr(err, "of schema 1: rows of schema 2 cannot be appended") &&
+    CHECK(fd < 0 && strstr(err, "of schema 1: rows of schema 3 cannot be appended") &&
               !strcmp(slurp(at("one.csv")), t),
           "a schema-1 file is not appended to, got '%s'", err);
     if (fd >= 0)

@@ -538,6 +538,51 @@ static int moe_row(char *b, size_t n, const char *host, int tokens, const char *
                     host, tokens, path, cand, status, median, median, median, backend, device);
 }
 
+/* The schema 2 file text (hdr, then rows) as schema 3: each row of kernel
+ * build "kA", except row `odd` (1-based; 0: none) of "kB". */
+static void moe_as_schema3(const char *text, const char *hdr, int odd, char *out, size_t n)
+{
+    size_t len = (size_t)snprintf(out, n, "%.*s,kernel_build\n", (int)strlen(hdr) - 1, hdr);
+    const char *p = text + strlen(hdr);
+    for (int row = 1; *p && len < n; row++) {
+        const char *e = strchr(p, '\n');
+        len += (size_t)snprintf(out + len, n - len, "3%.*s,\"%s\"\n", (int)(e - p) - 1, p + 1,
+                                row == odd ? "kB" : "kA");
+        p = e + 1;
+    }
+}
+
+/* Schema 3 rows say their kernel build: tune --moe-results takes it, and
+ * refuses the counted rows of two builds. */
+static void moe_rows_builds(const char *text, const char *hdr)
+{
+    char t3[8192], kb[MQ_MOE_KBUILD_LEN] = "x", err[512];
+    mq_table_entry *e = NULL;
+    moe_as_schema3(text, hdr, 0, t3, sizeof t3);
+    write_text(in_dir("moe3.csv"), t3);
+    int n = mq_moe_table_entries(in_dir("moe3.csv"), "cpu", "", "h", &e, kb, err, sizeof err);
+    CHECK(n == 2 && !strcmp(kb, "kA"),
+          "schema 3: the same 2 rows, of kernel build kA: got %d rows, build '%s' (%s)", n, kb,
+          n < 0 ? err : "");
+    free(e);
+    e = NULL;
+    moe_as_schema3(text, hdr, 3, t3, sizeof t3); /* a counted row (cpu on h) of kB */
+    write_text(in_dir("moe3.csv"), t3);
+    n = mq_moe_table_entries(in_dir("moe3.csv"), "cpu", "", "h", &e, kb, err, sizeof err);
+    CHECK(n == -1 && strstr(err, "moe3.csv:4:") && strstr(err, "'kB'") && strstr(err, "'kA'"),
+          "rows of two kernel builds: refused, naming the line and both builds: got %d (%s)", n,
+          err);
+    free(e);
+    e = NULL;
+    moe_as_schema3(text, hdr, 8, t3, sizeof t3); /* another host's row of kB: not counted */
+    write_text(in_dir("moe3.csv"), t3);
+    n = mq_moe_table_entries(in_dir("moe3.csv"), "cpu", "", "h", &e, kb, err, sizeof err);
+    CHECK(n == 2 && !strcmp(kb, "kA"),
+          "another host's row of another build does not count: expected 2 rows of kA, got %d "
+          "'%s' (%s)", n, kb, n < 0 ? err : "");
+    free(e);
+}
+
 static void test_moe_rows(void)
 {
     static const char *hdr =
@@ -562,7 +607,8 @@ static void test_moe_rows(void)
     write_text(in_dir("moe.csv"), text);
     mq_table_entry *me = NULL;
     char err[512];
-    int n = mq_moe_table_entries(in_dir("moe.csv"), "cpu", "", "h", &me, err, sizeof err);
+    char kb[MQ_MOE_KBUILD_LEN] = "x";
+    int n = mq_moe_table_entries(in_dir("moe.csv"), "cpu", "", "h", &me, kb, err, sizeof err);
     CHECK(n == 2 && me[0].row.m_lo == 1 && me[0].row.m_hi == 2 && me[0].row.i_split == 2 &&
               me[1].row.m_lo == 3 && me[1].row.m_hi == 1 << 30 && me[1].row.c.p.tile_m == 4 &&
               me[0].row.experts == 8 && me[0].row.top_k == 2 && me[0].row.N == 256 &&
@@ -570,8 +616,11 @@ static void test_moe_rows(void)
           "expected 2 MoE rows (tokens 1-2: the faster of token 1's two rows, merged with "
           "token 2; 3 on: tile_m 4), the wrong, unfused and foreign rows left out: got %d (%s)",
           n, n < 0 ? err : "");
+    CHECK(kb[0] == '\0', "rows of schema 2 record no kernel build: expected \"\", got '%s'", kb);
+    moe_rows_builds(text, hdr);
     mq_table_entry *none = NULL;
-    CHECK(mq_moe_table_entries(in_dir("moe.csv"), "cuda", "H200", "h", &none, err, sizeof err) ==
+    CHECK(mq_moe_table_entries(in_dir("moe.csv"), "cuda", "H200", "h", &none, NULL, err,
+                               sizeof err) ==
                   -1 &&
               strstr(err, "no verified, timed fused rows of backend cuda on H200"),
           "no rows of this device: '%s'", err);
@@ -579,7 +628,8 @@ static void test_moe_rows(void)
     moe_row(text + len, sizeof text - len, "h", 1, "fused", "gemm_trellis_moe[x]", "ok", 2e-4, "cpu", "");
     write_text(in_dir("moe-bad.csv"), text);
     mq_table_entry *bad = NULL;
-    CHECK(mq_moe_table_entries(in_dir("moe-bad.csv"), "cpu", "", "h", &bad, err, sizeof err) ==
+    CHECK(mq_moe_table_entries(in_dir("moe-bad.csv"), "cpu", "", "h", &bad, NULL, err,
+                               sizeof err) ==
                   -1 && strstr(err, "moe-bad.csv:2:") && strstr(err, "candidate"),
           "an unreadable candidate is named with its line: '%s'", err);
     /* written after the dense rows, read back, served by the MoE lookup only */

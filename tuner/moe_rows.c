@@ -49,9 +49,13 @@ static int parse_cand(const char *s, mq_table_row *r)
 }
 
 int mq_moe_table_entries(const char *path, const char *backend, const char *device,
-                         const char *host, mq_table_entry **out, char *err, size_t errlen)
+                         const char *host, mq_table_entry **out, char *kbuild, char *err,
+                         size_t errlen)
 {
     *out = NULL;
+    if (kbuild)
+        kbuild[0] = '\0';
+    const mq_moe_result *first = NULL; /* the first row counted: its kernel build */
     /* moe-bench's own reader: the same checks, escapes and torn-row rule as
      * moe-bench and plot moe */
     mq_moe_results rs;
@@ -73,6 +77,14 @@ int mq_moe_table_entries(const char *path, const char *backend, const char *devi
             elsewhere++;
             continue;
         }
+        if (backend && first && strcmp(x->kernel_build, first->kernel_build)) {
+            snprintf(err, errlen, "%s:%d: a row of kernel build '%s' after rows of '%s': a "
+                                  "table's MoE rows come from one build (keep one build's rows)",
+                     path, x->line, x->kernel_build, first->kernel_build);
+            goto done;
+        }
+        if (backend && !first)
+            first = x;
         mq_table_row r;
         memset(&r, 0, sizeof r);
         r.format = x->format;
@@ -129,6 +141,8 @@ int mq_moe_table_entries(const char *path, const char *backend, const char *devi
     }
     *out = e;
     rc = m;
+    if (kbuild)
+        snprintf(kbuild, MQ_MOE_KBUILD_LEN, "%s", first->kernel_build);
 done:
     free(picks);
     mq_moe_results_free(&rs);

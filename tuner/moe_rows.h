@@ -16,8 +16,13 @@
  * device, the same device name. Returns the count (> 0) with *out to
  * free(), or -1 and a message naming the file (and line) at fault.
  * backend NULL: only check that the file reads (every fused row parses),
- * before anything is probed or created; returns 0 and *out stays NULL. */
+ * before anything is probed or created; returns 0 and *out stays NULL.
+ * kbuild (may be NULL; room for MQ_MOE_KBUILD_LEN) gets the kernel build the
+ * counted rows measured ("": rows of schema 1 or 2, which do not say); rows
+ * of two builds are refused (-1), as a table states one. */
+#define MQ_MOE_KBUILD_LEN 32
 int mq_moe_table_entries(const char *path, const char *backend, const char *device,
-                         const char *host, mq_table_entry **out, char *err, size_t errlen);
+                         const char *host, mq_table_entry **out, char *kbuild, char *err,
+                         size_t errlen);
 
 #endif

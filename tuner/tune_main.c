@@ -128,9 +128,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->search = "guided";
     o->t.group = 128;
     o->t.evals = -1; /* 40, or 80 for --replay */
-    o->strategy = "all";
-    o->replay.seeds = 20;
-    o->replay.min_candidates = 20;
+    /* --strategy, --seeds, --min-candidates: NULL or 0 until given (they
+     * are --replay's only); their defaults after the check */
     o->t.mo = mq_measure_defaults();
     o->t.mo.budget_s = 0.3;
     const mq_arg args[] = {
@@ -172,6 +171,14 @@ static int parse_args(int argc, char **argv, options *o)
     o->t.exhaustive = !strcmp(o->search, "exhaustive");
     if (o->t.evals < 0)
         o->t.evals = o->replay.path ? 80 : 40;
+    int replay_opts = o->strategy || o->replay.seeds || o->replay.min_candidates ||
+                      o->replay.trace;
+    if (!o->strategy)
+        o->strategy = "all";
+    if (!o->replay.seeds)
+        o->replay.seeds = 20;
+    if (!o->replay.min_candidates)
+        o->replay.min_candidates = 20;
     char err[256];
     if (o->replay.path &&
         mq_replay_parse_strategies(o->strategy, &o->replay.strategies, err, sizeof err)) {
@@ -199,7 +206,8 @@ static int parse_args(int argc, char **argv, options *o)
                             o->t.resume || o->t.moe_results),
          "--replay times nothing: it goes with none of --shard, --from-results, --check, "
          "--search exhaustive, --resume, --moe-results"},
-        {!o->replay.path && o->replay.trace, "--trace is for --replay"},
+        {!o->replay.path && replay_opts,
+         "--strategy, --seeds, --min-candidates and --trace are for --replay"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (refused[i].bad) {
@@ -240,8 +248,9 @@ static int load_suite(const options *o, int measured, mq_suite *suite)
 }
 
 /* --moe-results against the chip and backend: a predicted chip has none of
- * its own; the file must hold rows of this backend and machine. Checked
- * before anything is created. 0, or -1 said on stderr. */
+ * its own; the file must hold rows of this backend and machine, and rows of
+ * another kernel build are said (an error with --strict). Checked before
+ * anything is created. 0, or -1 said on stderr. */
 static int check_moe_results(const options *o, const mq_target *t, int measured)
 {
     char err[4600];
@@ -253,14 +262,15 @@ static int check_moe_results(const options *o, const mq_target *t, int measured)
         return -1;
     }
     mq_table_entry *rows = NULL;
+    char kbuild[MQ_MOE_KBUILD_LEN];
     int n = mq_moe_table_entries(o->t.moe_results, t->be->name, t->be->device, mq_host_name(),
-                                 &rows, err, sizeof err);
+                                 &rows, kbuild, err, sizeof err);
     free(rows);
     if (n < 0) {
         fprintf(stderr, "tune: --moe-results: %s\n", err);
         return -1;
     }
-    return 0;
+    return mq_stale_check("tune", o->t.moe_results, kbuild, o->strict);
 }
 
 /* The cost model of a predicted chip: --model's coefficients (learned
@@ -398,7 +408,8 @@ int main(int argc, char **argv)
      * measures nothing: the chip alone */
     mq_table_entry *moe_rows = NULL; /* --moe-results reads before the chip is probed */
     if (o.t.moe_results &&
-        mq_moe_table_entries(o.t.moe_results, NULL, NULL, NULL, &moe_rows, err, sizeof err)) {
+        mq_moe_table_entries(o.t.moe_results, NULL, NULL, NULL, &moe_rows, NULL, err,
+                             sizeof err)) {
         fprintf(stderr, "tune: --moe-results: %s\n", err);
         return 2;
     }

@@ -218,7 +218,7 @@ static int read_moe_rows(mq_tuner *T, int measured, mq_table_entry **moe)
         return -1;
     }
     if ((nmoe = mq_moe_table_entries(T->o->moe_results, T->be->name, T->be->device,
-                                     mq_host_name(), moe, err, sizeof err)) < 0) {
+                                     mq_host_name(), moe, NULL, err, sizeof err)) < 0) {
         fprintf(stderr, "tune: --moe-results: %s\n", err);
         return -1;
     }

@@ -123,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fclose(f);
     }
     mq_table_entry *e = NULL;
-    int n = mq_moe_table_entries(path, be, dev, host, &e, err, sizeof err);
+    char kb[MQ_MOE_KBUILD_LEN];
+    int n = mq_moe_table_entries(path, be, dev, host, &e, kb, err, sizeof err);
     for (int i = 0; i < n; i++)
         if (e[i].row.m_lo < 1 || e[i].row.m_lo > e[i].row.m_hi || !(e[i].row.expected_s > 0))
             abort();
