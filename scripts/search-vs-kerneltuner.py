@@ -27,6 +27,8 @@ purpose autotuner on our own kernels' spaces, with the same data and budget.
 Setup (Kernel Tuner 1.4.0 in a venv, run the script with its python):
   python3 -m venv .venv-kt && .venv-kt/bin/pip install kernel-tuner==1.4.0
   .venv-kt/bin/python scripts/search-vs-kerneltuner.py --seeds 20 --jobs 2
+After a change to the tuner's search, --kt-trace takes Kernel Tuner's side from
+an earlier run's kt-trace.csv.gz (it has not changed) and replays only mq's.
 Cost, default files and strategies: about 16 s of one core per seed, 40% of
 it tune's replay (--jobs spreads only Kernel Tuner's share); --strategies all
 makes Kernel Tuner's share about 5 times longer.
@@ -34,6 +36,7 @@ makes Kernel Tuner's share about 5 times longer.
 import argparse
 import csv
 import datetime
+import gzip
 import importlib.metadata
 import json
 import math
@@ -271,6 +274,40 @@ def run_kt(spaces, args, cache_dir):
     return runs, rows
 
 
+def read_kt_trace(path, spaces, args):
+    """Kernel Tuner's side from an earlier run's kt-trace.csv(.gz) instead of running it
+    (its strategies do not change when the tuner's search does). Every space must be
+    there with the same candidate count and best, for seeds 1..--seeds of each
+    strategy. Returns what run_kt returns."""
+    opener = gzip.open if path.endswith(".gz") else open
+    want = {s["key"]: s for s in spaces}
+    runs, rows = {}, []
+    with opener(path, "rt", newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["file"], r["chip"], r["backend"], r["format"], int(r["M"]), int(r["N"]),
+                   int(r["K"]), int(r["group"]))
+            s = want.get(key)
+            if s is None or int(r["seed"]) > args.seeds:
+                continue
+            if int(r["candidates"]) != len(s["cands"]) or \
+                    not math.isclose(float(r["best_s"]), s["best"], rel_tol=1e-6):
+                sys.exit(f"search-vs-kerneltuner: {path}: space {key} has "
+                         f"{r['candidates']} candidates, best {r['best_s']} s; the rows give "
+                         f"{len(s['cands'])}, {s['best']:.9g}")
+            regret = [float(r[f"regret_{c}"]) for c in CHECKS]
+            runs.setdefault("KT " + r["strategy"], []).append(
+                (key, int(r["seed"]), regret, int(r["evals_3pct"]), int(r["evals_1pct"])))
+            rows.append(r | {"evals": int(r["evals"])})
+    for st, rs in runs.items():
+        if len(rs) != len(spaces) * args.seeds:
+            sys.exit(f"search-vs-kerneltuner: {path}: {st} has {len(rs)} runs, expected "
+                     f"{len(spaces)} spaces x {args.seeds} seeds")
+    if not runs:
+        sys.exit(f"search-vs-kerneltuner: {path}: no run of these spaces")
+    args.strategies = [st[3:] for st in runs]
+    return runs, rows
+
+
 def early_stops(kt_rows):
     """The strategies that stopped before the budget in some run: median and least evaluations."""
     by = {}
@@ -353,6 +390,9 @@ def main():
     ap.add_argument("--jobs", type=int, metavar="N", default=1,
                     help="spaces searched in parallel (default 1)")
     ap.add_argument("--out", metavar="DIR", help="keep the caches, both traces and summary.md")
+    ap.add_argument("--kt-trace", metavar="FILE",
+                    help="take Kernel Tuner's side from an earlier run's kt-trace.csv(.gz) "
+                         "instead of running it (--strategies is then the trace's)")
     ap.add_argument("--tune", metavar="PATH", default=os.path.join(REPO, "build", "tune"),
                     help="the tune binary (default %(default)s)")
     args = ap.parse_args()
@@ -393,9 +433,12 @@ def main():
         if not spaces:
             sys.exit(f"search-vs-kerneltuner: no space with {args.min_candidates} ok candidates")
         mq_runs, mq_rows = run_mq(files, spaces, args, tmp)
-        cache_dir = os.path.join(args.out, "caches") if args.out else os.path.join(tmp, "caches")
-        os.makedirs(cache_dir, exist_ok=True)
-        kt_runs, kt_rows = run_kt(spaces, args, cache_dir)
+        if args.kt_trace:
+            kt_runs, kt_rows = read_kt_trace(args.kt_trace, spaces, args)
+        else:
+            cache_dir = os.path.join(args.out, "caches") if args.out else os.path.join(tmp, "caches")
+            os.makedirs(cache_dir, exist_ok=True)
+            kt_runs, kt_rows = run_kt(spaces, args, cache_dir)
     runs = {**mq_runs, **kt_runs}
     keys = [s["key"] for s in spaces]
     gpus = ", ".join(sorted({k[1] for k in keys} - {"host"}))
@@ -425,7 +468,8 @@ def main():
            f") with >= {args.min_candidates} ok candidates, seeds 1..{args.seeds}, "
            f"budget {BUDGET} evaluations",
            "- files: " + ", ".join(f"{label} ({machine[label]})" for _, _, label, _ in files),
-           f"- Kernel Tuner strategies: {', '.join(args.strategies)}",
+           f"- Kernel Tuner strategies: {', '.join(args.strategies)}" +
+           (f" (their runs read from {args.kt_trace})" if args.kt_trace else ""),
            "- evaluations made, median over runs, by the KT strategies that stopped before "
            f"{BUDGET} in some run (their own stopping rule or a space smaller than the budget; "
            "their last best stands at later checkpoints): " + (", ".join(early_stops(kt_rows))
@@ -433,6 +477,7 @@ def main():
     text = "\n".join(md) + "\n"
     sys.stdout.write(text)
     if args.out:
+        os.makedirs(args.out, exist_ok=True)
         write_csv(os.path.join(args.out, "mq-trace.csv"), mq_rows, ["chip", "file"] + TRACE_COLS)
         write_csv(os.path.join(args.out, "kt-trace.csv"), kt_rows,
                   ["chip", "file"] + TRACE_COLS + ["evals"])
