@@ -123,6 +123,20 @@ check "the table's picks are the fastest ok rows, problem by problem" all '[ -n 
 "$B/tune" --chip host --threads 1 --from-results "$d/m3r.csv" --out-dir "$d/tr" >/dev/null 2>&1
 check "the shards merged in another order give the same table" \
     [ "$(grep -v '^#' "$d/tf/table.csv" | sort)" = "$(grep -v '^#' "$d/tr/table.csv" | sort)" ]
+# --from-results --model: the table carries the given model, not a fit on the rows
+given=results/host/model.csv
+out=$("$B/tune" --chip host --threads 1 --from-results "$d/m3.csv" --model "$given" \
+      --out-dir "$d/tm" 2>&1); rc=$?
+check "tune --from-results --model exits 0 and says whose model (rc $rc): $out" \
+    all '[ "$rc" -eq 0 ]' 'has "$out" "rows fitted elsewhere"'
+check "its model.csv holds the given model's terms, value for value" \
+    all '[ -n "$(grep "^dispatch," "$given")" ]' \
+        '[ "$(grep -v "^#" "$given")" = "$(grep -v "^#" "$d/tm/model.csv")" ]'
+check "and its picks are those of the rows (as without --model)" \
+    [ "$(grep -v '^#' "$d/tf/table.csv" | sort)" = "$(grep -v '^#' "$d/tm/table.csv" | sort)" ]
+out=$("$B/tune" --chip host --suite smoke --model "$given" --out-dir "$d/tn" 2>&1); rc=$?
+check "--model on a measured chip without --from-results is refused (rc $rc): $out" \
+    rc_says "$rc" 2 "$out" "--model is for predicted chips and --from-results"
 out=$("$B/tune" --chip host --from-results 2>&1); rc=$?
 check "tune --from-results without files is refused (rc $rc)" [ "$rc" -eq 2 ]
 out=$("$B/tune" --chip m4max --from-results "$d/m3.csv" --out-dir "$d/tx" 2>&1); rc=$?

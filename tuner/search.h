@@ -23,6 +23,8 @@ typedef struct {
     int exhaustive, resume, quiet;
     mq_measure_opts mo;
     const char *moe_results; /* moe-bench results whose best fused rows join the table */
+    int keep_model;          /* the table carries the given model (--from-results --model),
+                                not a fit on the run's rows */
 } mq_tune_opts;
 
 /* The model's rows: features and measured seconds, across all shapes. */

@@ -55,7 +55,9 @@ static void usage(FILE *f)
         "  --budget S         seconds of timing per candidate at most (default 0.3)\n"
         "  --out-dir DIR      default results/CHIP\n"
         "  --model FILE       predicted chips: the cost model's coefficients from FILE (a\n"
-        "                     model.csv, e.g. fitted on another chip by 'model fit')\n"
+        "                     model.csv, e.g. fitted on another chip by 'model fit');\n"
+        "                     with --from-results: the model the table carries, instead\n"
+        "                     of one fitted on the rows\n"
         "  --resume           finish an interrupted run: reuse every row this build measured on\n"
         "                     this host (DIR/tune-results.csv), with the chip as that run\n"
         "                     measured it (DIR/tune-chip.csv)\n"
@@ -169,6 +171,7 @@ static int parse_args(int argc, char **argv, options *o)
     if (strcmp(o->search, "guided") && strcmp(o->search, "exhaustive"))
         return mq_cli_fail("tune", "bad --search (expected guided or exhaustive)", o->search);
     o->t.exhaustive = !strcmp(o->search, "exhaustive");
+    o->t.keep_model = o->model && o->from_results;
     if (o->t.evals < 0)
         o->t.evals = o->replay.path ? 80 : 40;
     int replay_opts = o->strategy || o->replay.seeds || o->replay.min_candidates ||
@@ -276,13 +279,16 @@ static int check_moe_results(const options *o, const mq_target *t, int measured)
 /* The cost model of a predicted chip: --model's coefficients (learned
  * elsewhere, on this chip's figures), else a fit on the chip's own stored
  * measurements (DIR/measured.csv) when there are any; pred_note says which.
- * 0, or -1 said on stderr. */
+ * With --from-results, --model is the model the table carries instead of a
+ * fit on the rows (e.g. one refitted on more rows than the table's picks
+ * come from). 0, or -1 said on stderr. */
 static int read_model(const options *o, const mq_chip *chip, const char *dir, int measured,
                       mq_model *pred, char *pred_note, size_t n)
 {
     char err[4600];
-    if (o->model && measured) {
-        fprintf(stderr, "tune: --model is for predicted chips; %s is measured here\n", o->chip);
+    if (o->model && measured && !o->from_results) {
+        fprintf(stderr, "tune: --model is for predicted chips and --from-results; %s is "
+                        "measured here\n", o->chip);
         return -1;
     }
     if (o->model) {

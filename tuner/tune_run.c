@@ -279,7 +279,7 @@ static int publish_tally(mq_tuner *T, const tune_tally *tl, const mq_table_entry
     mq_model fit = *pred;
     char fit_note[4608], err[512];
     snprintf(fit_note, sizeof fit_note, "%s", pred_note);
-    if (measured && T->rows.n >= 4 * MQ_MODEL_NSHARED &&
+    if (measured && !T->o->keep_model && T->rows.n >= 4 * MQ_MODEL_NSHARED &&
         mq_model_fit_holdout(T->rows.f, T->rows.t, T->rows.n, 0.2, &fit, err,
                              sizeof err) == 0)
         snprintf(fit_note, sizeof fit_note, "fitted on %d rows measured on %s", fit.n_fit,
