@@ -6,7 +6,8 @@
 # lookup's pick (TABLE with that model) against the shape's measured best.
 # usage: scripts/refit-check.sh DIR TABLE ROWS...
 #   DIR    where the fits and reports go
-#   TABLE  the dispatch table to look up with (results/h100/table.csv)
+#   TABLE  the dispatch table to look up with (results/h100/grid-k3f3afccc/table.csv,
+#          or the published results/h100/table.csv)
 #   ROWS   results files: the unseen suite's every candidate (fp4, M 1,16) and
 #          the fit rows (gpu-run.sh refit, the published tune's rows)
 set -eu
