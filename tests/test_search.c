@@ -295,10 +295,46 @@ static void test_replay(void)
     free(s.truth);
 }
 
+/* The guide (the run's model) is refitted once the rows have grown by an
+ * eighth since its last fit, not on every 4th timing: with 200 rows from
+ * earlier shapes, 20 more timings leave it as fitted on the 200; 20 more
+ * after those (240 >= 200 + 25) refit it. */
+static void test_guide_refits(void)
+{
+    space s;
+    if (space_open(&s, 20))
+        return;
+    for (int i = 0; i < s.n; i++)
+        s.truth[i] = mq_model_predict(&s.prior, &s.cs[i].f) * (1.2 + 0.1 * (i % 7));
+    mq_tuner T = {.o = &s.o, .chip = &s.chip, .lim = &s.chip.lim, .prior = &s.prior};
+    double *trace = malloc(sizeof *trace * (size_t)s.n);
+    for (int i = 0; i < 200 && i < s.n; i++) /* earlier shapes' rows */
+        mq_rows_add(&T.rows, &s.cs[i].f, s.truth[i]);
+    T.replay_cs = s.cs;
+    T.replay_t = s.truth;
+    T.trace = trace;
+    mq_tune_search_guided(&T, &s.p, s.cs, s.n);
+    CHECK(T.rows.n == 220 && T.guide_fitted && T.guide_rows == 200,
+          "200 rows, then 20 timings: the guide fitted once, on 200 rows (got %d rows, fitted "
+          "%d, on %d)", T.rows.n, T.guide_fitted, T.guide_rows);
+    T.ntrace = 0;
+    mq_tune_search_guided(&T, &s.p, s.cs, s.n); /* 20 more, of candidates not yet timed */
+    CHECK(T.rows.n == 240 && T.guide_rows >= 225 && T.guide_rows <= 240,
+          "20 more timings: refitted once the rows reached 225 (got %d rows, last fit on %d)",
+          T.rows.n, T.guide_rows);
+    free(trace);
+    free(T.rows.f);
+    free(T.rows.t);
+    free(T.guide);
+    free(s.cs);
+    free(s.truth);
+}
+
 int main(void)
 {
     test_gp();
     test_guided();
+    test_guide_refits();
     test_replay();
     return check_done("search");
 }

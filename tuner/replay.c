@@ -82,6 +82,7 @@ static int run_once(mq_tuner *T, const space *sp, mq_replay_strategy st, int see
     }
     T->rows.n = 0;
     T->guide_fitted = 0;
+    T->guide_rows = 0;
     T->replay_cs = cs;
     T->replay_t = t;
     T->trace = trace;

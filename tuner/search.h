@@ -52,6 +52,7 @@ typedef struct {
     mq_rowset rows;
     mq_model *guide;        /* the guided search's model, refitted warm (heap: large) */
     int guide_fitted;
+    int guide_rows;         /* the rows the guide was last fitted on */
     const mq_model *prior;  /* the default coefficients: the guide until enough rows fit */
     int timed, reused;
     double kernel_s;
