@@ -26,6 +26,10 @@ for b in "$old" "$new"; do
 done
 case $rounds in '' | *[!0-9]*) echo "tune-speed-ab: bad ROUNDS '$rounds'" >&2; exit 2 ;; esac
 mkdir -p "$D"
+# awk: the median of a[1..n] (sorts a)
+MED='function med(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]
+    for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'
 : > "$D/times.txt"
 r=1
 while [ "$r" -le "$rounds" ]; do
@@ -54,17 +58,13 @@ done > "$D/picks.txt"
 {
     echo "tune-speed-ab: $rounds alternating rounds on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "old: $old; new: $new; tune args: $*"
-    awk 'function med(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]
-             for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-             return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    awk "$MED"'
          { k = $1; n[k]++; s[k, n[k]] = $4; c[k, n[k]] = $3; list[k] = list[k] " " $4 }
          END { for (k in n) { for (i = 1; i <= n[k]; i++) { a[i] = s[k, i]; b[i] = c[k, i] }
                  ms[k] = med(a, n[k]); mc[k] = med(b, n[k])
                  printf "%s: wall s%s; median %.1f s, median %d timings\n", k, list[k], ms[k], mc[k] }
                printf "new / old wall time (medians): %.3fx\n", ms["new"] / ms["old"] }' "$D/times.txt"
-    awk 'function med(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]
-             for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-             return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    awk "$MED"'
          { n[$1, $2]++; t[$1, $2, n[$1, $2]] = $3; keys[$2] = 1 }
          END { for (k in keys) if (n["old", k] && n["new", k]) {
                  for (i = 1; i <= n["old", k]; i++) a[i] = t["old", k, i]; o = med(a, n["old", k])

@@ -272,7 +272,7 @@ out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4
 ok=0; [ "$rc" -eq 2 ] && case "$out" in *"no verified, timed fused rows of backend cpu"*) ok=1 ;; esac
 check "rows measured on another backend are refused, exit 2 (got $rc: $out)" [ "$ok" -eq 1 ]
 # rows of another kernel build: said, and with --strict refused before anything is made
-check "moe-bench records its kernel build in each row" grep -q ',"k[0-9a-f]*-[0-9a-f]*"$' "$dir/m.csv"
+check "moe-bench's rows record its kernel build" grep -q ',"k[0-9a-f]*-[0-9a-f]*"$' "$dir/m.csv"
 sed 's/,"k[0-9a-f]*-[0-9a-f]*"$/,"k00000000-0"/' "$dir/m.csv" > "$dir/m-old.csv"
 out=$("$B/tune" --chip host --suite "$dir/one.csv" --m 1 --formats fp4 --evals 4 --budget 0.005 \
       --quiet --threads 2 --out-dir "$dir/t-old" --moe-results "$dir/m-old.csv" 2>&1); rc=$?

@@ -283,9 +283,9 @@ static int local_pick(const mq_cand *cs, int n, const mq_gp_input *in, const dou
 /* Guided search: from the first timing on, the next candidate is the one
  * with the largest expected improvement of log time, believing the guide's
  * prediction times a Gaussian process fitted on this shape's timings
- * (residual_gp.h). The first is the guide's fastest. The guide is refitted
- * every 4 timings once the run's rows allow. From the 8th timing on, every
- * 4th is a local step (local_pick) instead. No fixed first picks: the
+ * (residual_gp.h). The first is the guide's fastest. The guide predicts
+ * anew every 4 timings (refitted when the rows have grown: GUIDE_GROWTH).
+ * From the 8th timing on, every 4th is a local step (local_pick) instead. No fixed first picks: the
  * rules' picks are candidates like any other (the caller times them after
  * the search, for the table's speedups). Deterministic: ties go to the
  * earlier candidate in the list. */
